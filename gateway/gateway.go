@@ -1,0 +1,341 @@
+// Package gateway is Vigil's edge: it translates REST (grpc-gateway) and WebSocket into typed
+// gRPC calls on the domain services, and serves /healthz, /metrics, /openapi.json and the web UI.
+package gateway
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+//go:embed openapi/vigil.swagger.json
+var openapiJSON []byte
+
+// Options configure the gateway. Every zero value has the default given in its comment.
+type Options struct {
+	// Addr to listen on. Default "127.0.0.1:8080".
+	Addr string
+	// Backends are the gRPC addresses of the domain services; a domain with no address is not
+	// served (its routes answer 404).
+	Backends Backends
+	// MaxBodyBytes bounds a request body; larger bodies get 413. Default 64 KiB.
+	MaxBodyBytes int64
+	// Logger for requests and lifecycle events. Default slog.Default().
+	Logger *slog.Logger
+	// DialOptions for the backend connections. Default: plaintext.
+	DialOptions []grpc.DialOption
+	// DrainTimeout bounds the graceful shutdown. Default 10s.
+	DrainTimeout time.Duration
+}
+
+// Backends are the gRPC addresses (host:port) of the domain services.
+type Backends struct {
+	Reservations string
+	Locks        string
+	Chat         string
+	Lobby        string
+	Room         string
+}
+
+// domain is one backend the gateway serves: its REST routes (registered on the grpc-gateway
+// mux) and its WebSocket routes (served beside it).
+type domain struct {
+	name string
+	addr string
+	// rest registers the domain's grpc-gateway handlers.
+	rest func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error
+	// sockets adds the domain's WebSocket routes to mux.
+	sockets func(g *Gateway, mux *http.ServeMux, conn *grpc.ClientConn)
+	// created maps full RPC method names to the HTTP status of their success (201, 204).
+	created map[string]int
+	// allowEmpty and fieldErrors tune the JSON dialect for the domain's request messages.
+	allowEmpty  []protoreflect.FullName
+	fieldErrors map[protoreflect.FullName]string
+}
+
+func (o *Options) domains() []domain {
+	return []domain{
+		reservationsDomain(o.Backends.Reservations),
+	}
+}
+
+// Gateway is the edge's HTTP handler and its backend connections.
+type Gateway struct {
+	o       Options
+	handler http.Handler
+	conns   map[string]*grpc.ClientConn
+	log     *slog.Logger
+}
+
+// New dials the configured backends (lazily: a backend that is down makes its routes answer
+// 503 until it is up) and builds the handler.
+func New(ctx context.Context, o Options) (*Gateway, error) {
+	if o.Addr == "" {
+		o.Addr = "127.0.0.1:8080"
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 64 << 10
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = 10 * time.Second
+	}
+	if len(o.DialOptions) == 0 {
+		o.DialOptions = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	}
+	g := &Gateway{o: o, conns: map[string]*grpc.ClientConn{}, log: o.Logger}
+	m := &apiMarshaler{allowEmpty: map[protoreflect.FullName]bool{}, fieldErrors: map[protoreflect.FullName]string{}}
+	successCodes := map[string]int{}
+	var served []domain
+	for _, d := range o.domains() {
+		if d.addr == "" {
+			continue
+		}
+		conn, err := grpc.NewClient(d.addr, o.DialOptions...)
+		if err != nil {
+			g.Close()
+			return nil, fmt.Errorf("dial %s at %s: %w", d.name, d.addr, err)
+		}
+		g.conns[d.name] = conn
+		for _, n := range d.allowEmpty {
+			m.allowEmpty[n] = true
+		}
+		for n, msg := range d.fieldErrors {
+			m.fieldErrors[n] = msg
+		}
+		for meth, code := range d.created {
+			successCodes[meth] = code
+		}
+		served = append(served, d)
+	}
+
+	gw := runtime.NewServeMux(
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, m),
+		runtime.WithErrorHandler(g.writeRPCError),
+		runtime.WithRoutingErrorHandler(routingError),
+		runtime.WithForwardResponseOption(func(ctx context.Context, w http.ResponseWriter, _ proto.Message) error {
+			if meth, ok := runtime.RPCMethod(ctx); ok {
+				if code, ok := successCodes[meth]; ok {
+					w.WriteHeader(code)
+				}
+			}
+			return nil
+		}),
+	)
+	mux := http.NewServeMux()
+	for _, d := range served {
+		if d.rest != nil {
+			if err := d.rest(ctx, gw, g.conns[d.name]); err != nil {
+				g.Close()
+				return nil, fmt.Errorf("register %s routes: %w", d.name, err)
+			}
+		}
+		if d.sockets != nil {
+			d.sockets(g, mux, g.conns[d.name])
+		}
+	}
+	mux.HandleFunc("GET /{$}", g.root)
+	mux.HandleFunc("GET /healthz", g.healthz)
+	mux.Handle("GET /metrics", promhttp.Handler())
+	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(openapiJSON)
+	})
+	mux.Handle("/", g.limitBody(gw))
+	g.handler = mux
+	return g, nil
+}
+
+// Handler serves every route of the gateway.
+func (g *Gateway) Handler() http.Handler { return g.handler }
+
+// Close closes the backend connections.
+func (g *Gateway) Close() {
+	for _, c := range g.conns {
+		_ = c.Close()
+	}
+}
+
+// Run serves the gateway on o.Addr until ctx ends, then shuts down gracefully. ready, when not
+// nil, receives the listening address once the gateway accepts connections.
+func Run(ctx context.Context, o Options, ready func(addr net.Addr)) error {
+	g, err := New(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	lis, err := net.Listen("tcp", g.o.Addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", g.o.Addr, err)
+	}
+	srv := &http.Server{Handler: g.handler, ReadHeaderTimeout: 10 * time.Second}
+	g.log.Info("gateway serving", "event", "start", "service", "gateway", "http", lis.Addr().String())
+	if ready != nil {
+		ready(lis.Addr())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(lis) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), g.o.DrainTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("gateway shutdown: %w", err)
+	}
+	return nil
+}
+
+// errorBody is every error answer: one sentence a person can act on.
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(errorBody{Error: msg})
+}
+
+// writeRPCError maps a gRPC status to HTTP. Services write user-facing messages for client
+// errors; server-side failures get a generic sentence so internals never leak.
+func (g *Gateway) writeRPCError(ctx context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
+	st := status.Convert(err)
+	code := runtime.HTTPStatusFromCode(st.Code())
+	msg := st.Message()
+	switch st.Code() {
+	case codes.Unavailable:
+		msg = "A backend service is unavailable; try again shortly."
+	case codes.DeadlineExceeded:
+		msg = "The request timed out; try again."
+	case codes.Internal, codes.Unknown, codes.DataLoss:
+		g.log.ErrorContext(ctx, "backend error", "event", "http_error", "path", r.URL.Path, "code", st.Code().String(), "err", st.Message())
+		msg = "Internal error."
+	case codes.Unimplemented:
+		code, msg = http.StatusNotFound, "Not found."
+	}
+	if msg == "" {
+		msg = http.StatusText(code) + "."
+	}
+	writeError(w, code, msg)
+}
+
+func routingError(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, code int) {
+	switch code {
+	case http.StatusMethodNotAllowed:
+		writeError(w, code, "Method not allowed.")
+	case http.StatusNotFound:
+		writeError(w, code, fmt.Sprintf("No route %s %s.", r.Method, r.URL.Path))
+	default:
+		writeError(w, code, http.StatusText(code)+".")
+	}
+}
+
+// limitBody reads at most MaxBodyBytes of a request body up front: larger bodies get 413
+// before any backend is called.
+func (g *Gateway) limitBody(next http.Handler) http.Handler {
+	limit := g.o.MaxBodyBytes
+	tooLarge := fmt.Sprintf("The request body is larger than %d KiB; send a smaller one.", limit>>10)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > limit {
+			writeError(w, http.StatusRequestEntityTooLarge, tooLarge)
+			return
+		}
+		if r.Body != nil && r.Body != http.NoBody {
+			body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+			if err != nil {
+				writeError(w, http.StatusBadRequest, errSendJSON)
+				return
+			}
+			if int64(len(body)) > limit {
+				writeError(w, http.StatusRequestEntityTooLarge, tooLarge)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (g *Gateway) root(w http.ResponseWriter, r *http.Request) {
+	if strings.Contains(r.Header.Get("Accept"), "text/html") {
+		http.Redirect(w, r, "/ui/", http.StatusFound)
+		return
+	}
+	domains := make([]string, 0, len(g.conns))
+	for _, d := range g.o.domains() {
+		if _, ok := g.conns[d.name]; ok {
+			domains = append(domains, d.name)
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"service": "vigil",
+		"domains": domains,
+		"openapi": "/openapi.json",
+		"health":  "/healthz",
+		"ui":      "/ui/",
+	})
+}
+
+// healthz is ready only when every backend answers its gRPC health check with SERVING.
+func (g *Gateway) healthz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	backends := map[string]string{}
+	ok := true
+	for name, conn := range g.conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			state := "SERVING"
+			res, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+			switch {
+			case err != nil:
+				state = "UNAVAILABLE"
+			case res.GetStatus() != healthpb.HealthCheckResponse_SERVING:
+				state = res.GetStatus().String()
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			backends[name] = state
+			if state != "SERVING" {
+				ok = false
+			}
+		}()
+	}
+	wg.Wait()
+	code, st := http.StatusOK, "ok"
+	if !ok {
+		code, st = http.StatusServiceUnavailable, "unavailable"
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]any{"status": st, "backends": backends})
+}

@@ -1,0 +1,242 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// apiMarshaler is the JSON dialect of docs/API.md on top of protojson: 64-bit integers (times
+// in ms, counts, tokens) are JSON numbers rather than strings, unset optional fields are null,
+// and request bodies are checked strictly (an integer field takes only a JSON integer, never a
+// string or a fraction), with errors a person can act on.
+type apiMarshaler struct {
+	// allowEmpty names request messages whose body may be empty (all their fields optional).
+	allowEmpty map[protoreflect.FullName]bool
+	// fieldErrors gives the sentence for a badly typed field, by the field's full name.
+	fieldErrors map[protoreflect.FullName]string
+}
+
+var _ runtime.Marshaler = (*apiMarshaler)(nil)
+
+const errSendJSON = "Send a JSON request body."
+
+func (m *apiMarshaler) ContentType(any) string { return "application/json" }
+
+func (m *apiMarshaler) Marshal(v any) ([]byte, error) {
+	msg, ok := v.(proto.Message)
+	if !ok {
+		return json.Marshal(v)
+	}
+	return marshalAPI(msg)
+}
+
+func (m *apiMarshaler) Unmarshal(data []byte, v any) error {
+	msg, ok := v.(proto.Message)
+	if !ok {
+		return json.Unmarshal(data, v)
+	}
+	return m.decode(data, msg)
+}
+
+func (m *apiMarshaler) NewDecoder(r io.Reader) runtime.Decoder {
+	return runtime.DecoderFunc(func(v any) error {
+		data, err := io.ReadAll(r)
+		if err != nil {
+			return errors.New(errSendJSON)
+		}
+		return m.Unmarshal(data, v)
+	})
+}
+
+func (m *apiMarshaler) NewEncoder(w io.Writer) runtime.Encoder {
+	return runtime.EncoderFunc(func(v any) error {
+		b, err := m.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(append(b, '\n'))
+		return err
+	})
+}
+
+func (m *apiMarshaler) decode(data []byte, msg proto.Message) error {
+	md := msg.ProtoReflect().Descriptor()
+	if len(bytes.TrimSpace(data)) == 0 {
+		if m.allowEmpty[md.FullName()] {
+			return nil
+		}
+		return errors.New(errSendJSON)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		return errors.New(errSendJSON)
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return errors.New("Send a JSON object as the request body.")
+	}
+	if err := m.check(md, obj); err != nil {
+		return err
+	}
+	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(data, msg); err != nil {
+		return errors.New(errSendJSON)
+	}
+	return nil
+}
+
+// check verifies the JSON types of the fields obj sets, recursively.
+func (m *apiMarshaler) check(md protoreflect.MessageDescriptor, obj map[string]any) error {
+	fields := md.Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		val, ok := obj[fd.JSONName()]
+		if !ok {
+			val, ok = obj[string(fd.Name())]
+		}
+		if !ok || val == nil {
+			continue
+		}
+		if fd.IsList() {
+			arr, isArr := val.([]any)
+			if !isArr {
+				return m.fieldError(fd, "a JSON array")
+			}
+			for _, e := range arr {
+				if err := m.checkValue(fd, e); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if fd.IsMap() {
+			if _, isObj := val.(map[string]any); !isObj {
+				return m.fieldError(fd, "a JSON object")
+			}
+			continue
+		}
+		if err := m.checkValue(fd, val); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *apiMarshaler) checkValue(fd protoreflect.FieldDescriptor, val any) error {
+	switch fd.Kind() {
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind,
+		protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind,
+		protoreflect.Uint32Kind, protoreflect.Fixed32Kind, protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		n, ok := val.(json.Number)
+		if !ok || strings.ContainsAny(n.String(), ".eE") {
+			return m.fieldError(fd, "an integer")
+		}
+		if _, err := n.Int64(); err != nil {
+			return m.fieldError(fd, "an integer")
+		}
+	case protoreflect.FloatKind, protoreflect.DoubleKind:
+		if _, ok := val.(json.Number); !ok {
+			return m.fieldError(fd, "a number")
+		}
+	case protoreflect.BoolKind:
+		if _, ok := val.(bool); !ok {
+			return m.fieldError(fd, "true or false")
+		}
+	case protoreflect.StringKind:
+		if _, ok := val.(string); !ok {
+			return m.fieldError(fd, "a string")
+		}
+	case protoreflect.MessageKind:
+		if strings.HasPrefix(string(fd.Message().FullName()), "google.protobuf.") {
+			return nil
+		}
+		obj, ok := val.(map[string]any)
+		if !ok {
+			return m.fieldError(fd, "a JSON object")
+		}
+		return m.check(fd.Message(), obj)
+	}
+	return nil
+}
+
+func (m *apiMarshaler) fieldError(fd protoreflect.FieldDescriptor, want string) error {
+	if msg, ok := m.fieldErrors[fd.FullName()]; ok {
+		return errors.New(msg)
+	}
+	return fmt.Errorf("%s must be %s.", fd.JSONName(), want)
+}
+
+// marshalAPI renders msg as protojson with every field present, then turns 64-bit integers
+// back into JSON numbers and unset optional fields into null.
+func marshalAPI(msg proto.Message) ([]byte, error) {
+	b, err := protojson.MarshalOptions{EmitUnpopulated: true}.Marshal(msg)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return json.Marshal(numbersAndNulls(msg.ProtoReflect().Descriptor(), v))
+}
+
+func numbersAndNulls(md protoreflect.MessageDescriptor, v any) any {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	fields := md.Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		name := fd.JSONName()
+		val, present := obj[name]
+		switch {
+		case !present || val == nil:
+			if !fd.IsList() && !fd.IsMap() {
+				obj[name] = nil
+			}
+		case fd.IsList():
+			if arr, ok := val.([]any); ok {
+				for j := range arr {
+					arr[j] = fieldValue(fd, arr[j])
+				}
+			}
+		case fd.IsMap():
+			if mo, ok := val.(map[string]any); ok {
+				for k := range mo {
+					mo[k] = fieldValue(fd.MapValue(), mo[k])
+				}
+			}
+		default:
+			obj[name] = fieldValue(fd, val)
+		}
+	}
+	return obj
+}
+
+func fieldValue(fd protoreflect.FieldDescriptor, v any) any {
+	switch fd.Kind() {
+	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind,
+		protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		if s, ok := v.(string); ok {
+			return json.Number(s)
+		}
+	case protoreflect.MessageKind:
+		if !strings.HasPrefix(string(fd.Message().FullName()), "google.protobuf.") {
+			return numbersAndNulls(fd.Message(), v)
+		}
+	}
+	return v
+}

@@ -1,0 +1,33 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
+)
+
+func reservationsDomain(addr string) domain {
+	return domain{
+		name: "reservations",
+		addr: addr,
+		rest: func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
+			return reservationsv1.RegisterReservationServiceHandler(ctx, mux, conn)
+		},
+		created: map[string]int{
+			"/vigil.reservations.v1.ReservationService/CreateReservation": http.StatusCreated,
+		},
+		allowEmpty: []protoreflect.FullName{
+			"vigil.reservations.v1.ConfirmReservationRequest",
+			"vigil.reservations.v1.ReleaseReservationRequest",
+		},
+		fieldErrors: map[protoreflect.FullName]string{
+			"vigil.reservations.v1.CreateReservationRequest.ttl_seconds": "ttlSeconds must be an integer from 5 through 3600.",
+			"vigil.reservations.v1.ReplayAlarmRequest.now":               "now must be a positive integer timestamp.",
+		},
+	}
+}

@@ -1,0 +1,37 @@
+-- claim.lua: lease up to N due alarms of one shard in one atomic step.
+-- KEYS[1]  the shard's alarm sorted set (member = object id, score = due time in ms)
+-- KEYS[2]  the shard's attempt counts (hash: object id -> attempts so far)
+-- ARGV[1]  now, in ms: only members with score <= now are claimed
+-- ARGV[2]  the lease score: now + lease plus a fraction unique to this claim. Alarms set by
+--          domains are whole ms, so a fractional score always means "leased or retrying".
+-- ARGV[3]  the most members to claim
+-- Returns  {head, id1, attempt1, due1, id2, attempt2, due2, ...}; head is the earliest score left
+--          in the set after the claim ('' when empty). An alarm with a whole-ms score is fresh:
+--          its attempt count restarts at 1.
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[3]))
+local out = {''}
+local rescore = {}
+for i = 1, #due, 2 do
+  local id = due[i]
+  local score = tonumber(due[i + 1])
+  local attempt
+  if score % 1 == 0 then
+    redis.call('HSET', KEYS[2], id, 1)
+    attempt = 1
+  else
+    attempt = redis.call('HINCRBY', KEYS[2], id, 1)
+  end
+  rescore[#rescore + 1] = ARGV[2]
+  rescore[#rescore + 1] = id
+  out[#out + 1] = id
+  out[#out + 1] = attempt
+  out[#out + 1] = due[i + 1]
+end
+if #rescore > 0 then
+  redis.call('ZADD', KEYS[1], unpack(rescore))
+end
+local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if head[2] then
+  out[1] = head[2]
+end
+return out

@@ -1,0 +1,25 @@
+-- retry.lua: after a failed attempt, re-score the alarm for a retry or move it to dead letters.
+-- KEYS[1]  the shard's alarm sorted set
+-- KEYS[2]  the shard's attempt counts
+-- KEYS[3]  the shard's dead-letter sorted set (member = object id, score = when it died, ms)
+-- KEYS[4]  the shard's dead-letter details (hash: object id -> JSON {error, attempts, at})
+-- ARGV[1]  the lease score the alarm was claimed with
+-- ARGV[2]  the object id
+-- ARGV[3]  the retry score (fractional, so it still counts as a retry when claimed)
+-- ARGV[4]  1 to dead-letter instead of retrying
+-- ARGV[5]  now, in ms
+-- ARGV[6]  the dead-letter details (JSON)
+-- Returns  0 when the alarm is no longer ours (re-armed or re-claimed), 1 retried, 2 dead.
+local score = redis.call('ZSCORE', KEYS[1], ARGV[2])
+if not score or tonumber(score) ~= tonumber(ARGV[1]) then
+  return 0
+end
+if ARGV[4] == '1' then
+  redis.call('ZREM', KEYS[1], ARGV[2])
+  redis.call('HDEL', KEYS[2], ARGV[2])
+  redis.call('ZADD', KEYS[3], ARGV[5], ARGV[2])
+  redis.call('HSET', KEYS[4], ARGV[2], ARGV[6])
+  return 2
+end
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2])
+return 1

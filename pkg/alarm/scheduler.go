@@ -1,0 +1,295 @@
+package alarm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/vigil-dev/vigil/pkg/redisx"
+)
+
+// Run schedules the queue's alarms until ctx ends: one loop per shard sleeps until its earliest
+// alarm is due (or a wake-up hint arrives), claims due alarms in batches, hands them to h and
+// acknowledges or retries each one. Any number of processes may Run the same queue at once.
+func (q *Queue) Run(ctx context.Context, h Handler) error {
+	wakes := make([]chan struct{}, q.o.Shards)
+	for i := range wakes {
+		wakes[i] = make(chan struct{}, 1)
+	}
+	q.mu.Lock()
+	q.wakes = wakes
+	q.mu.Unlock()
+	defer func() {
+		q.mu.Lock()
+		q.wakes = nil
+		q.mu.Unlock()
+	}()
+
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { q.listenForHints(ctx); return nil })
+	for shard := range q.o.Shards {
+		g.Go(func() error { q.runShard(ctx, shard, wakes[shard], h); return nil })
+	}
+	return g.Wait()
+}
+
+// listenForHints relays other processes' wake-up hints to the local shard loops.
+func (q *Queue) listenForHints(ctx context.Context) {
+	sub := q.rdb.Subscribe(ctx, wakeChannel(q.o.Prefix, q.o.Namespace))
+	defer sub.Close()
+	ch := sub.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m, ok := <-ch:
+			if !ok {
+				return
+			}
+			if shard, err := strconv.Atoi(m.Payload); err == nil {
+				q.wakeLocal(shard)
+			}
+		}
+	}
+}
+
+func (q *Queue) runShard(ctx context.Context, shard int, wake <-chan struct{}, h Handler) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	failures := 0
+	for {
+		next, err := q.drain(ctx, shard, h)
+		sleep := q.jittered(q.o.MaxSleep)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			failures++
+			q.o.Logger.Error("alarm scheduler failed", "event", "alarm_scheduler_error", "ns", q.o.Namespace, "shard", shard, "err", err)
+			sleep = min(sleep, q.jittered(time.Duration(min(failures, 6))*100*time.Millisecond))
+		default:
+			failures = 0
+			if !next.IsZero() {
+				sleep = min(sleep, next.Sub(q.o.Now()))
+			}
+		}
+		if sleep <= 0 {
+			continue
+		}
+		timer.Reset(sleep)
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		case <-wake:
+			if !timer.Stop() {
+				<-timer.C
+			}
+		}
+	}
+}
+
+func (q *Queue) jittered(d time.Duration) time.Duration {
+	return d - time.Duration(rand.Int64N(int64(d)/5+1))
+}
+
+// drain claims and handles batches until fewer than a full batch is due, and returns when the
+// shard's earliest remaining alarm is due (zero when the shard is empty).
+func (q *Queue) drain(ctx context.Context, shard int, h Handler) (time.Time, error) {
+	for {
+		batch, lease, next, err := q.claimDue(ctx, shard)
+		if err != nil || len(batch) == 0 {
+			return next, err
+		}
+		if err := q.handle(ctx, shard, batch, lease, h); err != nil {
+			return next, err
+		}
+		if len(batch) < q.o.BatchSize {
+			return next, nil
+		}
+	}
+}
+
+// claimDue leases up to BatchSize due alarms of shard in one script.
+func (q *Queue) claimDue(ctx context.Context, shard int) (batch []Firing, lease string, next time.Time, err error) {
+	now := q.o.Now()
+	lease = q.fractionalScore(now.Add(q.o.Lease))
+	k := q.Keys(shard)
+	res, err := q.claim.Run(ctx, q.rdb, []string{k.Alarms, k.Attempts}, now.UnixMilli(), lease, q.o.BatchSize).Slice()
+	if err != nil {
+		return nil, "", time.Time{}, fmt.Errorf("claim shard %d: %w", shard, err)
+	}
+	if head, _ := res[0].(string); head != "" {
+		if f, err := strconv.ParseFloat(head, 64); err == nil {
+			next = time.UnixMilli(int64(math.Ceil(f)))
+		}
+	}
+	for i := 1; i+2 < len(res); i += 3 {
+		id, _ := res[i].(string)
+		attempt, _ := res[i+1].(int64)
+		dueStr, _ := res[i+2].(string)
+		dueF, _ := strconv.ParseFloat(dueStr, 64)
+		due := time.UnixMilli(int64(math.Floor(dueF)))
+		batch = append(batch, Firing{ID: id, Shard: shard, Attempt: int(attempt), Due: due})
+		q.metrics.lateness.Observe(now.Sub(due).Seconds())
+	}
+	q.metrics.claimed.Add(float64(len(batch)))
+	return batch, lease, next, nil
+}
+
+// handle runs the handler on a claimed batch, then acknowledges the successes in one script
+// and retries or dead-letters the failures.
+func (q *Queue) handle(ctx context.Context, shard int, batch []Firing, lease string, h Handler) error {
+	errs := q.safeHandle(ctx, h, batch)
+	k := q.Keys(shard)
+	ackArgs := make([]any, 0, len(batch)+1)
+	ackArgs = append(ackArgs, lease)
+	var failed []int
+	for i, f := range batch {
+		if i < len(errs) && errs[i] != nil {
+			failed = append(failed, i)
+			continue
+		}
+		ackArgs = append(ackArgs, f.ID)
+	}
+	if len(ackArgs) > 1 {
+		if err := q.ack.Run(ctx, q.rdb, []string{k.Alarms, k.Attempts}, ackArgs...).Err(); err != nil {
+			// The lease will run out and the alarms fire again; handlers are idempotent.
+			return fmt.Errorf("ack shard %d: %w", shard, err)
+		}
+		q.metrics.acked.Add(float64(len(ackArgs) - 1))
+	}
+	for _, i := range failed {
+		if err := q.fail(ctx, k, batch[i], lease, errs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// safeHandle turns a handler panic into an error for every firing of the batch.
+func (q *Queue) safeHandle(ctx context.Context, h Handler, batch []Firing) (errs []error) {
+	defer func() {
+		if r := recover(); r != nil {
+			errs = make([]error, len(batch))
+			for i := range errs {
+				errs[i] = fmt.Errorf("alarm handler panicked: %v", r)
+			}
+		}
+	}()
+	return h.HandleAlarms(ctx, batch)
+}
+
+// DeadLetter is an alarm that failed every retry.
+type DeadLetter struct {
+	// ID is the object whose alarm died.
+	ID string `json:"id"`
+	// Shard is the object's shard.
+	Shard int `json:"shard"`
+	// Attempts made before it was dead-lettered.
+	Attempts int `json:"attempts"`
+	// Error is the last attempt's error.
+	Error string `json:"error"`
+	// At is when it was dead-lettered.
+	At time.Time `json:"-"`
+}
+
+func (q *Queue) fail(ctx context.Context, k ShardKeys, f Firing, lease string, cause error) error {
+	now := q.o.Now()
+	dead := f.Attempt > q.o.MaxRetries
+	backoff := q.o.RetryBase << min(f.Attempt-1, 30)
+	info, _ := json.Marshal(DeadLetter{ID: f.ID, Shard: f.Shard, Attempts: f.Attempt, Error: cause.Error()})
+	deadFlag := "0"
+	if dead {
+		deadFlag = "1"
+	}
+	res, err := q.retry.Run(ctx, q.rdb, []string{k.Alarms, k.Attempts, k.Dead, k.DeadInfo},
+		lease, f.ID, q.fractionalScore(now.Add(backoff)), deadFlag, now.UnixMilli(), string(info)).Int()
+	if err != nil {
+		return fmt.Errorf("retry %q: %w", f.ID, err)
+	}
+	switch res {
+	case 1:
+		q.metrics.retried.Inc()
+		q.o.Logger.Warn("alarm failed; will retry", "event", "alarm_retry", "ns", q.o.Namespace, "id", f.ID,
+			"attempt", f.Attempt, "retryIn", backoff.String(), "err", cause)
+	case 2:
+		q.metrics.dead.Inc()
+		q.o.Logger.Error("alarm dead-lettered", "event", "alarm_dead", "ns", q.o.Namespace, "id", f.ID,
+			"attempts", f.Attempt, "err", cause)
+	}
+	return nil
+}
+
+// DeadLetters lists the dead letters of every shard, oldest first within a shard.
+func (q *Queue) DeadLetters(ctx context.Context) ([]DeadLetter, error) {
+	var out []DeadLetter
+	for shard := range q.o.Shards {
+		k := q.Keys(shard)
+		ids, err := q.rdb.ZRangeWithScores(ctx, k.Dead, 0, -1).Result()
+		if err != nil {
+			return nil, fmt.Errorf("list dead letters: %w", err)
+		}
+		for _, z := range ids {
+			id, _ := z.Member.(string)
+			d := DeadLetter{ID: id, Shard: shard, At: time.UnixMilli(int64(z.Score))}
+			raw, err := q.rdb.HGet(ctx, k.DeadInfo, id).Result()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return nil, fmt.Errorf("read dead letter %q: %w", id, err)
+			}
+			if raw != "" {
+				_ = json.Unmarshal([]byte(raw), &d)
+			}
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// ReplayDead moves object id's dead letter back into the queue, due now, with its attempt
+// count reset. It reports false when id is not a dead letter.
+func (q *Queue) ReplayDead(ctx context.Context, id string) (bool, error) {
+	k := q.KeysOf(id)
+	n, err := q.revive.Run(ctx, q.rdb, []string{k.Alarms, k.Attempts, k.Dead, k.DeadInfo}, id, q.o.Now().UnixMilli()).Int()
+	if err != nil {
+		return false, fmt.Errorf("replay dead letter %q: %w", id, err)
+	}
+	if n == 1 {
+		q.Wake(ctx, q.ShardOf(id))
+	}
+	return n == 1, nil
+}
+
+// DiscardDead drops object id's dead letter. It reports false when id is not a dead letter.
+func (q *Queue) DiscardDead(ctx context.Context, id string) (bool, error) {
+	k := q.KeysOf(id)
+	n, err := q.revive.Run(ctx, q.rdb, []string{k.Alarms, k.Attempts, k.Dead, k.DeadInfo}, id, "").Int()
+	if err != nil {
+		return false, fmt.Errorf("discard dead letter %q: %w", id, err)
+	}
+	return n == 1, nil
+}
+
+// Pending counts the alarms of each shard (due or not, leased included).
+func (q *Queue) Pending(ctx context.Context) ([]int64, error) {
+	out := make([]int64, q.o.Shards)
+	for shard := range q.o.Shards {
+		n, err := q.rdb.ZCard(ctx, q.Keys(shard).Alarms).Result()
+		if err != nil {
+			return nil, fmt.Errorf("count alarms: %w", err)
+		}
+		out[shard] = n
+	}
+	return out, nil
+}
+
+// Scripts are the queue's Lua scripts, for loading before a pipeline uses them.
+func (q *Queue) Scripts() []*redisx.Script { return q.scripts }

@@ -1,0 +1,132 @@
+// Package redisx opens Redis connections (one server or a Redis Cluster) and runs Lua scripts
+// in a way that also works inside pipelines and after a Redis restart.
+package redisx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Config says which Redis to use. Exactly one of URL and ClusterAddrs is set.
+type Config struct {
+	// URL of one Redis server: redis://[user:password@]host:port[/db], or rediss:// for TLS.
+	URL string
+	// ClusterAddrs are seed addresses (host:port) of a Redis Cluster. Empty means no cluster.
+	ClusterAddrs []string
+	// Password for the cluster's nodes (a single server takes it in its URL). Default: none.
+	Password string
+	// PoolSize per node; zero means go-redis's default (10 per CPU).
+	PoolSize int
+}
+
+// ParseClusterAddrs splits a comma-separated list of host:port seeds, dropping blanks.
+func ParseClusterAddrs(s string) []string {
+	var out []string
+	for _, a := range strings.Split(s, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Open connects to the configured Redis and checks it answers PING.
+func Open(ctx context.Context, cfg Config) (redis.UniversalClient, error) {
+	var c redis.UniversalClient
+	switch {
+	case len(cfg.ClusterAddrs) > 0:
+		c = redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs:    cfg.ClusterAddrs,
+			Password: cfg.Password,
+			PoolSize: cfg.PoolSize,
+		})
+	case cfg.URL != "":
+		opt, err := redis.ParseURL(cfg.URL)
+		if err != nil {
+			return nil, fmt.Errorf("redis url: %w", err)
+		}
+		if cfg.PoolSize > 0 {
+			opt.PoolSize = cfg.PoolSize
+		}
+		c = redis.NewClient(opt)
+	default:
+		return nil, errors.New("redis: set a URL or cluster addresses")
+	}
+	if err := c.Ping(ctx).Err(); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("redis ping: %w", err)
+	}
+	return c, nil
+}
+
+// Script is a Lua script run by its SHA, loaded on demand.
+type Script struct {
+	s *redis.Script
+}
+
+// NewScript wraps Lua source. Construct scripts once, at store construction.
+func NewScript(src string) *Script { return &Script{s: redis.NewScript(src)} }
+
+// Run evaluates the script by SHA and falls back to sending its source on NOSCRIPT.
+func (s *Script) Run(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
+	return s.s.Run(ctx, c, keys, args...)
+}
+
+// Queue adds an EVALSHA of the script to a pipeline. A pipeline cannot fall back on NOSCRIPT,
+// so pipelines run through Pipelined, which loads the scripts and retries once.
+func (s *Script) Queue(ctx context.Context, p redis.Pipeliner, keys []string, args ...any) *redis.Cmd {
+	return s.s.EvalSha(ctx, p, keys, args...)
+}
+
+// Load loads the script on every node (every master of a cluster).
+func (s *Script) Load(ctx context.Context, c redis.UniversalClient) error {
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		return cc.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error {
+			return s.s.Load(ctx, n).Err()
+		})
+	}
+	return s.s.Load(ctx, c).Err()
+}
+
+// IsNoScript reports whether err is Redis saying the script is not loaded.
+func IsNoScript(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
+}
+
+// Pipelined runs fill in a pipeline and executes it. If any command failed with NOSCRIPT
+// (Redis restarted, or a new cluster node), it loads scripts and runs the pipeline once more;
+// callers only queue idempotent scripts, so running one twice is harmless.
+func Pipelined(ctx context.Context, c redis.UniversalClient, scripts []*Script, fill func(p redis.Pipeliner)) ([]redis.Cmder, error) {
+	cmds, err := c.Pipelined(ctx, func(p redis.Pipeliner) error { fill(p); return nil })
+	if !anyNoScript(cmds) {
+		return cmds, pipelineErr(err)
+	}
+	for _, s := range scripts {
+		if err := s.Load(ctx, c); err != nil {
+			return nil, err
+		}
+	}
+	cmds, err = c.Pipelined(ctx, func(p redis.Pipeliner) error { fill(p); return nil })
+	return cmds, pipelineErr(err)
+}
+
+func anyNoScript(cmds []redis.Cmder) bool {
+	for _, c := range cmds {
+		if IsNoScript(c.Err()) {
+			return true
+		}
+	}
+	return false
+}
+
+// pipelineErr drops redis.Nil: a script that returns nil is an answer, not a failure.
+func pipelineErr(err error) error {
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	return err
+}
