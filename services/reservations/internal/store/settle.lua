@@ -1,0 +1,29 @@
+-- settle.lua: the client's transition, held -> confirmed or released, removing the alarm. A hold
+-- already past its expiry is expired first (the alarm may not have fired yet), then refused.
+-- KEYS[1]  the reservation's hash
+-- KEYS[2]  its shard's alarm sorted set
+-- ARGV[1]  reservation id
+-- ARGV[2]  the target status: 'confirmed' or 'released'
+-- ARGV[3]  now (ms)
+-- Returns  {outcome, status, createdAt, expiresAt, expiredAt, expirationCount, alarmAt};
+--          outcome is 'ok', 'missing' or 'conflict'.
+local s = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'expiresAt', 'expiredAt', 'expirationCount')
+if not s[1] then
+  return {'missing', 'missing'}
+end
+if s[1] == 'held' and tonumber(s[3]) <= tonumber(ARGV[3]) then
+  redis.call('HSET', KEYS[1], 'status', 'expired', 'expiredAt', ARGV[3])
+  s[5] = redis.call('HINCRBY', KEYS[1], 'expirationCount', 1)
+  s[1] = 'expired'
+  s[4] = ARGV[3]
+  redis.call('ZREM', KEYS[2], ARGV[1])
+end
+local outcome = 'ok'
+if s[1] == 'held' then
+  redis.call('HSET', KEYS[1], 'status', ARGV[2])
+  redis.call('ZREM', KEYS[2], ARGV[1])
+  s[1] = ARGV[2]
+elseif s[1] ~= ARGV[2] then
+  outcome = 'conflict'
+end
+return {outcome, s[1], s[2], s[3], s[4], s[5], redis.call('ZSCORE', KEYS[2], ARGV[1])}

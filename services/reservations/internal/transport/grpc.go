@@ -1,0 +1,120 @@
+// Package transport serves the reservation use cases over gRPC: proto ⇄ domain, and the one
+// place domain errors become gRPC status codes.
+package transport
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
+	"github.com/vigil-dev/vigil/services/reservations/internal/app"
+	"github.com/vigil-dev/vigil/services/reservations/internal/domain"
+)
+
+// Server implements vigil.reservations.v1.ReservationService.
+type Server struct {
+	reservationsv1.UnimplementedReservationServiceServer
+	app *app.App
+	log *slog.Logger
+}
+
+// NewServer serves a over gRPC.
+func NewServer(a *app.App, log *slog.Logger) *Server { return &Server{app: a, log: log} }
+
+// CreateReservation implements the RPC.
+func (s *Server) CreateReservation(ctx context.Context, req *reservationsv1.CreateReservationRequest) (*reservationsv1.CreateReservationResponse, error) {
+	r, err := s.app.Create(ctx, req.GetReservationId(), int64(req.GetTtlSeconds()))
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	return &reservationsv1.CreateReservationResponse{Reservation: toProto(r)}, nil
+}
+
+// GetReservation implements the RPC.
+func (s *Server) GetReservation(ctx context.Context, req *reservationsv1.GetReservationRequest) (*reservationsv1.GetReservationResponse, error) {
+	r, err := s.app.Get(ctx, req.GetReservationId())
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	return &reservationsv1.GetReservationResponse{Reservation: toProto(r)}, nil
+}
+
+// ReplayAlarm implements the RPC.
+func (s *Server) ReplayAlarm(ctx context.Context, req *reservationsv1.ReplayAlarmRequest) (*reservationsv1.ReplayAlarmResponse, error) {
+	r, changed, err := s.app.Replay(ctx, req.GetReservationId(), req.GetNow())
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	p := toProto(r)
+	return &reservationsv1.ReplayAlarmResponse{
+		ReservationId:   p.ReservationId,
+		Status:          p.Status,
+		CreatedAt:       p.CreatedAt,
+		ExpiresAt:       p.ExpiresAt,
+		ExpiredAt:       p.ExpiredAt,
+		ExpirationCount: p.ExpirationCount,
+		AlarmAt:         p.AlarmAt,
+		Changed:         changed,
+	}, nil
+}
+
+// ConfirmReservation implements the RPC.
+func (s *Server) ConfirmReservation(ctx context.Context, req *reservationsv1.ConfirmReservationRequest) (*reservationsv1.ConfirmReservationResponse, error) {
+	r, err := s.app.Settle(ctx, req.GetReservationId(), domain.Confirmed)
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	return &reservationsv1.ConfirmReservationResponse{Reservation: toProto(r)}, nil
+}
+
+// ReleaseReservation implements the RPC.
+func (s *Server) ReleaseReservation(ctx context.Context, req *reservationsv1.ReleaseReservationRequest) (*reservationsv1.ReleaseReservationResponse, error) {
+	r, err := s.app.Settle(ctx, req.GetReservationId(), domain.Released)
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	return &reservationsv1.ReleaseReservationResponse{Reservation: toProto(r)}, nil
+}
+
+// toStatus maps domain errors to gRPC codes; anything else is logged and hidden.
+func (s *Server) toStatus(ctx context.Context, err error) error {
+	var ue *domain.UserError
+	msg := "internal error"
+	if errors.As(err, &ue) {
+		msg = ue.Msg
+	}
+	switch {
+	case errors.Is(err, domain.ErrInvalid):
+		return status.Error(codes.InvalidArgument, msg)
+	case errors.Is(err, domain.ErrNotFound), errors.Is(err, domain.ErrReplayDisabled):
+		return status.Error(codes.NotFound, msg)
+	case errors.Is(err, domain.ErrConflict):
+		return status.Error(codes.FailedPrecondition, msg)
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, "request cancelled")
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, "request timed out")
+	}
+	s.log.ErrorContext(ctx, "reservations store failed", "event", "store_error", "err", err)
+	return status.Error(codes.Unavailable, "the reservations store is unavailable; try again")
+}
+
+func toProto(r domain.Reservation) *reservationsv1.Reservation {
+	p := &reservationsv1.Reservation{
+		ReservationId:   r.ID,
+		Status:          string(r.Status),
+		ExpirationCount: r.ExpirationCount,
+	}
+	opt := func(v int64) *int64 {
+		if v == 0 {
+			return nil
+		}
+		return &v
+	}
+	p.CreatedAt, p.ExpiresAt, p.ExpiredAt, p.AlarmAt = opt(r.CreatedAt), opt(r.ExpiresAt), opt(r.ExpiredAt), opt(r.AlarmAt)
+	return p
+}
