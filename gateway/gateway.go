@@ -76,6 +76,7 @@ type domain struct {
 func (o *Options) domains() []domain {
 	return []domain{
 		reservationsDomain(o.Backends.Reservations),
+		locksDomain(o.Backends.Locks),
 	}
 }
 
@@ -228,6 +229,9 @@ func (g *Gateway) writeRPCError(ctx context.Context, _ *runtime.ServeMux, _ runt
 	code := runtime.HTTPStatusFromCode(st.Code())
 	msg := st.Message()
 	switch st.Code() {
+	case codes.FailedPrecondition:
+		// The object's state forbids the call (confirming an expired hold): a conflict.
+		code = http.StatusConflict
 	case codes.Unavailable:
 		msg = "A backend service is unavailable; try again shortly."
 	case codes.DeadlineExceeded:

@@ -1,0 +1,31 @@
+package gateway
+
+import (
+	"context"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
+)
+
+// locksDomain serves the LockService façade: /locks/{resource}/acquire, /release, /renew and
+// GET /locks/{resource}. Every answer is 200; not getting a lock is acquired:false.
+func locksDomain(addr string) domain {
+	return domain{
+		name: "locks",
+		addr: addr,
+		rest: func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
+			return locksv1.RegisterLockServiceHandler(ctx, mux, conn)
+		},
+		fieldErrors: map[protoreflect.FullName]string{
+			"vigil.locks.v1.AcquireRequest.owner":   "owner must be 1-128 printable characters.",
+			"vigil.locks.v1.AcquireRequest.ttl_ms":  "ttlMs must be an integer from 100 through 3600000.",
+			"vigil.locks.v1.AcquireRequest.wait_ms": "waitMs must be an integer from 0 through 60000.",
+			"vigil.locks.v1.ReleaseRequest.owner":   "owner must be 1-128 printable characters.",
+			"vigil.locks.v1.RenewRequest.owner":     "owner must be 1-128 printable characters.",
+			"vigil.locks.v1.RenewRequest.ttl_ms":    "ttlMs must be an integer from 100 through 3600000.",
+		},
+	}
+}
