@@ -1,0 +1,79 @@
+-- lib.lua: the lock state machine shared by every lock script; store.go prepends it to each.
+-- Every script gets the same first KEYS and ARGV:
+-- KEYS[1]  the lock (hash: owner, token, exp = lease end in ms, wid = waiter id it was granted to)
+-- KEYS[2]  the resource's waiter queue (list of entries, oldest first; see entry below)
+-- KEYS[3]  the shard's fencing counter (string; INCR only, never reset or deleted)
+-- KEYS[4]  the shard's alarm sorted set (member = resource, score = lease end in whole ms)
+-- ARGV[1]  the resource
+-- ARGV[2]  now, in ms
+-- A waiter entry is "deadline\nttl\nwid\nchannel\nowner": the waiter's deadline (ms), the
+-- lease it asks for (ms), its id, the channel its service listens on, and its owner last (an
+-- owner is printable, so it holds no newline).
+-- A lock is held while exp > now. Past exp it is free, whether or not its alarm has fired:
+-- every script first settles it, which hands it to the first live waiter or deletes it.
+local lock_key, queue_key, fence_key, alarms_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local resource = ARGV[1]
+local now = tonumber(ARGV[2])
+-- armed is the lease end this script set as the resource's alarm (0 when none).
+local armed = 0
+
+local function arm(exp)
+  redis.call('ZADD', alarms_key, exp, resource)
+  armed = exp
+end
+
+-- wake is the alarm to wake the shard's scheduler for: the armed time when it is the shard's
+-- earliest alarm, else 0.
+local function wake()
+  if armed == 0 then
+    return 0
+  end
+  local head = redis.call('ZRANGE', alarms_key, 0, 0)
+  if head[1] == resource then
+    return armed
+  end
+  return 0
+end
+
+-- grant gives the lock to owner for ttl ms with a new fencing token.
+local function grant(owner, ttl, wid)
+  local token = redis.call('INCR', fence_key)
+  local exp = now + ttl
+  redis.call('HSET', lock_key, 'owner', owner, 'token', token, 'exp', string.format('%d', exp), 'wid', wid)
+  arm(exp)
+  return token, exp
+end
+
+-- handoff frees the lock: the first waiter whose deadline has not passed gets it (and its
+-- service is told on its channel); stale waiters are dropped. Returns the new holder, if any.
+local function handoff()
+  while true do
+    local entry = redis.call('LPOP', queue_key)
+    if not entry then
+      break
+    end
+    local deadline, ttl, wid, channel, owner = string.match(entry, '^(%d+)\n(%d+)\n([^\n]+)\n([^\n]*)\n(.*)$')
+    if deadline and tonumber(deadline) > now then
+      local token, exp = grant(owner, tonumber(ttl), wid)
+      redis.call('PUBLISH', channel, wid .. '\n' .. token .. '\n' .. string.format('%d', exp))
+      return owner, token, exp, wid
+    end
+  end
+  redis.call('DEL', lock_key)
+  redis.call('ZREM', alarms_key, resource)
+  return nil
+end
+
+-- settle returns the holder (owner, token, exp, wid) after handing off a lock past its expiry;
+-- nil when the lock is free.
+local function settle()
+  local cur = redis.call('HMGET', lock_key, 'owner', 'token', 'exp', 'wid')
+  if cur[1] and tonumber(cur[3]) > now then
+    return cur[1], tonumber(cur[2]), tonumber(cur[3]), cur[4]
+  end
+  if cur[1] or redis.call('LLEN', queue_key) > 0 then
+    return handoff()
+  end
+  return nil
+end
+
