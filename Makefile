@@ -1,0 +1,63 @@
+# Vigil's tasks. Tools are pinned here and installed into ./bin by `make tools`.
+SHELL := /bin/bash
+BIN := $(CURDIR)/bin
+export PATH := $(BIN):$(PATH)
+export TESTCONTAINERS_RYUK_DISABLED ?= true
+
+BUF_VERSION := v1.75.0
+PROTOC_GEN_GO_VERSION := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.6.0
+GRPC_GATEWAY_VERSION := v2.33.0
+
+# Every Go module of the workspace, as ./dir/... patterns.
+MODULES := $(shell sed -n 's|^\t\./\(.*\)$$|\1|p' go.work)
+PACKAGES := $(addprefix ./,$(addsuffix /...,$(MODULES)))
+
+# The Redis image tests run: the local one built from Debian's redis-server when it exists,
+# else whatever VIGIL_REDIS_IMAGE says, else the official image (see pkg/redistest).
+REDIS_IMAGE_LOCAL := vigil/redis:local
+
+.PHONY: all tools generate check-generated lint vet test test-short run redis-image bench images
+
+all: generate lint test
+
+$(BIN)/buf:
+	GOBIN=$(BIN) go install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+$(BIN)/protoc-gen-go:
+	GOBIN=$(BIN) go install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+$(BIN)/protoc-gen-go-grpc:
+	GOBIN=$(BIN) go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+$(BIN)/protoc-gen-grpc-gateway:
+	GOBIN=$(BIN) go install github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-grpc-gateway@$(GRPC_GATEWAY_VERSION)
+$(BIN)/protoc-gen-openapiv2:
+	GOBIN=$(BIN) go install github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-openapiv2@$(GRPC_GATEWAY_VERSION)
+
+tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/protoc-gen-grpc-gateway $(BIN)/protoc-gen-openapiv2
+
+generate: tools
+	buf generate
+
+# Fails when the committed generated code is not what `buf generate` makes.
+check-generated: generate
+	@git add -N pkg/api gateway/openapi >/dev/null 2>&1 || true
+	@git diff --exit-code --stat -- pkg/api gateway/openapi || { echo "generated code is stale: run make generate and commit"; exit 1; }
+
+lint: tools
+	buf lint
+	buf format -d --exit-code
+	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	go vet $(PACKAGES)
+
+redis-image:
+	@if command -v redis-server >/dev/null && ! docker image inspect $(REDIS_IMAGE_LOCAL) >/dev/null 2>&1; then \
+		deploy/redis/build-image.sh $(REDIS_IMAGE_LOCAL); fi
+
+# The test suite: real Redis in containers (or VIGIL_TEST_REDIS_URL), real gRPC, real sockets.
+test: redis-image
+	@if [ -z "$$VIGIL_REDIS_IMAGE" ] && docker image inspect $(REDIS_IMAGE_LOCAL) >/dev/null 2>&1; then \
+		export VIGIL_REDIS_IMAGE=$(REDIS_IMAGE_LOCAL); fi; \
+	go test -count=1 -timeout 30m $(PACKAGES)
+
+# Runs every service and the gateway in one process (see README).
+run:
+	go run ./cmd/vigil dev
