@@ -1,0 +1,138 @@
+// Package app holds the lobby's use cases: it validates input with the domain package, runs the
+// store's transitions and applies the idle cutoff that hides and prunes abandoned rooms.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/vigil-dev/vigil/services/lobby/internal/domain"
+	"github.com/vigil-dev/vigil/services/lobby/internal/store"
+)
+
+// pruneBatch bounds how many abandoned rooms one listing deletes; the rest are only hidden
+// and go on later listings.
+const pruneBatch = 500
+
+// App is the lobby.
+type App struct {
+	st      *store.Store
+	now     func() time.Time
+	idleFor time.Duration // idle TTL plus grace: past it a room is hidden and pruned
+	log     *slog.Logger
+}
+
+// New returns the lobby on st. A room not touched for idleTTL+grace is hidden and pruned.
+func New(st *store.Store, now func() time.Time, idleTTL, grace time.Duration, log *slog.Logger) *App {
+	return &App{st: st, now: now, idleFor: idleTTL + grace, log: log}
+}
+
+func (a *App) cutoff() int64 { return a.now().Add(-a.idleFor).UnixMilli() }
+
+// Create opens a room with a fresh code and leader token; the token is returned only here.
+func (a *App) Create(ctx context.Context, name string, v *domain.Video) (domain.Room, string, error) {
+	name, video, err := domain.CheckNewRoom(name, v)
+	if err != nil {
+		return domain.Room{}, "", err
+	}
+	token, hash := domain.NewLeaderToken()
+	now := a.now().UnixMilli()
+	for range 8 {
+		r := domain.Room{Code: domain.NewCode(), Name: name, Video: video, LastActivity: now, CreatedAt: now}
+		err := a.st.Create(ctx, r, hash)
+		if errors.Is(err, store.ErrCodeTaken) {
+			continue
+		}
+		if err != nil {
+			return domain.Room{}, "", err
+		}
+		a.log.InfoContext(ctx, "room created", "event", "room_created", "code", r.Code)
+		return r, token, nil
+	}
+	return domain.Room{}, "", errors.New("no free room code after 8 draws")
+}
+
+// List returns the open rooms, most recently active first, pruning abandoned ones.
+func (a *App) List(ctx context.Context) ([]domain.Room, error) {
+	rooms, pruned, err := a.st.List(ctx, a.cutoff(), pruneBatch)
+	if err != nil {
+		return nil, err
+	}
+	if pruned > 0 {
+		a.log.InfoContext(ctx, "idle rooms pruned", "event", "rooms_pruned", "count", pruned)
+	}
+	return rooms, nil
+}
+
+// Get returns one room.
+func (a *App) Get(ctx context.Context, code string) (domain.Room, error) {
+	if err := domain.CheckCode(code); err != nil {
+		return domain.Room{}, err
+	}
+	return a.st.Get(ctx, code, a.cutoff())
+}
+
+// Remove drops a room; a missing room is not an error.
+func (a *App) Remove(ctx context.Context, code string) (bool, error) {
+	if err := domain.CheckCode(code); err != nil {
+		return false, err
+	}
+	removed, err := a.st.Remove(ctx, code)
+	if err == nil && removed {
+		a.log.InfoContext(ctx, "room removed", "event", "room_removed", "code", code)
+	}
+	return removed, err
+}
+
+// ApplyDelta applies an occupancy delta if it is the next one.
+func (a *App) ApplyDelta(ctx context.Context, code string, seq int64, viewers, leaders int32) (domain.DeltaOutcome, error) {
+	if err := domain.CheckCode(code); err != nil {
+		return 0, err
+	}
+	if seq < 1 {
+		return 0, &domain.UserError{Kind: domain.ErrInvalid, Msg: "seq must be a positive integer."}
+	}
+	out, err := a.st.ApplyDelta(ctx, code, seq, viewers, leaders)
+	if err == nil && out == domain.Resync {
+		a.log.InfoContext(ctx, "occupancy delta out of order; resync asked", "event", "occupancy_resync", "code", code, "seq", seq)
+	}
+	return out, err
+}
+
+// ApplySnapshot sets the absolute occupancy unless a newer one is applied.
+func (a *App) ApplySnapshot(ctx context.Context, code string, seq int64, viewers, leaders int32) (bool, error) {
+	if err := domain.CheckCode(code); err != nil {
+		return false, err
+	}
+	if seq < 0 || viewers < 0 || leaders < 0 {
+		return false, &domain.UserError{Kind: domain.ErrInvalid, Msg: "seq, viewers and leaders must not be negative."}
+	}
+	return a.st.ApplySnapshot(ctx, code, seq, viewers, leaders)
+}
+
+// Touch raises a room's last activity.
+func (a *App) Touch(ctx context.Context, code string, at int64) error {
+	if err := domain.CheckCode(code); err != nil {
+		return err
+	}
+	if at <= 0 {
+		return &domain.UserError{Kind: domain.ErrInvalid, Msg: "at must be a positive integer timestamp."}
+	}
+	return a.st.Touch(ctx, code, at)
+}
+
+// VerifyToken reports whether token is the room's leader token, with the room.
+func (a *App) VerifyToken(ctx context.Context, code, token string) (bool, domain.Room, error) {
+	r, err := a.Get(ctx, code)
+	if err != nil {
+		return false, domain.Room{}, err
+	}
+	hash, err := a.st.TokenHash(ctx, code)
+	if err != nil {
+		return false, domain.Room{}, fmt.Errorf("verify token: %w", err)
+	}
+	return domain.TokenMatches(token, hash), r, nil
+}

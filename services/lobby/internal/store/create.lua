@@ -1,0 +1,21 @@
+-- create.lua: add a room to the lobby unless its code is taken.
+-- KEYS[1]  activity: sorted set, code -> last activity (ms)
+-- KEYS[2]  info: hash, code -> "createdAt\ndurationMs\nname\ntitle"
+-- KEYS[3]  token: hash, code -> leader token hash
+-- KEYS[4]  seq: hash, code -> last applied occupancy sequence number
+-- KEYS[5]  viewers: hash, code -> viewer count
+-- KEYS[6]  leaders: hash, code -> leader session count
+-- ARGV[1]  code
+-- ARGV[2]  now (ms)
+-- ARGV[3]  info
+-- ARGV[4]  token hash
+-- Returns  1 when created, 0 when the code is taken (the caller draws another).
+if redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[3]) == 0 then
+  return 0
+end
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[4])
+redis.call('HSET', KEYS[4], ARGV[1], 0)
+redis.call('HSET', KEYS[5], ARGV[1], 0)
+redis.call('HSET', KEYS[6], ARGV[1], 0)
+return 1

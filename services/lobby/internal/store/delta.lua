@@ -1,0 +1,30 @@
+-- delta.lua: apply an occupancy delta only if it is exactly the next one (compare-and-set on
+-- the sequence number). Go twin: domain.NextDelta.
+-- KEYS[1]  activity (the room's presence in the lobby)
+-- KEYS[2]  seq
+-- KEYS[3]  viewers
+-- KEYS[4]  leaders
+-- ARGV[1]  code
+-- ARGV[2]  the delta's sequence number
+-- ARGV[3]  viewers delta
+-- ARGV[4]  leaders delta
+-- Returns  1 applied, 2 stale (already covered), 3 resync (a delta is missing), -1 no room.
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  return -1
+end
+local cur = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0')
+local seq = tonumber(ARGV[2])
+if seq <= cur then
+  return 2
+end
+if seq ~= cur + 1 then
+  return 3
+end
+redis.call('HSET', KEYS[2], ARGV[1], seq)
+if redis.call('HINCRBY', KEYS[3], ARGV[1], ARGV[3]) < 0 then
+  redis.call('HSET', KEYS[3], ARGV[1], 0)
+end
+if redis.call('HINCRBY', KEYS[4], ARGV[1], ARGV[4]) < 0 then
+  redis.call('HSET', KEYS[4], ARGV[1], 0)
+end
+return 1

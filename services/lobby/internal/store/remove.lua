@@ -1,0 +1,12 @@
+-- remove.lua: drop rooms from the lobby; missing ones are no error.
+-- KEYS[1..6]  activity, info, token, seq, viewers, leaders (as in create.lua)
+-- ARGV[1..n]  codes
+-- Returns     how many of the codes were there.
+local n = 0
+for i = 1, #ARGV do
+  n = n + redis.call('ZREM', KEYS[1], ARGV[i])
+  for k = 2, 6 do
+    redis.call('HDEL', KEYS[k], ARGV[i])
+  end
+end
+return n

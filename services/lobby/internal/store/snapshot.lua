@@ -1,0 +1,21 @@
+-- snapshot.lua: set a room's absolute occupancy unless a newer sequence number is applied.
+-- KEYS[1]  activity (the room's presence in the lobby)
+-- KEYS[2]  seq
+-- KEYS[3]  viewers
+-- KEYS[4]  leaders
+-- ARGV[1]  code
+-- ARGV[2]  the snapshot's sequence number
+-- ARGV[3]  viewers
+-- ARGV[4]  leaders
+-- Returns  1 applied, 0 stale, -1 no room.
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  return -1
+end
+local cur = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0')
+if tonumber(ARGV[2]) < cur then
+  return 0
+end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
+redis.call('HSET', KEYS[4], ARGV[1], ARGV[4])
+return 1

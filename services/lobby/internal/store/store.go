@@ -1,0 +1,262 @@
+// Package store keeps the lobby in Redis. Every key carries the one hash tag {<prefix>:lobby}:
+// the lobby is one index, listed whole, so every script touches one slot and runs unchanged on
+// Redis Cluster. Rooms are columns (one hash per field, keyed by code) so that listing 10,000
+// rooms is a handful of HMGETs inside one script, not 10,000 lookups.
+package store
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/services/lobby/internal/domain"
+)
+
+var (
+	//go:embed create.lua
+	createLua string
+	//go:embed remove.lua
+	removeLua string
+	//go:embed list.lua
+	listLua string
+	//go:embed delta.lua
+	deltaLua string
+	//go:embed snapshot.lua
+	snapshotLua string
+)
+
+// ErrCodeTaken is returned by Create when the code is already in use.
+var ErrCodeTaken = errors.New("room code taken")
+
+// keys are the lobby's keys, all on one hash tag.
+type keys struct {
+	activity, info, token, seq, viewers, leaders string
+}
+
+func keysFor(prefix string) keys {
+	tag := prefix + ":{lobby}"
+	return keys{
+		activity: tag + ":activity",
+		info:     tag + ":info",
+		token:    tag + ":token",
+		seq:      tag + ":seq",
+		viewers:  tag + ":viewers",
+		leaders:  tag + ":leaders",
+	}
+}
+
+func (k keys) all() []string {
+	return []string{k.activity, k.info, k.token, k.seq, k.viewers, k.leaders}
+}
+
+// Store is the lobby's Redis store.
+type Store struct {
+	rdb      redis.UniversalClient
+	k        keys
+	create   *redisx.Script
+	remove   *redisx.Script
+	list     *redisx.Script
+	delta    *redisx.Script
+	snapshot *redisx.Script
+}
+
+// New returns a store whose keys start with prefix.
+func New(rdb redis.UniversalClient, prefix string) *Store {
+	return &Store{
+		rdb:      rdb,
+		k:        keysFor(prefix),
+		create:   redisx.NewScript(createLua),
+		remove:   redisx.NewScript(removeLua),
+		list:     redisx.NewScript(listLua),
+		delta:    redisx.NewScript(deltaLua),
+		snapshot: redisx.NewScript(snapshotLua),
+	}
+}
+
+// encodeInfo packs a room's fixed fields; names and titles hold no control characters, so a
+// newline separates them (splitting is far cheaper than JSON when listing 10,000 rooms).
+func encodeInfo(r domain.Room) string {
+	return strconv.FormatInt(r.CreatedAt, 10) + "\n" + strconv.FormatInt(r.Video.DurationMs, 10) + "\n" + r.Name + "\n" + r.Video.Title
+}
+
+func decodeInfo(code, s string) (domain.Room, error) {
+	parts := strings.SplitN(s, "\n", 4)
+	if len(parts) != 4 {
+		return domain.Room{}, fmt.Errorf("room %q: malformed info", code)
+	}
+	created, err1 := strconv.ParseInt(parts[0], 10, 64)
+	dur, err2 := strconv.ParseInt(parts[1], 10, 64)
+	if err1 != nil || err2 != nil {
+		return domain.Room{}, fmt.Errorf("room %q: malformed info", code)
+	}
+	return domain.Room{Code: code, Name: parts[2], CreatedAt: created, Video: domain.Video{Title: parts[3], DurationMs: dur}}, nil
+}
+
+// Create adds r (its CreatedAt is also its first activity) with the leader token's hash.
+// It returns ErrCodeTaken when r.Code is in use.
+func (s *Store) Create(ctx context.Context, r domain.Room, tokenHash string) error {
+	ok, err := s.create.Run(ctx, s.rdb, s.k.all(), r.Code, r.CreatedAt, encodeInfo(r), tokenHash).Int()
+	if err != nil {
+		return fmt.Errorf("create room: %w", err)
+	}
+	if ok == 0 {
+		return ErrCodeTaken
+	}
+	return nil
+}
+
+// Remove drops a room; it reports whether the room was there.
+func (s *Store) Remove(ctx context.Context, code string) (bool, error) {
+	n, err := s.remove.Run(ctx, s.rdb, s.k.all(), code).Int()
+	if err != nil {
+		return false, fmt.Errorf("remove room: %w", err)
+	}
+	return n > 0, nil
+}
+
+// List prunes up to pruneLimit rooms last active before cutoff (ms) and returns the rooms
+// active at or after it, most recently active first, with how many it pruned.
+func (s *Store) List(ctx context.Context, cutoff int64, pruneLimit int) ([]domain.Room, int, error) {
+	res, err := s.list.Run(ctx, s.rdb, s.k.all(), cutoff, pruneLimit).Slice()
+	if err != nil {
+		return nil, 0, fmt.Errorf("list rooms: %w", err)
+	}
+	if len(res) != 5 {
+		return nil, 0, fmt.Errorf("list rooms: unexpected reply of %d parts", len(res))
+	}
+	rows, _ := res[0].([]any)
+	infos, _ := res[1].([]any)
+	viewers, _ := res[2].([]any)
+	leaders, _ := res[3].([]any)
+	pruned, _ := res[4].(int64)
+	n := len(rows) / 2
+	if len(infos) != n || len(viewers) != n || len(leaders) != n {
+		return nil, 0, errors.New("list rooms: misaligned reply")
+	}
+	out := make([]domain.Room, 0, n)
+	for i := range n {
+		code, _ := rows[2*i].(string)
+		info, ok := infos[i].(string)
+		if !ok {
+			continue // removed between the index and its fields: not a room any more
+		}
+		r, err := decodeInfo(code, info)
+		if err != nil {
+			return nil, 0, err
+		}
+		r.LastActivity = parseScore(rows[2*i+1])
+		r.Viewers = int32(parseInt(viewers[i]))
+		r.LeaderPresent = parseInt(leaders[i]) > 0
+		out = append(out, r)
+	}
+	return out, int(pruned), nil
+}
+
+// Get returns a room, or domain.ErrNotFound when it is missing or was last active before
+// cutoff (ms).
+func (s *Store) Get(ctx context.Context, code string, cutoff int64) (domain.Room, error) {
+	var score *redis.FloatCmd
+	var info, viewers, leaders *redis.StringCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		score = p.ZScore(ctx, s.k.activity, code)
+		info = p.HGet(ctx, s.k.info, code)
+		viewers = p.HGet(ctx, s.k.viewers, code)
+		leaders = p.HGet(ctx, s.k.leaders, code)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return domain.Room{}, fmt.Errorf("get room: %w", err)
+	}
+	if score.Err() != nil || info.Err() != nil || int64(score.Val()) < cutoff {
+		return domain.Room{}, domain.NotFound(code)
+	}
+	r, err := decodeInfo(code, info.Val())
+	if err != nil {
+		return domain.Room{}, err
+	}
+	r.LastActivity = int64(score.Val())
+	v, _ := viewers.Int64()
+	l, _ := leaders.Int64()
+	r.Viewers, r.LeaderPresent = int32(v), l > 0
+	return r, nil
+}
+
+// TokenHash returns the stored hash of a room's leader token ("" when the room is missing).
+func (s *Store) TokenHash(ctx context.Context, code string) (string, error) {
+	h, err := s.rdb.HGet(ctx, s.k.token, code).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read token: %w", err)
+	}
+	return h, nil
+}
+
+// ApplyDelta applies an occupancy delta with a compare-and-set on seq.
+func (s *Store) ApplyDelta(ctx context.Context, code string, seq int64, viewers, leaders int32) (domain.DeltaOutcome, error) {
+	n, err := s.delta.Run(ctx, s.rdb, []string{s.k.activity, s.k.seq, s.k.viewers, s.k.leaders}, code, seq, viewers, leaders).Int()
+	if err != nil {
+		return 0, fmt.Errorf("apply delta: %w", err)
+	}
+	switch n {
+	case 1:
+		return domain.Applied, nil
+	case 2:
+		return domain.Stale, nil
+	case 3:
+		return domain.Resync, nil
+	}
+	return 0, domain.NotFound(code)
+}
+
+// ApplySnapshot sets the absolute occupancy unless a newer seq is applied; it reports
+// whether it did.
+func (s *Store) ApplySnapshot(ctx context.Context, code string, seq int64, viewers, leaders int32) (bool, error) {
+	n, err := s.snapshot.Run(ctx, s.rdb, []string{s.k.activity, s.k.seq, s.k.viewers, s.k.leaders}, code, seq, viewers, leaders).Int()
+	if err != nil {
+		return false, fmt.Errorf("apply snapshot: %w", err)
+	}
+	if n < 0 {
+		return false, domain.NotFound(code)
+	}
+	return n == 1, nil
+}
+
+// Touch raises a room's last activity to at (ms); it never lowers it and never re-creates a
+// removed room.
+func (s *Store) Touch(ctx context.Context, code string, at int64) error {
+	err := s.rdb.ZAddArgs(ctx, s.k.activity, redis.ZAddArgs{XX: true, GT: true, Members: []redis.Z{{Score: float64(at), Member: code}}}).Err()
+	if err != nil {
+		return fmt.Errorf("touch room: %w", err)
+	}
+	return nil
+}
+
+func parseScore(v any) int64 {
+	switch x := v.(type) {
+	case string:
+		f, _ := strconv.ParseFloat(x, 64)
+		return int64(f)
+	case int64:
+		return x
+	}
+	return 0
+}
+
+func parseInt(v any) int64 {
+	switch x := v.(type) {
+	case string:
+		n, _ := strconv.ParseInt(x, 10, 64)
+		return n
+	case int64:
+		return x
+	}
+	return 0
+}

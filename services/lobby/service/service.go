@@ -1,0 +1,81 @@
+// Package service assembles the lobby service: Redis store, use cases, gRPC server. main and
+// tests start it the same way, through Run.
+package service
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
+	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/services/lobby/internal/app"
+	"github.com/vigil-dev/vigil/services/lobby/internal/store"
+	"github.com/vigil-dev/vigil/services/lobby/internal/transport"
+)
+
+// Options configure the service. Every zero value has the default given in its comment.
+type Options struct {
+	// GRPCAddr to listen on. Default "127.0.0.1:0" (a free port; see Run's ready callback).
+	GRPCAddr string
+	// MetricsAddr serves Prometheus metrics when set. Default "": none.
+	MetricsAddr string
+	// Redis to keep the lobby in. Required.
+	Redis redisx.Config
+	// Prefix starts every key (the lobby's keys are "<Prefix>:{lobby}:..."). Default "vigil".
+	Prefix string
+	// IdleTTL is the rooms' inactivity TTL; it must match the Room service's IdleTTL.
+	// Default 1h.
+	IdleTTL time.Duration
+	// PruneGrace is how long past IdleTTL an untouched room stays listed, so the Room service's
+	// own expiry (alarm lateness, retries of a failed removal) always goes first and listing
+	// only clears ghosts. Default 5m.
+	PruneGrace time.Duration
+	// Logger for everything. Default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// DrainTimeout bounds the graceful stop. Default 10s.
+	DrainTimeout time.Duration
+}
+
+// Run serves the lobby until ctx ends. ready, when not nil, receives the gRPC address once the
+// server listens.
+func Run(ctx context.Context, o Options, ready func(net.Addr)) error {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Prefix == "" {
+		o.Prefix = "vigil"
+	}
+	if o.IdleTTL <= 0 {
+		o.IdleTTL = time.Hour
+	}
+	if o.PruneGrace <= 0 {
+		o.PruneGrace = 5 * time.Minute
+	}
+	rdb, err := redisx.Open(ctx, o.Redis)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	a := app.New(store.New(rdb, o.Prefix), o.Now, o.IdleTTL, o.PruneGrace, o.Logger)
+	srv, err := server.New(server.Options{
+		Name: "vigil.lobby.v1.LobbyService", GRPCAddr: o.GRPCAddr,
+		MetricsAddr: o.MetricsAddr, Logger: o.Logger, DrainTimeout: o.DrainTimeout,
+	})
+	if err != nil {
+		return fmt.Errorf("lobby: %w", err)
+	}
+	lobbyv1.RegisterLobbyServiceServer(srv.GRPC(), transport.NewServer(a, o.Logger))
+	if ready != nil {
+		ready(srv.Addr())
+	}
+	return srv.Serve(ctx)
+}

@@ -1,0 +1,231 @@
+package service_test
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
+	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/services/lobby/service"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// clock is a settable test clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// start runs a lobby with a 1 min idle TTL and 30 s grace on a test clock.
+func start(t *testing.T) (lobbyv1.LobbyServiceClient, *clock) {
+	t.Helper()
+	_, prefix := redistest.Client(t)
+	clk := &clock{t: time.UnixMilli(1_800_000_000_000)}
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- service.Run(ctx, service.Options{
+			Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix,
+			IdleTTL: time.Minute, PruneGrace: 30 * time.Second, Now: clk.Now,
+		}, func(a net.Addr) { addrc <- a.String() })
+	}()
+	var addr string
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		t.Fatalf("lobby did not start: %v", err)
+	}
+	t.Cleanup(func() { cancel(); <-done })
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return lobbyv1.NewLobbyServiceClient(conn), clk
+}
+
+func create(t *testing.T, c lobbyv1.LobbyServiceClient, name string) *lobbyv1.CreateRoomResponse {
+	t.Helper()
+	res, err := c.CreateRoom(context.Background(), &lobbyv1.CreateRoomRequest{
+		Name: name, Video: &lobbyv1.Video{Title: "Routine", DurationMs: 180_000},
+	})
+	if err != nil {
+		t.Fatalf("CreateRoom(%q) = %v", name, err)
+	}
+	return res
+}
+
+func roomCodes(rooms []*lobbyv1.Room) []string {
+	out := make([]string, len(rooms))
+	for i, r := range rooms {
+		out[i] = r.GetCode()
+	}
+	return out
+}
+
+func TestCreateListGetRemove(t *testing.T) {
+	t.Parallel()
+	c, clk := start(t)
+	ctx := context.Background()
+	a := create(t, c, "Salsa basics")
+	if len(a.GetCode()) != 6 || len(a.GetLeaderToken()) < 32 {
+		t.Fatalf("CreateRoom = code %q token %q, want a 6-character code and a long token", a.GetCode(), a.GetLeaderToken())
+	}
+	clk.Add(time.Second)
+	b := create(t, c, "Hip hop")
+	if a.GetCode() == b.GetCode() {
+		t.Fatalf("two rooms got code %q", a.GetCode())
+	}
+	list, err := c.ListRooms(ctx, &lobbyv1.ListRoomsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := roomCodes(list.GetRooms()); len(got) != 2 || got[0] != b.GetCode() || got[1] != a.GetCode() {
+		t.Fatalf("ListRooms = %v, want [%s %s] (most recent first)", got, b.GetCode(), a.GetCode())
+	}
+	// Touching a moves it to the front; an older touch never moves it back.
+	clk.Add(time.Second)
+	if _, err := c.TouchRoom(ctx, &lobbyv1.TouchRoomRequest{Code: a.GetCode(), At: clk.Now().UnixMilli()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.TouchRoom(ctx, &lobbyv1.TouchRoomRequest{Code: a.GetCode(), At: 1}); err != nil {
+		t.Fatal(err)
+	}
+	list, _ = c.ListRooms(ctx, &lobbyv1.ListRoomsRequest{})
+	if got := roomCodes(list.GetRooms()); len(got) != 2 || got[0] != a.GetCode() {
+		t.Fatalf("ListRooms after touch = %v, want %s first", got, a.GetCode())
+	}
+	g, err := c.GetRoom(ctx, &lobbyv1.GetRoomRequest{Code: a.GetCode()})
+	if err != nil || g.GetRoom().GetName() != "Salsa basics" || g.GetRoom().GetLastActivity() != clk.Now().UnixMilli() {
+		t.Fatalf("GetRoom = %v, %v", g, err)
+	}
+	v, err := c.VerifyLeaderToken(ctx, &lobbyv1.VerifyLeaderTokenRequest{Code: a.GetCode(), LeaderToken: a.GetLeaderToken()})
+	if err != nil || !v.GetValid() {
+		t.Fatalf("VerifyLeaderToken(right token) = %v, %v", v, err)
+	}
+	v, err = c.VerifyLeaderToken(ctx, &lobbyv1.VerifyLeaderTokenRequest{Code: a.GetCode(), LeaderToken: b.GetLeaderToken()})
+	if err != nil || v.GetValid() {
+		t.Fatalf("VerifyLeaderToken(other room's token) = %v, %v", v, err)
+	}
+	for i, want := range []bool{true, false} {
+		r, err := c.RemoveRoom(ctx, &lobbyv1.RemoveRoomRequest{Code: a.GetCode()})
+		if err != nil || r.GetRemoved() != want {
+			t.Fatalf("RemoveRoom #%d = %v, %v; want removed=%v and no error", i+1, r, err, want)
+		}
+	}
+	if _, err := c.GetRoom(ctx, &lobbyv1.GetRoomRequest{Code: a.GetCode()}); status.Code(err) != codes.NotFound {
+		t.Fatalf("GetRoom(removed) = %v, want NotFound", err)
+	}
+}
+
+func TestCreateRejectsBadInput(t *testing.T) {
+	t.Parallel()
+	c, _ := start(t)
+	for _, req := range []*lobbyv1.CreateRoomRequest{
+		{Name: "", Video: &lobbyv1.Video{Title: "x", DurationMs: 1}},
+		{Name: "a\nb", Video: &lobbyv1.Video{Title: "x", DurationMs: 1}},
+		{Name: "ok"},
+		{Name: "ok", Video: &lobbyv1.Video{Title: "", DurationMs: 1}},
+		{Name: "ok", Video: &lobbyv1.Video{Title: "x", DurationMs: 0}},
+	} {
+		if _, err := c.CreateRoom(context.Background(), req); status.Code(err) != codes.InvalidArgument {
+			t.Errorf("CreateRoom(%v) = %v, want InvalidArgument", req, err)
+		}
+	}
+}
+
+func TestDeltaCompareAndSet(t *testing.T) {
+	t.Parallel()
+	c, _ := start(t)
+	ctx := context.Background()
+	code := create(t, c, "Deltas").GetCode()
+	steps := []struct {
+		seq      int64
+		dv, dl   int32
+		want     lobbyv1.DeltaOutcome
+		viewers  int32
+		leader   bool
+		snapshot bool
+	}{
+		{seq: 1, dv: 1, want: lobbyv1.DeltaOutcome_DELTA_OUTCOME_APPLIED, viewers: 1},
+		{seq: 1, dv: 1, want: lobbyv1.DeltaOutcome_DELTA_OUTCOME_STALE, viewers: 1},   // duplicate
+		{seq: 3, dv: 1, want: lobbyv1.DeltaOutcome_DELTA_OUTCOME_RESYNC, viewers: 1},  // 2 lost
+		{seq: 2, dl: 1, want: lobbyv1.DeltaOutcome_DELTA_OUTCOME_APPLIED, viewers: 1, leader: true},
+		{seq: 3, dv: 1, want: lobbyv1.DeltaOutcome_DELTA_OUTCOME_APPLIED, viewers: 2, leader: true},
+	}
+	for _, s := range steps {
+		res, err := c.ApplyOccupancyDelta(ctx, &lobbyv1.ApplyOccupancyDeltaRequest{Code: code, Seq: s.seq, ViewersDelta: s.dv, LeadersDelta: s.dl})
+		if err != nil || res.GetOutcome() != s.want {
+			t.Fatalf("ApplyOccupancyDelta(seq %d) = %v, %v; want %v", s.seq, res.GetOutcome(), err, s.want)
+		}
+		g, _ := c.GetRoom(ctx, &lobbyv1.GetRoomRequest{Code: code})
+		if g.GetRoom().GetViewers() != s.viewers || g.GetRoom().GetLeaderPresent() != s.leader {
+			t.Fatalf("after seq %d: viewers %d leader %v, want %d %v", s.seq, g.GetRoom().GetViewers(), g.GetRoom().GetLeaderPresent(), s.viewers, s.leader)
+		}
+	}
+	// A snapshot at a newer seq wins; an older one is refused.
+	snap, err := c.ApplyOccupancySnapshot(ctx, &lobbyv1.ApplyOccupancySnapshotRequest{Code: code, Seq: 7, Viewers: 5, Leaders: 0})
+	if err != nil || !snap.GetApplied() {
+		t.Fatalf("ApplyOccupancySnapshot(7) = %v, %v", snap, err)
+	}
+	snap, err = c.ApplyOccupancySnapshot(ctx, &lobbyv1.ApplyOccupancySnapshotRequest{Code: code, Seq: 6, Viewers: 1, Leaders: 1})
+	if err != nil || snap.GetApplied() {
+		t.Fatalf("ApplyOccupancySnapshot(6 after 7) = %v, %v; want not applied", snap, err)
+	}
+	res, _ := c.ApplyOccupancyDelta(ctx, &lobbyv1.ApplyOccupancyDeltaRequest{Code: code, Seq: 8, ViewersDelta: -1})
+	g, _ := c.GetRoom(ctx, &lobbyv1.GetRoomRequest{Code: code})
+	if res.GetOutcome() != lobbyv1.DeltaOutcome_DELTA_OUTCOME_APPLIED || g.GetRoom().GetViewers() != 4 || g.GetRoom().GetLeaderPresent() {
+		t.Fatalf("delta 8 after snapshot 7: %v, room %v; want applied, 4 viewers, no leader", res.GetOutcome(), g.GetRoom())
+	}
+	if _, err := c.ApplyOccupancyDelta(ctx, &lobbyv1.ApplyOccupancyDeltaRequest{Code: "nosuch", Seq: 1}); status.Code(err) != codes.NotFound {
+		t.Fatalf("ApplyOccupancyDelta(missing room) = %v, want NotFound", err)
+	}
+}
+
+func TestListPrunesOnlyRoomsIdlePastTTLPlusGrace(t *testing.T) {
+	t.Parallel()
+	c, clk := start(t)
+	ctx := context.Background()
+	old := create(t, c, "Old").GetCode()
+	clk.Add(50 * time.Second)
+	fresh := create(t, c, "Fresh").GetCode()
+	// 89 s after creating old: inside TTL (60 s) + grace (30 s), so it is still listed.
+	clk.Add(39 * time.Second)
+	list, _ := c.ListRooms(ctx, &lobbyv1.ListRoomsRequest{})
+	if got := roomCodes(list.GetRooms()); len(got) != 2 {
+		t.Fatalf("ListRooms at TTL+grace-1s = %v, want both rooms", got)
+	}
+	clk.Add(2 * time.Second)
+	list, _ = c.ListRooms(ctx, &lobbyv1.ListRoomsRequest{})
+	if got := roomCodes(list.GetRooms()); len(got) != 1 || got[0] != fresh {
+		t.Fatalf("ListRooms past TTL+grace = %v, want only %s", got, fresh)
+	}
+	if _, err := c.GetRoom(ctx, &lobbyv1.GetRoomRequest{Code: old}); status.Code(err) != codes.NotFound {
+		t.Fatalf("GetRoom(pruned) = %v, want NotFound", err)
+	}
+	// Pruned means gone: a late touch does not bring it back.
+	if _, err := c.TouchRoom(ctx, &lobbyv1.TouchRoomRequest{Code: old, At: clk.Now().UnixMilli()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetRoom(ctx, &lobbyv1.GetRoomRequest{Code: old}); status.Code(err) != codes.NotFound {
+		t.Fatalf("GetRoom(pruned, touched) = %v, want NotFound", err)
+	}
+}
