@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/vigil-dev/vigil/gateway"
+	"github.com/vigil-dev/vigil/pkg/config"
+	"github.com/vigil-dev/vigil/pkg/devstore"
+	"github.com/vigil-dev/vigil/pkg/redisx"
+	reservations "github.com/vigil-dev/vigil/services/reservations/service"
+)
+
+// devService is one service the dev runner starts: run it, and where its address goes.
+type devService struct {
+	name string
+	run  func(ctx context.Context, ready func(net.Addr)) error
+	addr *string
+}
+
+// runDev runs every service and the gateway in this process, on the store devstore picks.
+func runDev(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("vigil dev", flag.ContinueOnError)
+	httpAddr := config.String(fs, "addr", "VIGIL_HTTP_ADDR", "127.0.0.1:8080", "gateway HTTP listen address")
+	redisURL := config.String(fs, "redis-url", "REDIS_URL", "", "Redis URL; empty: a local redis-server child, else an embedded store")
+	dataDir := config.String(fs, "data", "VIGIL_DATA_DIR", ".data", "data directory of the redis-server child")
+	logFormat := config.String(fs, "log-format", "VIGIL_LOG_FORMAT", "text", "log format: json or text")
+	logLevel := config.String(fs, "log-level", "VIGIL_LOG_LEVEL", "warn", "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log := config.Logger(*logFormat, *logLevel)
+
+	store, err := devstore.Open(ctx, *redisURL, *dataDir)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if store.Kind == devstore.Embedded {
+		fmt.Fprintln(os.Stderr, "WARNING: no REDIS_URL and no redis-server installed: using an embedded in-memory store; nothing persists across restarts.")
+	}
+	rc := redisx.Config{URL: store.URL}
+
+	var b gateway.Backends
+	services := []devService{
+		{"reservations", func(ctx context.Context, ready func(net.Addr)) error {
+			return reservations.Run(ctx, reservations.Options{Redis: rc, Replay: true, Logger: log.With("service", "reservations")}, ready)
+		}, &b.Reservations},
+	}
+
+	g, ctx := errgroup.WithContext(ctx)
+	for _, s := range services {
+		up := make(chan string, 1)
+		g.Go(func() error {
+			if err := s.run(ctx, func(a net.Addr) { up <- a.String() }); err != nil {
+				return fmt.Errorf("%s: %w", s.name, err)
+			}
+			return nil
+		})
+		select {
+		case *s.addr = <-up:
+		case <-ctx.Done():
+			return g.Wait()
+		}
+	}
+	g.Go(func() error {
+		return gateway.Run(ctx, gateway.Options{Addr: *httpAddr, Backends: b, Logger: log.With("service", "gateway")},
+			func(a net.Addr) { printBanner(a, store, services) })
+	})
+	return g.Wait()
+}
+
+func printBanner(gw net.Addr, store *devstore.Store, services []devService) {
+	fmt.Printf("Vigil is running.\n  gateway  http://%s  (REST, WebSocket, /healthz, /openapi.json, /ui/)\n", gw)
+	for _, s := range services {
+		fmt.Printf("  %-12s gRPC %s\n", s.name, *s.addr)
+	}
+	fmt.Printf("  store    %s (%s)\nPress Ctrl-C to stop.\n", store.Kind, store.Detail)
+	slog.Debug("dev runner ready")
+}
