@@ -1,0 +1,295 @@
+// Package lockclient is a Go client for Vigil's lock service, shaped like etcd's
+// concurrency.Mutex: TryLock fails fast with ErrLocked, Lock(ctx) waits in the service's FIFO
+// queue (woken by the release, never polling), the lease is renewed every TTL/3 while held,
+// and the fencing token proves the hold to whatever the lock protects.
+//
+//	m := lockclient.New(conn).Mutex("reports", lockclient.MutexOptions{Owner: "worker-7"})
+//	if err := m.Lock(ctx); err != nil { ... }
+//	defer m.Unlock(context.Background())
+//	store.Write(data, m.FencingToken()) // the store refuses tokens smaller than one it has seen
+//	select { case <-m.Lost(): ... }      // the lease ran out or was taken: stop writing
+package lockclient
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
+)
+
+var (
+	// ErrLocked is TryLock's answer when another owner holds the lock.
+	ErrLocked = errors.New("lockclient: locked by another owner")
+	// ErrNotHeld is Unlock's answer when the mutex does not hold the lock (never locked, already
+	// unlocked, or lost to expiry).
+	ErrNotHeld = errors.New("lockclient: lock not held")
+)
+
+// maxWait is the longest wait the service accepts in one acquire; Lock waits longer by asking
+// again.
+const maxWait = 60 * time.Second
+
+// Client calls the lock service.
+type Client struct {
+	c locksv1.LockServiceClient
+}
+
+// New returns a Client on a connection to the lock service (or the gateway's gRPC backend).
+func New(conn grpc.ClientConnInterface) *Client {
+	return &Client{c: locksv1.NewLockServiceClient(conn)}
+}
+
+// MutexOptions configure a Mutex. Every zero value has the default given in its comment.
+type MutexOptions struct {
+	// Owner identifies the holder; the same owner re-acquiring is idempotent, so two mutexes
+	// with one owner do NOT exclude each other. Default: host name, pid and random bytes.
+	Owner string
+	// TTL is the lease; it is renewed every TTL/3 while held. Default 30s.
+	TTL time.Duration
+	// RetryBackoff is the first pause after a failed call in Lock and in renewal; it doubles up
+	// to 1s. Default 50ms.
+	RetryBackoff time.Duration
+}
+
+// Mutex is one named lock held by one owner.
+type Mutex struct {
+	c        locksv1.LockServiceClient
+	resource string
+	o        MutexOptions
+
+	mu     sync.Mutex
+	held   bool
+	token  int64
+	expiry time.Time
+	lost   chan struct{}
+	stop   context.CancelFunc
+	done   chan struct{}
+}
+
+// Mutex returns a mutex on resource. It holds nothing until Lock or TryLock succeeds.
+func (c *Client) Mutex(resource string, o MutexOptions) *Mutex {
+	if o.Owner == "" {
+		o.Owner = defaultOwner()
+	}
+	if o.TTL <= 0 {
+		o.TTL = 30 * time.Second
+	}
+	if o.RetryBackoff <= 0 {
+		o.RetryBackoff = 50 * time.Millisecond
+	}
+	return &Mutex{c: c.c, resource: resource, o: o}
+}
+
+func defaultOwner() string {
+	host, _ := os.Hostname()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// Resource is the lock's name.
+func (m *Mutex) Resource() string { return m.resource }
+
+// Owner is the mutex's owner id.
+func (m *Mutex) Owner() string { return m.o.Owner }
+
+// FencingToken is the token of the current hold (0 when not held). It grows with every new
+// holder of the resource, so the protected system can refuse a stale holder's writes.
+func (m *Mutex) FencingToken() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.held {
+		return 0
+	}
+	return m.token
+}
+
+// Lost is closed when the current hold ends without Unlock: a renewal was refused or the
+// lease ran out while the service could not be reached. It is nil before the first lock.
+func (m *Mutex) Lost() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lost
+}
+
+// TryLock takes the lock if it is free (or already held by this owner) and returns ErrLocked
+// otherwise, without waiting.
+func (m *Mutex) TryLock(ctx context.Context) error {
+	ok, err := m.acquire(ctx, 0)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return ErrLocked
+	}
+	return nil
+}
+
+// Lock waits for the lock until it is acquired or ctx ends. Waiting happens in the service's
+// queue, in arrival order; transient failures are retried with backoff.
+func (m *Mutex) Lock(ctx context.Context) error {
+	backoff := m.o.RetryBackoff
+	for {
+		wait := maxWait
+		if dl, ok := ctx.Deadline(); ok {
+			wait = min(wait, time.Until(dl))
+		}
+		if wait <= 0 {
+			return context.DeadlineExceeded
+		}
+		ok, err := m.acquire(ctx, wait)
+		switch {
+		case ok:
+			return nil
+		case err == nil:
+			backoff = m.o.RetryBackoff // the wait ran out with the lock still held: ask again
+		case !retryable(err) || ctx.Err() != nil:
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
+		default:
+			if err := pause(ctx, backoff); err != nil {
+				return err
+			}
+			backoff = min(2*backoff, time.Second)
+		}
+	}
+}
+
+func (m *Mutex) acquire(ctx context.Context, wait time.Duration) (bool, error) {
+	ttl := m.o.TTL.Milliseconds()
+	req := &locksv1.AcquireRequest{Resource: m.resource, Owner: m.o.Owner, TtlMs: &ttl}
+	if wait > 0 {
+		w := max(wait.Milliseconds(), 1)
+		req.WaitMs = &w
+	}
+	started := time.Now()
+	res, err := m.c.Acquire(ctx, req)
+	if err != nil {
+		return false, fmt.Errorf("lockclient: acquire %q: %w", m.resource, err)
+	}
+	if !res.GetAcquired() {
+		return false, nil
+	}
+	m.hold(res.GetFencingToken(), started.Add(m.o.TTL))
+	return true, nil
+}
+
+// hold records a new hold and (re)starts renewal. The local expiry counts from the moment the
+// acquire was sent, so it is never later than the service's.
+func (m *Mutex) hold(token int64, expiry time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.held && m.token == token {
+		m.expiry = expiry
+		return
+	}
+	m.stopRenewalLocked()
+	m.held, m.token, m.expiry = true, token, expiry
+	m.lost = make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	m.stop, m.done = cancel, make(chan struct{})
+	go m.renew(ctx, token, m.lost, m.done)
+}
+
+// stopRenewalLocked stops the renewal goroutine and waits for it; m.mu is held, which the
+// goroutine never needs while stopping.
+func (m *Mutex) stopRenewalLocked() {
+	if m.stop == nil {
+		return
+	}
+	m.stop()
+	done := m.done
+	m.stop, m.done = nil, nil
+	m.mu.Unlock()
+	<-done
+	m.mu.Lock()
+}
+
+// renew extends the lease every TTL/3 until stopped; a refused renewal or a lease that ran out
+// closes lost.
+func (m *Mutex) renew(ctx context.Context, token int64, lost, done chan struct{}) {
+	defer close(done)
+	every := m.o.TTL / 3
+	timer := time.NewTimer(every)
+	defer timer.Stop()
+	backoff := m.o.RetryBackoff
+	ttl := m.o.TTL.Milliseconds()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		sent := time.Now()
+		res, err := m.c.Renew(ctx, &locksv1.RenewRequest{Resource: m.resource, Owner: m.o.Owner, TtlMs: &ttl})
+		m.mu.Lock()
+		if ctx.Err() != nil {
+			m.mu.Unlock()
+			return
+		}
+		switch {
+		case err == nil && res.GetRenewed():
+			m.expiry = sent.Add(m.o.TTL)
+			backoff = m.o.RetryBackoff
+			timer.Reset(every)
+		case err == nil || !time.Now().Before(m.expiry):
+			// Refused (someone else holds it now), or unreachable until the lease ran out.
+			m.held = false
+			close(lost)
+			m.mu.Unlock()
+			return
+		default:
+			timer.Reset(min(backoff, time.Until(m.expiry)))
+			backoff = min(2*backoff, time.Second)
+		}
+		m.mu.Unlock()
+	}
+}
+
+// Unlock releases the lock and stops renewal. It returns ErrNotHeld when the service says this
+// owner did not hold it (for example, it expired after being lost).
+func (m *Mutex) Unlock(ctx context.Context) error {
+	m.mu.Lock()
+	m.stopRenewalLocked()
+	m.held = false
+	m.mu.Unlock()
+	res, err := m.c.Release(ctx, &locksv1.ReleaseRequest{Resource: m.resource, Owner: m.o.Owner})
+	if err != nil {
+		return fmt.Errorf("lockclient: release %q: %w", m.resource, err)
+	}
+	if !res.GetReleased() {
+		return ErrNotHeld
+	}
+	return nil
+}
+
+func retryable(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.ResourceExhausted, codes.Aborted:
+		return true
+	}
+	return false
+}
+
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,173 @@
+package store
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vigil-dev/vigil/pkg/alarm"
+	"github.com/vigil-dev/vigil/pkg/redistest"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// clock is a settable time for tests where the lease end matters; no scheduler runs, so only
+// the test fires alarms.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *clock) Advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.now = c.now.Add(d) }
+
+func newStore(t *testing.T) (*Store, *alarm.Queue, *redis.Client, *clock) {
+	t.Helper()
+	rdb, prefix := redistest.Client(t)
+	clk := &clock{now: time.UnixMilli(1_800_000_000_000)}
+	log := slog.New(slog.DiscardHandler)
+	q, err := alarm.New(rdb, alarm.Options{Prefix: prefix, Namespace: "locks", Shards: 4, Now: clk.Now, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(rdb, q, Options{Prefix: prefix, Now: clk.Now, Logger: log})
+	return s, q, rdb, clk
+}
+
+func TestExpiredLockIsFreeBeforeItsAlarmFires(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, q, rdb, clk := newStore(t)
+
+	a, err := s.Acquire(ctx, "printer", "alice", time.Second, 0)
+	if err != nil || !a.OK {
+		t.Fatalf("Acquire(printer, alice) = %+v, %v; want acquired", a, err)
+	}
+	if want := clk.Now().Add(time.Second); !a.ExpiresAt.Equal(want) {
+		t.Errorf("ExpiresAt = %v, want %v", a.ExpiresAt, want)
+	}
+	if due, ok, _ := q.Get(ctx, "printer"); !ok || !due.Equal(a.ExpiresAt) {
+		t.Errorf("alarm = %v, %v; want due at the lease end %v", due, ok, a.ExpiresAt)
+	}
+
+	clk.Advance(999 * time.Millisecond)
+	if b, _ := s.Acquire(ctx, "printer", "bob", time.Second, 0); b.OK || b.Holder != "alice" {
+		t.Fatalf("Acquire(printer, bob) 1 ms before expiry = %+v; want refused, holder alice", b)
+	}
+	clk.Advance(time.Millisecond)
+	// The alarm has not fired (no scheduler runs), yet the lease is over.
+	b, err := s.Acquire(ctx, "printer", "bob", time.Second, 0)
+	if err != nil || !b.OK || b.Token <= a.Token {
+		t.Fatalf("Acquire(printer, bob) at expiry = %+v, %v; want acquired with token > %d", b, err, a.Token)
+	}
+	if ok, _ := s.Release(ctx, "printer", "alice"); ok {
+		t.Errorf("Release(printer, alice) after her lease ended = true, want false")
+	}
+	l, _ := s.Get(ctx, "printer")
+	if !l.Held || l.Owner != "bob" || l.Token != b.Token {
+		t.Errorf("Get(printer) = %+v, want held by bob with token %d", l, b.Token)
+	}
+
+	// The stale alarm of alice's lease, replayed, changes nothing: bob's lease is not over.
+	if errs := s.HandleAlarms(ctx, []alarm.Firing{{ID: "printer", Shard: q.ShardOf("printer"), Attempt: 1, Due: a.ExpiresAt}}); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	if l2, _ := s.Get(ctx, "printer"); l2 != l {
+		t.Errorf("Get after a stale alarm = %+v, want unchanged %+v", l2, l)
+	}
+	// At bob's lease end the alarm transition frees the lock and removes the key.
+	clk.Advance(time.Second)
+	if errs := s.HandleAlarms(ctx, []alarm.Firing{{ID: "printer", Shard: q.ShardOf("printer"), Attempt: 1, Due: b.ExpiresAt}}); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	if n, _ := rdb.Exists(ctx, keysOf(q, "printer").lock).Result(); n != 0 {
+		t.Errorf("lock key exists after expiry alarm, want deleted")
+	}
+	if _, ok, _ := q.Get(ctx, "printer"); ok {
+		t.Errorf("alarm still set after expiry, want removed")
+	}
+}
+
+func TestRenewMovesLeaseAndAlarm(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, q, _, clk := newStore(t)
+	a, _ := s.Acquire(ctx, "door", "alice", 300*time.Millisecond, 0)
+	clk.Advance(200 * time.Millisecond)
+	r, err := s.Renew(ctx, "door", "alice", 300*time.Millisecond)
+	if err != nil || !r.OK || !r.ExpiresAt.Equal(clk.Now().Add(300*time.Millisecond)) {
+		t.Fatalf("Renew(door, alice) = %+v, %v; want renewed to now+300ms", r, err)
+	}
+	if due, _, _ := q.Get(ctx, "door"); !due.Equal(r.ExpiresAt) {
+		t.Errorf("alarm due %v, want moved to %v", due, r.ExpiresAt)
+	}
+	clk.Advance(200 * time.Millisecond) // past the first lease end, before the renewed one
+	if errs := s.HandleAlarms(ctx, []alarm.Firing{{ID: "door", Attempt: 2, Due: a.ExpiresAt}}); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	if l, _ := s.Get(ctx, "door"); !l.Held || l.Token != a.Token {
+		t.Errorf("Get(door) after the old alarm = %+v, want still held with token %d", l, a.Token)
+	}
+	if r, _ := s.Renew(ctx, "door", "bob", time.Second); r.OK {
+		t.Errorf("Renew(door, bob) = %+v, want refused", r)
+	}
+	clk.Advance(100 * time.Millisecond)
+	if r, _ := s.Renew(ctx, "door", "alice", time.Second); r.OK {
+		t.Errorf("Renew(door, alice) at her lease end = %+v, want refused", r)
+	}
+}
+
+func TestWaiterGrantedByExpiry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, q, _, clk := newStore(t)
+	if err := s.Subscribe(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() { _ = s.Listen(lctx) }()
+
+	a, _ := s.Acquire(ctx, "gate", "alice", time.Second, 0)
+	got := make(chan struct {
+		a   any
+		err error
+	}, 1)
+	go func() {
+		b, err := s.Acquire(ctx, "gate", "bob", time.Second, 30*time.Second)
+		got <- struct {
+			a   any
+			err error
+		}{b, err}
+	}()
+	waitFor(t, "bob queued", func() bool { n, _ := s.rdb.LLen(ctx, keysOf(q, "gate").queue).Result(); return n == 1 })
+	clk.Advance(time.Second)
+	if errs := s.HandleAlarms(ctx, []alarm.Firing{{ID: "gate", Attempt: 1, Due: a.ExpiresAt}}); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	r := <-got
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	l, _ := s.Get(ctx, "gate")
+	if l.Owner != "bob" || l.Token <= a.Token {
+		t.Errorf("after alice's lease ran out, Get(gate) = %+v; want bob with token > %d (acquire said %+v)", l, a.Token, r.a)
+	}
+}
+
+// waitFor polls cond until it holds, for up to 10 seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond) // polling the condition, with a deadline
+	}
+}
