@@ -1,0 +1,161 @@
+// Package store keeps chat rooms in Redis: one stream per room holds the kept messages under
+// ids "<n>-0" from a per-room counter, and each new message is published once on the room's
+// channel. All of the chat service's Redis access is in this package (Lua in the .lua files
+// beside it; the live feed in feed.go).
+package store
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/services/chat/internal/domain"
+)
+
+var (
+	//go:embed append.lua
+	appendSrc string
+	//go:embed read.lua
+	readSrc string
+)
+
+// Options configure a Store. Every zero value has the default given in its comment.
+type Options struct {
+	// Prefix starts every key. Default "vigil".
+	Prefix string
+	// Keep is how many messages each room's log keeps. Default 1000.
+	Keep int
+	// PostIDTTL is how long a post's idempotency key is remembered. Default 1m.
+	PostIDTTL time.Duration
+}
+
+// Store reads and appends room messages.
+type Store struct {
+	rdb      redis.UniversalClient
+	prefix   string
+	keep     int
+	postTTL  time.Duration
+	appendSc *redisx.Script
+	readSc   *redisx.Script
+}
+
+// New builds a Store on rdb.
+func New(rdb redis.UniversalClient, o Options) *Store {
+	if o.Prefix == "" {
+		o.Prefix = "vigil"
+	}
+	if o.Keep <= 0 {
+		o.Keep = 1000
+	}
+	if o.PostIDTTL <= 0 {
+		o.PostIDTTL = time.Minute
+	}
+	return &Store{
+		rdb: rdb, prefix: o.Prefix, keep: o.Keep, postTTL: o.PostIDTTL,
+		appendSc: redisx.NewScript(appendSrc), readSc: redisx.NewScript(readSrc),
+	}
+}
+
+// Keep is how many messages each room's log keeps.
+func (s *Store) Keep() int { return s.keep }
+
+// Append stores a validated post at time ts (ms) and publishes it. dup is true when the post's
+// idempotency key was seen before: nothing was stored, and the message carries the first
+// post's id.
+func (s *Store) Append(ctx context.Context, p domain.Post, ts int64) (m domain.Message, dup bool, err error) {
+	k := s.keys(p.Room)
+	m = domain.Message{UserID: p.UserID, User: p.User, Body: p.Body, TS: ts}
+	ttl := "0"
+	postKey := k.seq // any key of the room's slot; the script does not touch it without a TTL
+	if p.PostID != "" {
+		ttl = strconv.FormatInt(s.postTTL.Milliseconds(), 10)
+		postKey = s.postKey(p.Room, p.PostID)
+	}
+	res, err := s.appendSc.Run(ctx, s.rdb, []string{k.log, k.seq, postKey}, encode(m), s.keep, k.channel, ttl).Int64Slice()
+	if err != nil {
+		return m, false, fmt.Errorf("chat append: %w", err)
+	}
+	if len(res) != 2 {
+		return m, false, fmt.Errorf("chat append: unexpected reply %v", res)
+	}
+	m.ID = res[0]
+	return m, res[1] == 1, nil
+}
+
+// Last reads the newest n messages of a room, oldest first, and the room's last id.
+func (s *Store) Last(ctx context.Context, room string, n int) ([]domain.Message, int64, error) {
+	msgs, seq, err := s.read(ctx, room, "last", 0, n)
+	reverse(msgs)
+	return msgs, seq, err
+}
+
+// After reads the oldest n messages with an id greater than after, and the room's last id.
+func (s *Store) After(ctx context.Context, room string, after int64, n int) ([]domain.Message, int64, error) {
+	return s.read(ctx, room, "after", after, n)
+}
+
+// Before reads the newest n messages with an id less than before, oldest first, and the
+// room's last id.
+func (s *Store) Before(ctx context.Context, room string, before int64, n int) ([]domain.Message, int64, error) {
+	msgs, seq, err := s.read(ctx, room, "before", before, n)
+	reverse(msgs)
+	return msgs, seq, err
+}
+
+func (s *Store) read(ctx context.Context, room, mode string, bound int64, n int) ([]domain.Message, int64, error) {
+	k := s.keys(room)
+	res, err := s.readSc.Run(ctx, s.rdb, []string{k.log, k.seq}, mode, bound, n).Slice()
+	if err != nil {
+		return nil, 0, fmt.Errorf("chat read: %w", err)
+	}
+	if len(res) != 2 {
+		return nil, 0, fmt.Errorf("chat read: unexpected reply %v", res)
+	}
+	seq, ok := res[0].(int64)
+	entries, ok2 := res[1].([]any)
+	if !ok || !ok2 {
+		return nil, 0, fmt.Errorf("chat read: unexpected reply %v", res)
+	}
+	msgs := make([]domain.Message, 0, len(entries))
+	for _, e := range entries {
+		m, err := parseEntry(e)
+		if err != nil {
+			return nil, 0, err
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, seq, nil
+}
+
+// parseEntry reads one XRANGE entry: {id, {"m", encoded}}.
+func parseEntry(e any) (domain.Message, error) {
+	pair, ok := e.([]any)
+	if !ok || len(pair) != 2 {
+		return domain.Message{}, errCorrupt
+	}
+	idStr, ok := pair[0].(string)
+	fields, ok2 := pair[1].([]any)
+	if !ok || !ok2 || len(fields) != 2 {
+		return domain.Message{}, errCorrupt
+	}
+	id, err := entryID(idStr)
+	if err != nil {
+		return domain.Message{}, errCorrupt
+	}
+	enc, ok := fields[1].(string)
+	if !ok {
+		return domain.Message{}, errCorrupt
+	}
+	return decode(id, enc)
+}
+
+func reverse(msgs []domain.Message) {
+	for i, j := 0, len(msgs)-1; i < j; i, j = i+1, j-1 {
+		msgs[i], msgs[j] = msgs[j], msgs[i]
+	}
+}

@@ -1,0 +1,176 @@
+// Package transport serves the chat use cases over gRPC: proto ⇄ domain, the Connect stream's
+// plumbing, and the one place domain errors become gRPC status codes.
+package transport
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	chatv1 "github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1"
+	"github.com/vigil-dev/vigil/services/chat/internal/app"
+	"github.com/vigil-dev/vigil/services/chat/internal/domain"
+)
+
+// Server implements vigil.chat.v1.ChatService.
+type Server struct {
+	chatv1.UnimplementedChatServiceServer
+	app      *app.App
+	log      *slog.Logger
+	stopping context.Context
+}
+
+// NewServer serves a over gRPC. When stopping ends (the replica shuts down), open Connect
+// streams end with UNAVAILABLE at once, so the drain does not wait on them and clients resume
+// on another replica.
+func NewServer(a *app.App, log *slog.Logger, stopping context.Context) *Server {
+	return &Server{app: a, log: log, stopping: stopping}
+}
+
+// errStopping ends streams when the replica shuts down.
+var errStopping = errors.New("chat replica shutting down")
+
+// Connect implements the RPC.
+func (s *Server) Connect(stream chatv1.ChatService_ConnectServer) error {
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	join := first.GetJoin()
+	if join == nil {
+		return status.Error(codes.InvalidArgument, "Send a join as the first message.")
+	}
+	ctx, cancel := context.WithCancelCause(stream.Context())
+	defer cancel(nil)
+	stop := context.AfterFunc(s.stopping, func() { cancel(errStopping) })
+	defer stop()
+
+	at, hist, err := s.app.Attach(ctx, join.GetRoom(), join.Since)
+	if err != nil {
+		return s.toStatus(ctx, err)
+	}
+	defer at.Close()
+
+	var sendMu sync.Mutex
+	send := func(r *chatv1.ConnectResponse) error {
+		sendMu.Lock()
+		defer sendMu.Unlock()
+		return stream.Send(r)
+	}
+	if err := send(&chatv1.ConnectResponse{Kind: &chatv1.ConnectResponse_History{History: &chatv1.History{
+		Messages: toProtos(hist.Messages), LastId: hist.LastID, Truncated: hist.Truncated, JoinLimit: int32(s.app.JoinLimit()),
+	}}}); err != nil {
+		return err
+	}
+
+	// Posts are read and stored on their own goroutine, in order; results share the stream.
+	go func() {
+		for {
+			req, err := stream.Recv()
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					cancel(io.EOF)
+				} else {
+					cancel(err)
+				}
+				return
+			}
+			p := req.GetPost()
+			if p == nil {
+				cancel(status.Error(codes.InvalidArgument, "Send only posts after the join."))
+				return
+			}
+			res := &chatv1.PostResult{Ref: p.GetRef()}
+			m, err := s.app.Post(ctx, domain.Post{Room: join.GetRoom(), UserID: p.GetUserId(), User: p.GetUser(), Body: p.GetBody(), PostID: p.GetPostId()})
+			if err != nil {
+				st := s.toStatus(ctx, err)
+				if status.Code(st) != codes.InvalidArgument {
+					cancel(st)
+					return
+				}
+				res.Error = status.Convert(st).Message()
+			} else {
+				res.Id = m.ID
+			}
+			if err := send(&chatv1.ConnectResponse{Kind: &chatv1.ConnectResponse_PostResult{PostResult: res}}); err != nil {
+				cancel(err)
+				return
+			}
+		}
+	}()
+
+	for {
+		msgs, err := at.Next(ctx)
+		if err != nil {
+			if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
+				err = cause
+			}
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return s.toStatus(ctx, err)
+		}
+		for _, m := range msgs {
+			if err := send(&chatv1.ConnectResponse{Kind: &chatv1.ConnectResponse_Message{Message: toProto(m)}}); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// PostMessage implements the RPC.
+func (s *Server) PostMessage(ctx context.Context, req *chatv1.PostMessageRequest) (*chatv1.PostMessageResponse, error) {
+	m, err := s.app.Post(ctx, domain.Post{Room: req.GetRoom(), UserID: req.GetUserId(), User: req.GetUsername(), Body: req.GetBody(), PostID: req.GetPostId()})
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	return &chatv1.PostMessageResponse{Message: toProto(m)}, nil
+}
+
+// ListMessages implements the RPC.
+func (s *Server) ListMessages(ctx context.Context, req *chatv1.ListMessagesRequest) (*chatv1.ListMessagesResponse, error) {
+	msgs, last, err := s.app.List(ctx, req.GetRoom(), int(req.GetLimit()), req.Before, req.Since)
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	return &chatv1.ListMessagesResponse{Messages: toProtos(msgs), LastId: last}, nil
+}
+
+// toStatus maps errors to gRPC codes; anything unexpected is logged and hidden.
+func (s *Server) toStatus(ctx context.Context, err error) error {
+	var ue *domain.UserError
+	if _, ok := status.FromError(err); ok {
+		return err // already a status: a stream error, or one made here
+	}
+	switch {
+	case errors.As(err, &ue) && errors.Is(err, domain.ErrInvalid):
+		return status.Error(codes.InvalidArgument, ue.Msg)
+	case errors.Is(err, app.ErrTooSlow):
+		return status.Error(codes.ResourceExhausted, "the stream fell behind the room; join again from the last id received")
+	case errors.Is(err, errStopping):
+		return status.Error(codes.Unavailable, "this chat replica is shutting down; join again from the last id received")
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, "request cancelled")
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, "request timed out")
+	}
+	s.log.ErrorContext(ctx, "chat store failed", "event", "store_error", "err", err)
+	return status.Error(codes.Unavailable, "the chat store is unavailable; try again")
+}
+
+func toProto(m domain.Message) *chatv1.ChatMessage {
+	return &chatv1.ChatMessage{Id: m.ID, User: m.User, UserId: m.UserID, Body: m.Body, Ts: m.TS}
+}
+
+func toProtos(msgs []domain.Message) []*chatv1.ChatMessage {
+	out := make([]*chatv1.ChatMessage, len(msgs))
+	for i, m := range msgs {
+		out[i] = toProto(m)
+	}
+	return out
+}
