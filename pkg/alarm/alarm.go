@@ -191,10 +191,11 @@ func (q *Queue) Keys(shard int) ShardKeys { return shardKeys(q.o.Prefix, q.o.Nam
 // KeysOf are the keys of the shard that object id lives in.
 func (q *Queue) KeysOf(id string) ShardKeys { return q.Keys(q.ShardOf(id)) }
 
-// Set sets (replaces) object id's alarm to fire at due, at millisecond precision.
+// Set sets (replaces) object id's alarm to fire at due. Due times are whole milliseconds; a
+// due time between two is rounded up, so the alarm never fires before due.
 func (q *Queue) Set(ctx context.Context, id string, due time.Time) error {
 	shard := q.ShardOf(id)
-	head, err := q.set.Run(ctx, q.rdb, []string{q.Keys(shard).Alarms}, id, due.UnixMilli()).Int()
+	head, err := q.set.Run(ctx, q.rdb, []string{q.Keys(shard).Alarms}, id, ceilMilli(due)).Int()
 	if err != nil {
 		return fmt.Errorf("set alarm %q: %w", id, err)
 	}
@@ -248,9 +249,18 @@ func (q *Queue) wakeLocal(shard int) {
 	}
 }
 
-// leaseScore is now+lease plus a random fraction in (0,1): a score no domain ever sets, and
-// unlikely to repeat between two claims. Whole-ms due times and a fraction of 1/1024 steps
-// stay exact in a float64 for any date in the next 100,000 years.
+// ceilMilli is t in Unix milliseconds, rounded up.
+func ceilMilli(t time.Time) int64 {
+	ms := t.UnixMilli()
+	if time.UnixMilli(ms).Before(t) {
+		ms++
+	}
+	return ms
+}
+
+// fractionalScore is at (in ms) plus a random fraction in (0,1): a score no domain ever sets, and
+// unlikely to repeat between two claims. A whole-ms time below 2^43 (the year 2248) plus a
+// multiple of 1/1024 needs at most 53 bits, so it is exact in a float64 (and a Redis score).
 func (q *Queue) fractionalScore(at time.Time) string {
 	frac := float64(1+rand.IntN(1023)) / 1024
 	return strconv.FormatFloat(float64(at.UnixMilli())+frac, 'f', -1, 64)

@@ -27,8 +27,9 @@ for i = 1, #due, 2 do
   out[#out + 1] = attempt
   out[#out + 1] = due[i + 1]
 end
-if #rescore > 0 then
-  redis.call('ZADD', KEYS[1], unpack(rescore))
+-- unpack takes at most a few thousand values (Lua's C stack), so large batches go in chunks.
+for i = 1, #rescore, 1000 do
+  redis.call('ZADD', KEYS[1], unpack(rescore, i, math.min(i + 999, #rescore)))
 end
 local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 if head[2] then

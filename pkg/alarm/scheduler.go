@@ -104,18 +104,28 @@ func (q *Queue) jittered(d time.Duration) time.Duration {
 // drain claims and handles batches until fewer than a full batch is due, and returns when the
 // shard's earliest remaining alarm is due (zero when the shard is empty).
 func (q *Queue) drain(ctx context.Context, shard int, h Handler) (time.Time, error) {
+	var retryAt time.Time // the earliest retry scheduled by this drain
 	for {
 		batch, lease, next, err := q.claimDue(ctx, shard)
 		if err != nil || len(batch) == 0 {
-			return next, err
+			return earliest(next, retryAt), err
 		}
-		if err := q.handle(ctx, shard, batch, lease, h); err != nil {
+		r, err := q.handle(ctx, shard, batch, lease, h)
+		retryAt = earliest(retryAt, r)
+		// The head seen by the claim is stale now: the retries just scheduled may come first.
+		next = earliest(next, retryAt)
+		if err != nil || len(batch) < q.o.BatchSize {
 			return next, err
-		}
-		if len(batch) < q.o.BatchSize {
-			return next, nil
 		}
 	}
+}
+
+// earliest is the earlier of two times, where zero means "none".
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
 }
 
 // claimDue leases up to BatchSize due alarms of shard in one script.
@@ -145,10 +155,18 @@ func (q *Queue) claimDue(ctx context.Context, shard int) (batch []Firing, lease 
 	return batch, lease, next, nil
 }
 
+// settleTimeout bounds the acks and retries of a batch whose handler ran past the end of Run's
+// context: work already done is still acknowledged while the process shuts down.
+const settleTimeout = 5 * time.Second
+
 // handle runs the handler on a claimed batch, then acknowledges the successes in one script
-// and retries or dead-letters the failures.
-func (q *Queue) handle(ctx context.Context, shard int, batch []Firing, lease string, h Handler) error {
+// and retries or dead-letters the failures. It returns when the earliest retry it scheduled
+// is due (zero when none).
+func (q *Queue) handle(ctx context.Context, shard int, batch []Firing, lease string, h Handler) (time.Time, error) {
 	errs := q.safeHandle(ctx, h, batch)
+	stopping := ctx.Err() != nil
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
 	k := q.Keys(shard)
 	ackArgs := make([]any, 0, len(batch)+1)
 	ackArgs = append(ackArgs, lease)
@@ -163,16 +181,24 @@ func (q *Queue) handle(ctx context.Context, shard int, batch []Firing, lease str
 	if len(ackArgs) > 1 {
 		if err := q.ack.Run(ctx, q.rdb, []string{k.Alarms, k.Attempts}, ackArgs...).Err(); err != nil {
 			// The lease will run out and the alarms fire again; handlers are idempotent.
-			return fmt.Errorf("ack shard %d: %w", shard, err)
+			return time.Time{}, fmt.Errorf("ack shard %d: %w", shard, err)
 		}
 		q.metrics.acked.Add(float64(len(ackArgs) - 1))
 	}
-	for _, i := range failed {
-		if err := q.fail(ctx, k, batch[i], lease, errs[i]); err != nil {
-			return err
-		}
+	if stopping {
+		// A handler cut short by shutdown did not fail: its alarms stay leased and fire
+		// again when the lease runs out, without spending a retry.
+		return time.Time{}, nil
 	}
-	return nil
+	var retryAt time.Time
+	for _, i := range failed {
+		at, err := q.fail(ctx, k, batch[i], lease, errs[i])
+		if err != nil {
+			return retryAt, err
+		}
+		retryAt = earliest(retryAt, at)
+	}
+	return retryAt, nil
 }
 
 // safeHandle turns a handler panic into an error for every firing of the batch.
@@ -202,7 +228,9 @@ type DeadLetter struct {
 	At time.Time `json:"-"`
 }
 
-func (q *Queue) fail(ctx context.Context, k ShardKeys, f Firing, lease string, cause error) error {
+// fail retries a failed firing after its backoff, or dead-letters it after its last attempt.
+// It returns when the retry is due (zero when there is none).
+func (q *Queue) fail(ctx context.Context, k ShardKeys, f Firing, lease string, cause error) (time.Time, error) {
 	now := q.o.Now()
 	dead := f.Attempt > q.o.MaxRetries
 	backoff := q.o.RetryBase << min(f.Attempt-1, 30)
@@ -211,22 +239,25 @@ func (q *Queue) fail(ctx context.Context, k ShardKeys, f Firing, lease string, c
 	if dead {
 		deadFlag = "1"
 	}
+	retryAt := now.Add(backoff)
 	res, err := q.retry.Run(ctx, q.rdb, []string{k.Alarms, k.Attempts, k.Dead, k.DeadInfo},
-		lease, f.ID, q.fractionalScore(now.Add(backoff)), deadFlag, now.UnixMilli(), string(info)).Int()
+		lease, f.ID, q.fractionalScore(retryAt), deadFlag, now.UnixMilli(), string(info)).Int()
 	if err != nil {
-		return fmt.Errorf("retry %q: %w", f.ID, err)
+		return time.Time{}, fmt.Errorf("retry %q: %w", f.ID, err)
 	}
 	switch res {
 	case 1:
 		q.metrics.retried.Inc()
 		q.o.Logger.Warn("alarm failed; will retry", "event", "alarm_retry", "ns", q.o.Namespace, "id", f.ID,
 			"attempt", f.Attempt, "retryIn", backoff.String(), "err", cause)
+		// The retry score is retryAt's ms plus a fraction: it is claimable from the next ms.
+		return time.UnixMilli(retryAt.UnixMilli() + 1), nil
 	case 2:
 		q.metrics.dead.Inc()
 		q.o.Logger.Error("alarm dead-lettered", "event", "alarm_dead", "ns", q.o.Namespace, "id", f.ID,
 			"attempts", f.Attempt, "err", cause)
 	}
-	return nil
+	return time.Time{}, nil
 }
 
 // DeadLetters lists the dead letters of every shard, oldest first within a shard.

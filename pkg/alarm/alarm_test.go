@@ -1,0 +1,207 @@
+package alarm
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// fakeClock is an injected Options.Now that only moves when the test says so.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) Set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.t = t }
+
+// t0 is a whole-millisecond instant far from the real clock, so only the fake clock decides.
+var t0 = time.UnixMilli(1_900_000_000_000)
+
+func TestSetReplacesGetAndDelete(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q, rdb := testQueue(t, Options{Shards: 4})
+
+	if _, ok, err := q.Get(ctx, "nobody"); err != nil || ok {
+		t.Fatalf("Get(nobody) = ok %v, err %v; want no alarm", ok, err)
+	}
+	if err := q.Set(ctx, "a", t0.Add(time.Hour)); err != nil {
+		t.Fatalf("Set(a, +1h): %v", err)
+	}
+	if err := q.Set(ctx, "a", t0.Add(time.Minute)); err != nil {
+		t.Fatalf("Set(a, +1m): %v", err)
+	}
+	due, ok, err := q.Get(ctx, "a")
+	if err != nil || !ok || !due.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("Get(a) = %v, %v, %v; want %v, true, nil", due, ok, err, t0.Add(time.Minute))
+	}
+	if n := rdb.ZCard(ctx, q.KeysOf("a").Alarms).Val(); n != 1 {
+		t.Fatalf("alarms in a's shard = %d, want 1 (Set replaces)", n)
+	}
+
+	// Due times are whole ms, rounded up: an alarm never fires before the instant it was set for.
+	if err := q.Set(ctx, "b", t0.Add(1500*time.Microsecond)); err != nil {
+		t.Fatalf("Set(b): %v", err)
+	}
+	if due, _, _ := q.Get(ctx, "b"); !due.Equal(t0.Add(2 * time.Millisecond)) {
+		t.Fatalf("Get(b) after Set(t0+1.5ms) = %v, want t0+2ms = %v", due, t0.Add(2*time.Millisecond))
+	}
+
+	if err := q.Delete(ctx, "a"); err != nil {
+		t.Fatalf("Delete(a): %v", err)
+	}
+	if _, ok, err := q.Get(ctx, "a"); err != nil || ok {
+		t.Fatalf("Get(a) after Delete = ok %v, err %v; want no alarm", ok, err)
+	}
+	if err := q.Delete(ctx, "a"); err != nil {
+		t.Fatalf("Delete(a) twice: %v, want nil", err)
+	}
+	if _, ok, _ := q.Get(ctx, "b"); !ok {
+		t.Fatalf("Delete(a) removed b's alarm too")
+	}
+}
+
+func TestReplacedAlarmFiresOnceAtItsNewTime(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q, _ := testQueue(t, Options{Shards: 2, MaxSleep: time.Minute})
+	rec := newRecorder(nil)
+	run(t, q, rec.handler())
+
+	first := time.Now().Add(30 * time.Millisecond)
+	second := first.Add(50 * time.Millisecond)
+	if err := q.Set(ctx, "x", first); err != nil {
+		t.Fatalf("Set: %v", err)
+	}
+	if err := q.Set(ctx, "x", second); err != nil {
+		t.Fatalf("Set again: %v", err)
+	}
+	f := rec.next(t, 5*time.Second)
+	if f.ID != "x" || f.At.Before(second) || f.Attempt != 1 {
+		t.Fatalf("first firing = %+v, want x, attempt 1, at or after %v", f, second)
+	}
+	waitFor(t, 5*time.Second, "the alarm to be acknowledged", func() bool { return pending(t, q) == 0 })
+	select {
+	case f := <-rec.ch:
+		t.Fatalf("replaced alarm fired a second time: %+v", f)
+	default:
+	}
+}
+
+// TestClaimLeasesOnlyDueAlarms drives one shard's claim and ack by hand with an injected clock.
+func TestClaimLeasesOnlyDueAlarms(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := &fakeClock{t: t0}
+	const lease = 5 * time.Second
+	q, rdb := testQueue(t, Options{Shards: 1, Lease: lease, Now: clock.Now})
+	due := t0.Add(10 * time.Millisecond)
+	if err := q.Set(ctx, "a", due); err != nil {
+		t.Fatalf("Set: %v", err)
+	}
+
+	clock.Set(due.Add(-time.Millisecond))
+	batch, _, next, err := q.claimDue(ctx, 0)
+	if err != nil || len(batch) != 0 || !next.Equal(due) {
+		t.Fatalf("claimDue 1ms before due = %v, next %v, err %v; want nothing, next %v", batch, next, err, due)
+	}
+
+	clock.Set(due)
+	batch, lease1, next, err := q.claimDue(ctx, 0)
+	if err != nil || len(batch) != 1 {
+		t.Fatalf("claimDue at due = %v, %v; want one firing", batch, err)
+	}
+	if f := batch[0]; f.ID != "a" || f.Attempt != 1 || f.IsRetry() || f.RetryCount() != 0 || !f.Due.Equal(due) {
+		t.Fatalf("first firing = %+v, want a, attempt 1, due %v", f, due)
+	}
+	if want := due.Add(lease + time.Millisecond); !next.Equal(want) {
+		t.Fatalf("next after claim = %v, want the lease's end rounded up %v", next, want)
+	}
+	if got, _, _ := q.Get(ctx, "a"); !got.Equal(due.Add(lease)) {
+		t.Fatalf("Get while leased = %v, want %v", got, due.Add(lease))
+	}
+
+	// The lease score is now+lease plus a fraction, so the alarm stays hidden through the
+	// lease's last whole millisecond.
+	clock.Set(due.Add(lease))
+	if batch, _, _, err := q.claimDue(ctx, 0); err != nil || len(batch) != 0 {
+		t.Fatalf("claimDue at the lease's end = %v, %v; want nothing", batch, err)
+	}
+	clock.Set(due.Add(lease + time.Millisecond))
+	batch, lease2, _, err := q.claimDue(ctx, 0)
+	if err != nil || len(batch) != 1 {
+		t.Fatalf("claimDue after the lease = %v, %v; want the alarm again", batch, err)
+	}
+	if f := batch[0]; f.Attempt != 2 || !f.IsRetry() || f.RetryCount() != 1 {
+		t.Fatalf("re-claimed firing = %+v, want attempt 2, IsRetry, RetryCount 1", f)
+	}
+
+	ok := HandlerFunc(func(context.Context, Firing) error { return nil })
+	// The first claim's ack comes too late: the alarm belongs to the second claim now.
+	if _, err := q.handle(ctx, 0, batch, lease1, ok); err != nil {
+		t.Fatalf("handle with the stale lease: %v", err)
+	}
+	if _, present, _ := q.Get(ctx, "a"); !present {
+		t.Fatalf("an ack with a stale lease removed the re-claimed alarm")
+	}
+	if _, err := q.handle(ctx, 0, batch, lease2, ok); err != nil {
+		t.Fatalf("handle: %v", err)
+	}
+	if _, present, _ := q.Get(ctx, "a"); present {
+		t.Fatalf("alarm still present after its ack")
+	}
+	if n := rdb.HLen(ctx, q.Keys(0).Attempts).Val(); n != 0 {
+		t.Fatalf("attempt counts left after ack: %d, want 0", n)
+	}
+}
+
+// TestClaimBatchLargerThanLuaUnpackLimit claims more members than Lua's unpack can take at once.
+func TestClaimBatchLargerThanLuaUnpackLimit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const n = 5000
+	clock := &fakeClock{t: t0}
+	q, rdb := testQueue(t, Options{Shards: 1, BatchSize: n, Now: clock.Now})
+	members := make([]redis.Z, n)
+	for i := range members {
+		members[i] = redis.Z{Score: float64(t0.UnixMilli()), Member: "id" + strconv.Itoa(i)}
+	}
+	if err := rdb.ZAdd(ctx, q.Keys(0).Alarms, members...).Err(); err != nil {
+		t.Fatalf("ZADD: %v", err)
+	}
+	batch, _, _, err := q.claimDue(ctx, 0)
+	if err != nil || len(batch) != n {
+		t.Fatalf("claimDue = %d firings, %v; want %d", len(batch), err, n)
+	}
+}
+
+func TestNewRequiresNamespace(t *testing.T) {
+	t.Parallel()
+	if _, err := New(nil, Options{}); err == nil {
+		t.Fatalf("New without Namespace = nil error, want one")
+	}
+}
+
+func TestReplayAndDiscardOfUnknownDeadLetter(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q, _ := testQueue(t, Options{})
+	if ok, err := q.ReplayDead(ctx, "ghost"); ok || err != nil {
+		t.Fatalf("ReplayDead(ghost) = %v, %v; want false, nil", ok, err)
+	}
+	if ok, err := q.DiscardDead(ctx, "ghost"); ok || err != nil {
+		t.Fatalf("DiscardDead(ghost) = %v, %v; want false, nil", ok, err)
+	}
+	if dead, err := q.DeadLetters(ctx); len(dead) != 0 || err != nil {
+		t.Fatalf("DeadLetters = %v, %v; want none", dead, err)
+	}
+	if _, _, err := q.Get(ctx, "ghost"); errors.Is(err, redis.Nil) {
+		t.Fatalf("Get leaks redis.Nil")
+	}
+}

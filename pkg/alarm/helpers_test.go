@@ -1,0 +1,155 @@
+package alarm
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vigil-dev/vigil/pkg/redistest"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// testQueue is a Queue on the shared test Redis under this test's own prefix. Its namespace is
+// the prefix too, so the package-wide Prometheus counters are per test.
+func testQueue(t *testing.T, o Options) (*Queue, *redis.Client) {
+	t.Helper()
+	rdb, prefix := redistest.Client(t)
+	if o.Prefix == "" {
+		o.Prefix = prefix
+	}
+	if o.Namespace == "" {
+		o.Namespace = prefix
+	}
+	q, err := New(rdb, o)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return q, rdb
+}
+
+// twin is another Queue (another "process") on the same keys as q, with options o.
+func twin(t *testing.T, q *Queue, rdb *redis.Client, o Options) *Queue {
+	t.Helper()
+	o.Prefix, o.Namespace = q.o.Prefix, q.o.Namespace
+	q2, err := New(rdb, o)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return q2
+}
+
+// run starts q.Run(h) and returns a function that stops it and waits for Run to return. The
+// test's cleanup stops it too.
+func run(t *testing.T, q *Queue, h Handler) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- q.Run(ctx, h) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil && !errors.Is(err, context.Canceled) {
+					t.Errorf("Run = %v, want nil or context.Canceled", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Errorf("Run did not return 10s after its context ended")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// fired is one handler invocation as a test saw it.
+type fired struct {
+	Firing
+	At time.Time // when the handler was called
+}
+
+// recorder is a HandlerFunc that reports every firing on a channel and then returns the result
+// of its optional behaviour.
+type recorder struct {
+	ch chan fired
+	do func(ctx context.Context, f Firing) error
+}
+
+func newRecorder(do func(ctx context.Context, f Firing) error) *recorder {
+	return &recorder{ch: make(chan fired, 10000), do: do}
+}
+
+func (r *recorder) handler() Handler {
+	return HandlerFunc(func(ctx context.Context, f Firing) error {
+		r.ch <- fired{Firing: f, At: time.Now()}
+		if r.do != nil {
+			return r.do(ctx, f)
+		}
+		return nil
+	})
+}
+
+// next waits up to d for the next firing.
+func (r *recorder) next(t *testing.T, d time.Duration) fired {
+	t.Helper()
+	select {
+	case f := <-r.ch:
+		return f
+	case <-time.After(d):
+		t.Fatalf("no alarm fired within %v", d)
+		return fired{}
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after d. It waits on a condition, not
+// on the passage of time.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		<-tick.C
+	}
+}
+
+// pending is the number of alarms in all of q's shards.
+func pending(t *testing.T, q *Queue) int64 {
+	t.Helper()
+	counts, err := q.Pending(context.Background())
+	if err != nil {
+		t.Fatalf("Pending: %v", err)
+	}
+	var n int64
+	for _, c := range counts {
+		n += c
+	}
+	return n
+}
+
+// acked is how many alarms q's namespace has acknowledged so far.
+func acked(q *Queue) int { return int(testutil.ToFloat64(q.metrics.acked)) }
+
+// subscribed reports whether some scheduler listens for q's wake-up hints.
+func subscribed(t *testing.T, rdb *redis.Client, q *Queue) bool {
+	t.Helper()
+	ch := wakeChannel(q.o.Prefix, q.o.Namespace)
+	n, err := rdb.PubSubNumSub(context.Background(), ch).Result()
+	if err != nil {
+		t.Fatalf("PUBSUB NUMSUB: %v", err)
+	}
+	return n[ch] > 0
+}
+
+// wholeMs is t truncated to the millisecond, the precision of a due time.
+func wholeMs(t time.Time) time.Time { return time.UnixMilli(t.UnixMilli()) }
