@@ -13,8 +13,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
-	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/services/lobby/service"
 )
 
@@ -166,8 +166,8 @@ func TestDeltaCompareAndSet(t *testing.T) {
 		snapshot bool
 	}{
 		{seq: 1, dv: 1, want: lobbyv1.DeltaOutcome_DELTA_OUTCOME_APPLIED, viewers: 1},
-		{seq: 1, dv: 1, want: lobbyv1.DeltaOutcome_DELTA_OUTCOME_STALE, viewers: 1},   // duplicate
-		{seq: 3, dv: 1, want: lobbyv1.DeltaOutcome_DELTA_OUTCOME_RESYNC, viewers: 1},  // 2 lost
+		{seq: 1, dv: 1, want: lobbyv1.DeltaOutcome_DELTA_OUTCOME_STALE, viewers: 1},  // duplicate
+		{seq: 3, dv: 1, want: lobbyv1.DeltaOutcome_DELTA_OUTCOME_RESYNC, viewers: 1}, // 2 lost
 		{seq: 2, dl: 1, want: lobbyv1.DeltaOutcome_DELTA_OUTCOME_APPLIED, viewers: 1, leader: true},
 		{seq: 3, dv: 1, want: lobbyv1.DeltaOutcome_DELTA_OUTCOME_APPLIED, viewers: 2, leader: true},
 	}
