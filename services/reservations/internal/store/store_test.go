@@ -1,0 +1,132 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/vigil-dev/vigil/pkg/alarm"
+	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/services/reservations/internal/domain"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+func newStore(t *testing.T) *Store {
+	t.Helper()
+	rdb, prefix := redistest.Client(t)
+	q, err := alarm.New(rdb, alarm.Options{Prefix: prefix, Namespace: "reservations", Shards: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(rdb, q)
+}
+
+// TestScriptsMatchDomain drives the Lua scripts and the Go state machine with the same random
+// operations and requires the same state and outcome after every step.
+func TestScriptsMatchDomain(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(7, 11))
+	ids := []string{"hold-a", "hold-b", "hold-c"}
+	twins := map[string]*domain.Reservation{}
+	now := int64(1_700_000_000_000)
+
+	for step := range 600 {
+		id := ids[rng.IntN(len(ids))]
+		now += int64(rng.IntN(4000))
+		twin, ok := twins[id]
+		if !ok {
+			twin = &domain.Reservation{ID: id, Status: domain.Missing}
+			twins[id] = twin
+		}
+		var got domain.Reservation
+		var err, wantErr error
+		op := rng.IntN(4)
+		switch op {
+		case 0:
+			ttl := time.Duration(5+rng.IntN(10)) * time.Second
+			got, err = s.Create(ctx, id, time.UnixMilli(now), ttl)
+			*twin = domain.New(id, time.UnixMilli(now), ttl)
+		case 1:
+			var changed bool
+			got, changed, err = s.Expire(ctx, id, now)
+			wantChanged := twin.Status != domain.Missing && twin.Expire(now)
+			if err == nil && changed != wantChanged {
+				t.Fatalf("step %d: Expire(%s, %d) changed = %v, want %v", step, id, now, changed, wantChanged)
+			}
+		case 2, 3:
+			to := domain.Confirmed
+			if op == 3 {
+				to = domain.Released
+			}
+			got, err = s.Settle(ctx, id, to, now)
+			wantErr = twin.Settle(to, now)
+			if !sameKind(err, wantErr) {
+				t.Fatalf("step %d: Settle(%s, %s) error = %v, want %v", step, id, to, err, wantErr)
+			}
+		}
+		if err != nil && wantErr == nil {
+			t.Fatalf("step %d: op %d on %s: %v", step, op, id, err)
+		}
+		if got != *twin {
+			t.Fatalf("step %d: op %d on %s: store = %+v, domain = %+v", step, op, id, got, *twin)
+		}
+		read, err := s.Get(ctx, id)
+		if err != nil || read != *twin {
+			t.Fatalf("step %d: Get(%s) = %+v, %v; want %+v", step, id, read, err, *twin)
+		}
+	}
+}
+
+func sameKind(got, want error) bool {
+	for _, kind := range []error{domain.ErrNotFound, domain.ErrConflict} {
+		if errors.Is(want, kind) {
+			return errors.Is(got, kind)
+		}
+	}
+	return got == nil && want == nil
+}
+
+// TestExpireBatchExactlyOnce runs the batch transition three times over the same holds, as a
+// replayed alarm would: each hold expires once.
+func TestExpireBatchExactlyOnce(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	start := time.UnixMilli(1_700_000_000_000)
+	var ids []string
+	for i := range 300 {
+		id := fmt.Sprintf("hold-%d", i)
+		ids = append(ids, id)
+		if _, err := s.Create(ctx, id, start, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	due := start.Add(5 * time.Second).UnixMilli()
+	for round := range 3 {
+		changed := 0
+		for _, res := range s.ExpireBatch(ctx, ids, due+int64(round)) {
+			if res.Err != nil {
+				t.Fatalf("round %d: %v", round, res.Err)
+			}
+			if res.Changed {
+				changed++
+			}
+			if res.Reservation.ExpirationCount != 1 || res.Reservation.AlarmAt != 0 {
+				t.Fatalf("round %d: %+v, want expirationCount 1 and no alarm", round, res.Reservation)
+			}
+		}
+		want := 0
+		if round == 0 {
+			want = len(ids)
+		}
+		if changed != want {
+			t.Fatalf("round %d: %d holds changed, want %d", round, changed, want)
+		}
+	}
+}
