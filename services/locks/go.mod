@@ -3,6 +3,7 @@ module github.com/vigil-dev/vigil/services/locks
 go 1.26.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/vigil-dev/vigil/pkg v0.0.0
 	google.golang.org/grpc v1.85.0

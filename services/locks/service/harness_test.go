@@ -1,0 +1,141 @@
+package service_test
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
+	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/services/locks/service"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// env is one lock service started in-process with Run, on the shared Redis under a key prefix
+// of the test's own, and a gRPC client for it.
+type env struct {
+	addr   string
+	conn   *grpc.ClientConn
+	locks  locksv1.LockServiceClient
+	rdb    *redis.Client
+	prefix string
+}
+
+// startLocks runs the service until the test ends. edit, when given, adjusts its options.
+func startLocks(t *testing.T, edit ...func(*service.Options)) *env {
+	t.Helper()
+	rdb, prefix := redistest.Client(t)
+	o := service.Options{
+		Redis:  redisx.Config{URL: redistest.URL(t)},
+		Prefix: prefix,
+		Shards: 4,
+		Logger: slog.New(slog.DiscardHandler),
+	}
+	for _, e := range edit {
+		e(&o)
+	}
+	addr := run(t, o)
+	return &env{addr: addr, conn: dial(t, addr), locks: locksv1.NewLockServiceClient(dial(t, addr)), rdb: rdb, prefix: prefix}
+}
+
+// run starts service.Run with o and stops it (waiting for its drain) when the test ends.
+func run(t *testing.T, o service.Options) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- service.Run(ctx, o, func(a net.Addr) { addrc <- a.String() }) }()
+	var addr string
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		cancel()
+		t.Fatalf("service.Run: %v", err)
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatal("lock service did not start within 30s")
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("service.Run returned %v after its context ended", err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Errorf("lock service did not stop within 15s")
+		}
+	})
+	return addr
+}
+
+func dial(t *testing.T, addr string) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
+// queueLen counts resource's queued waiters, read straight from Redis.
+func (e *env) queueLen(t *testing.T, resource string) int64 {
+	t.Helper()
+	keys, err := e.rdb.Keys(context.Background(), e.prefix+":{locks:*}:queue:"+resource).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) == 0 {
+		return 0
+	}
+	n, err := e.rdb.LLen(context.Background(), keys[0]).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// waitFor polls cond until it holds, for up to 10 seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond) // polling the condition, with a deadline
+	}
+}
+
+func ms(v int64) *int64 { return &v }
+
+func acquire(t *testing.T, c locksv1.LockServiceClient, resource, owner string, ttlMs, waitMs int64) *locksv1.AcquireResponse {
+	t.Helper()
+	req := &locksv1.AcquireRequest{Resource: resource, Owner: owner, TtlMs: ms(ttlMs)}
+	if waitMs > 0 {
+		req.WaitMs = ms(waitMs)
+	}
+	res, err := c.Acquire(context.Background(), req)
+	if err != nil {
+		t.Fatalf("Acquire(%s, %s) error: %v", resource, owner, err)
+	}
+	return res
+}
+
+func release(t *testing.T, c locksv1.LockServiceClient, resource, owner string) bool {
+	t.Helper()
+	res, err := c.Release(context.Background(), &locksv1.ReleaseRequest{Resource: resource, Owner: owner})
+	if err != nil {
+		t.Fatalf("Release(%s, %s) error: %v", resource, owner, err)
+	}
+	return res.GetReleased()
+}

@@ -1,0 +1,174 @@
+package service_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
+)
+
+func TestOwnerChecksAndIdempotentAcquire(t *testing.T) {
+	t.Parallel()
+	e := startLocks(t)
+	ctx := context.Background()
+
+	a := acquire(t, e.locks, "ledger", "alice", 30000, 0)
+	if !a.GetAcquired() || a.GetFencingToken() <= 0 || a.Holder != nil {
+		t.Fatalf("Acquire(ledger, alice) = %v, want acquired with a positive token and no holder", a)
+	}
+	again := acquire(t, e.locks, "ledger", "alice", 60000, 0)
+	if !again.GetAcquired() || again.GetFencingToken() != a.GetFencingToken() || again.GetExpiresAt() <= a.GetExpiresAt() {
+		t.Errorf("re-Acquire(ledger, alice) = %v, want acquired, token %d, later expiry than %d", again, a.GetFencingToken(), a.GetExpiresAt())
+	}
+	b := acquire(t, e.locks, "ledger", "bob", 30000, 0)
+	if b.GetAcquired() || b.GetHolder() != "alice" || b.GetFencingToken() != a.GetFencingToken() || b.GetExpiresAt() != again.GetExpiresAt() {
+		t.Errorf("Acquire(ledger, bob) = %v, want refused, holder alice, her token and expiry", b)
+	}
+	if release(t, e.locks, "ledger", "bob") {
+		t.Errorf("Release(ledger, bob) = true, want false: bob does not hold it")
+	}
+	rn, err := e.locks.Renew(ctx, &locksv1.RenewRequest{Resource: "ledger", Owner: "bob"})
+	if err != nil || rn.GetRenewed() || rn.ExpiresAt != nil {
+		t.Errorf("Renew(ledger, bob) = %v, %v; want renewed false, no expiry", rn, err)
+	}
+	rn, err = e.locks.Renew(ctx, &locksv1.RenewRequest{Resource: "ledger", Owner: "alice"})
+	if err != nil || !rn.GetRenewed() || rn.GetExpiresAt() <= time.Now().UnixMilli()+29000 {
+		t.Errorf("Renew(ledger, alice) with the default ttl = %v, %v; want renewed ~30s ahead", rn, err)
+	}
+	g, err := e.locks.Get(ctx, &locksv1.GetRequest{Resource: "ledger"})
+	if err != nil || !g.GetHeld() || g.GetOwner() != "alice" || g.GetFencingToken() != a.GetFencingToken() || g.GetExpiresAt() != rn.GetExpiresAt() {
+		t.Errorf("Get(ledger) = %v, %v; want held by alice, token %d, expiry %d", g, err, a.GetFencingToken(), rn.GetExpiresAt())
+	}
+	if !release(t, e.locks, "ledger", "alice") {
+		t.Fatalf("Release(ledger, alice) = false, want true")
+	}
+	if release(t, e.locks, "ledger", "alice") {
+		t.Errorf("second Release(ledger, alice) = true, want false")
+	}
+	g, err = e.locks.Get(ctx, &locksv1.GetRequest{Resource: "ledger"})
+	if err != nil || g.GetHeld() || g.Owner != nil || g.FencingToken != nil || g.ExpiresAt != nil || g.GetResource() != "ledger" {
+		t.Errorf("Get(ledger) after release = %v, %v; want free with owner, token and expiry unset", g, err)
+	}
+	b = acquire(t, e.locks, "ledger", "bob", 30000, 0)
+	if !b.GetAcquired() || b.GetFencingToken() <= a.GetFencingToken() {
+		t.Errorf("Acquire(ledger, bob) after release = %v, want acquired with token > %d", b, a.GetFencingToken())
+	}
+}
+
+func TestDefaultTTL(t *testing.T) {
+	t.Parallel()
+	e := startLocks(t)
+	before := time.Now().UnixMilli()
+	res, err := e.locks.Acquire(context.Background(), &locksv1.AcquireRequest{Resource: "defaults", Owner: "o"})
+	if err != nil || !res.GetAcquired() {
+		t.Fatalf("Acquire = %v, %v", res, err)
+	}
+	if got := res.GetExpiresAt() - before; got < 30000 || got > 31000 {
+		t.Errorf("expiresAt - now = %d ms, want about 30000 (the default ttl)", got)
+	}
+}
+
+func TestExpiryByAlarm(t *testing.T) {
+	t.Parallel()
+	e := startLocks(t)
+	ctx := context.Background()
+	a := acquire(t, e.locks, "lease", "sleepy", 200, 0)
+	if !a.GetAcquired() {
+		t.Fatalf("Acquire(lease, sleepy) = %v", a)
+	}
+	// The holder stops renewing. The alarm alone must free the lock: watch the key go, without
+	// any call that would settle it.
+	waitFor(t, "the expiry alarm to delete the lock", func() bool {
+		n, err := e.rdb.Exists(ctx, lockKey(t, e, "lease")).Result()
+		return err == nil && n == 0
+	})
+	if late := time.Now().UnixMilli() - a.GetExpiresAt(); late < 0 {
+		t.Errorf("lock freed %d ms before its expiry", -late)
+	}
+	if release(t, e.locks, "lease", "sleepy") {
+		t.Errorf("Release(lease, sleepy) after expiry = true, want false")
+	}
+	b := acquire(t, e.locks, "lease", "next", 30000, 0)
+	if !b.GetAcquired() || b.GetFencingToken() <= a.GetFencingToken() {
+		t.Errorf("Acquire(lease, next) = %v, want acquired with token > %d", b, a.GetFencingToken())
+	}
+}
+
+func lockKey(t *testing.T, e *env, resource string) string {
+	t.Helper()
+	keys, err := e.rdb.Keys(context.Background(), e.prefix+":{locks:*}:fence").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("no fencing counter under %s: %v", e.prefix, err)
+	}
+	// All keys of a resource share its shard's tag; the counter names the tag.
+	tag := keys[0][:len(keys[0])-len(":fence")]
+	return tag + ":lock:" + resource
+}
+
+func TestBadInputGRPC(t *testing.T) {
+	t.Parallel()
+	e := startLocks(t)
+	ctx := context.Background()
+	tooLong := strings.Repeat("x", 129)
+	for _, tc := range []struct {
+		name string
+		call func() error
+		want string
+	}{
+		{"bad resource", func() error {
+			_, err := e.locks.Acquire(ctx, &locksv1.AcquireRequest{Resource: "Bad_Name", Owner: "o"})
+			return err
+		}, "Use a lowercase lock resource name containing 3-40 letters, digits, or hyphens."},
+		{"short resource", func() error {
+			_, err := e.locks.Get(ctx, &locksv1.GetRequest{Resource: "ab"})
+			return err
+		}, "Use a lowercase lock resource name containing 3-40 letters, digits, or hyphens."},
+		{"empty owner", func() error {
+			_, err := e.locks.Acquire(ctx, &locksv1.AcquireRequest{Resource: "abc", Owner: ""})
+			return err
+		}, "owner must be 1-128 printable characters."},
+		{"long owner", func() error {
+			_, err := e.locks.Release(ctx, &locksv1.ReleaseRequest{Resource: "abc", Owner: tooLong})
+			return err
+		}, "owner must be 1-128 printable characters."},
+		{"control char owner", func() error {
+			_, err := e.locks.Renew(ctx, &locksv1.RenewRequest{Resource: "abc", Owner: "a\nb"})
+			return err
+		}, "owner must be 1-128 printable characters."},
+		{"ttl too small", func() error {
+			_, err := e.locks.Acquire(ctx, &locksv1.AcquireRequest{Resource: "abc", Owner: "o", TtlMs: ms(99)})
+			return err
+		}, "ttlMs must be an integer from 100 through 3600000."},
+		{"ttl zero on renew", func() error {
+			_, err := e.locks.Renew(ctx, &locksv1.RenewRequest{Resource: "abc", Owner: "o", TtlMs: ms(0)})
+			return err
+		}, "ttlMs must be an integer from 100 through 3600000."},
+		{"ttl too large", func() error {
+			_, err := e.locks.Acquire(ctx, &locksv1.AcquireRequest{Resource: "abc", Owner: "o", TtlMs: ms(3600001)})
+			return err
+		}, "ttlMs must be an integer from 100 through 3600000."},
+		{"negative wait", func() error {
+			_, err := e.locks.Acquire(ctx, &locksv1.AcquireRequest{Resource: "abc", Owner: "o", WaitMs: ms(-1)})
+			return err
+		}, "waitMs must be an integer from 0 through 60000."},
+		{"wait too long", func() error {
+			_, err := e.locks.Acquire(ctx, &locksv1.AcquireRequest{Resource: "abc", Owner: "o", WaitMs: ms(60001)})
+			return err
+		}, "waitMs must be an integer from 0 through 60000."},
+	} {
+		err := tc.call()
+		if status.Code(err) != codes.InvalidArgument || status.Convert(err).Message() != tc.want {
+			t.Errorf("%s: error = %v, want InvalidArgument %q", tc.name, err, tc.want)
+		}
+	}
+	// Nothing was stored by any of them.
+	keys, _ := e.rdb.Keys(ctx, e.prefix+"*:lock:*").Result()
+	if len(keys) != 0 {
+		t.Errorf("bad requests stored %v", keys)
+	}
+}

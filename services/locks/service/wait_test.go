@@ -1,0 +1,134 @@
+package service_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
+)
+
+func TestWaitersServedInArrivalOrder(t *testing.T) {
+	t.Parallel()
+	e := startLocks(t)
+	first := acquire(t, e.locks, "queue", "holder", 30000, 0)
+
+	type grant struct {
+		owner string
+		res   *locksv1.AcquireResponse
+		err   error
+	}
+	grants := make(chan grant, 5)
+	owners := []string{"w1", "w2", "w3", "w4", "w5"}
+	for i, o := range owners {
+		go func() {
+			res, err := e.locks.Acquire(context.Background(), &locksv1.AcquireRequest{Resource: "queue", Owner: o, TtlMs: ms(30000), WaitMs: ms(20000)})
+			grants <- grant{o, res, err}
+		}()
+		// Each waiter is in the queue before the next one asks.
+		waitFor(t, fmt.Sprintf("%s queued", o), func() bool { return e.queueLen(t, "queue") == int64(i+1) })
+	}
+
+	prev := first.GetFencingToken()
+	holder := "holder"
+	for _, want := range owners {
+		if !release(t, e.locks, "queue", holder) {
+			t.Fatalf("Release(queue, %s) = false", holder)
+		}
+		g := <-grants
+		if g.err != nil || !g.res.GetAcquired() {
+			t.Fatalf("waiting Acquire(queue, %s) = %v, %v", g.owner, g.res, g.err)
+		}
+		if g.owner != want {
+			t.Fatalf("lock went to %s, want %s (arrival order)", g.owner, want)
+		}
+		if g.res.GetFencingToken() <= prev {
+			t.Errorf("%s got token %d, want > %d", g.owner, g.res.GetFencingToken(), prev)
+		}
+		prev, holder = g.res.GetFencingToken(), g.owner
+	}
+}
+
+func TestWaitRunsOut(t *testing.T) {
+	t.Parallel()
+	e := startLocks(t)
+	h := acquire(t, e.locks, "busy", "holder", 30000, 0)
+	start := time.Now()
+	res := acquire(t, e.locks, "busy", "patient", 30000, 300)
+	if took := time.Since(start); took < 300*time.Millisecond {
+		t.Errorf("waiting Acquire answered after %v, want at least the 300ms wait", took)
+	}
+	if res.GetAcquired() || res.GetHolder() != "holder" || res.GetFencingToken() != h.GetFencingToken() {
+		t.Errorf("Acquire(busy, patient, wait 300ms) = %v, want refused, holder 'holder'", res)
+	}
+	if n := e.queueLen(t, "busy"); n != 0 {
+		t.Errorf("queue holds %d waiters after the wait ran out, want 0", n)
+	}
+}
+
+func TestWaitOnFreeLockAnswersAtOnce(t *testing.T) {
+	t.Parallel()
+	e := startLocks(t)
+	start := time.Now()
+	res := acquire(t, e.locks, "free", "quick", 30000, 10000)
+	if !res.GetAcquired() || time.Since(start) > 5*time.Second {
+		t.Errorf("Acquire(free, wait 10s) = %v after %v, want acquired at once", res, time.Since(start))
+	}
+}
+
+func TestCancelledWaiterLeaves(t *testing.T) {
+	t.Parallel()
+	e := startLocks(t)
+	acquire(t, e.locks, "door", "holder", 30000, 0)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	gone := make(chan error, 1)
+	go func() {
+		_, err := e.locks.Acquire(ctx, &locksv1.AcquireRequest{Resource: "door", Owner: "quitter", WaitMs: ms(30000)})
+		gone <- err
+	}()
+	waitFor(t, "quitter queued", func() bool { return e.queueLen(t, "door") == 1 })
+	stays := make(chan *locksv1.AcquireResponse, 1)
+	go func() {
+		res, _ := e.locks.Acquire(context.Background(), &locksv1.AcquireRequest{Resource: "door", Owner: "stayer", WaitMs: ms(30000)})
+		stays <- res
+	}()
+	waitFor(t, "stayer queued", func() bool { return e.queueLen(t, "door") == 2 })
+
+	cancel()
+	if err := <-gone; status.Code(err) != codes.Canceled && !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled Acquire error = %v, want Canceled", err)
+	}
+	waitFor(t, "quitter to leave the queue", func() bool { return e.queueLen(t, "door") == 1 })
+
+	release(t, e.locks, "door", "holder")
+	if res := <-stays; !res.GetAcquired() {
+		t.Fatalf("stayer's Acquire = %v, want acquired", res)
+	}
+	g, err := e.locks.Get(context.Background(), &locksv1.GetRequest{Resource: "door"})
+	if err != nil || g.GetOwner() != "stayer" {
+		t.Errorf("Get(door) = %v, %v; want held by stayer, not the cancelled waiter", g, err)
+	}
+}
+
+func TestWaiterGetsLockAtExpiry(t *testing.T) {
+	t.Parallel()
+	e := startLocks(t)
+	h := acquire(t, e.locks, "handoff", "sleepy", 300, 0)
+	res := acquire(t, e.locks, "handoff", "next", 30000, 20000)
+	now := time.Now().UnixMilli()
+	if !res.GetAcquired() || res.GetFencingToken() <= h.GetFencingToken() {
+		t.Fatalf("waiting Acquire = %v, want acquired with token > %d", res, h.GetFencingToken())
+	}
+	if now < h.GetExpiresAt() {
+		t.Errorf("waiter got the lock %d ms before the holder's lease ended", h.GetExpiresAt()-now)
+	}
+	if late := now - h.GetExpiresAt(); late > 1500 {
+		t.Errorf("waiter got the lock %d ms after the lease ended; the expiry alarm should hand it over promptly", late)
+	}
+}
