@@ -9,6 +9,8 @@ require (
 	google.golang.org/grpc v1.85.0
 )
 
+require github.com/coder/websocket v1.8.15 // indirect
+
 require (
 	dario.cat/mergo v1.0.2 // indirect
 	github.com/Azure/go-ansiterm v0.0.0-20261006220739-8c912ac31dd4 // indirect
@@ -59,6 +61,7 @@ require (
 	github.com/testcontainers/testcontainers-go v0.45.0 // indirect
 	github.com/tklauser/go-sysconf v0.4.0 // indirect
 	github.com/tklauser/numcpus v0.12.0 // indirect
+	github.com/vigil-dev/vigil/gateway v0.0.0
 	github.com/yusufpapurcu/wmi v1.2.4 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.72.0 // indirect
@@ -79,3 +82,7 @@ require (
 )
 
 replace github.com/vigil-dev/vigil/pkg => ../../pkg
+
+replace github.com/vigil-dev/vigil/gateway => ../../gateway
+
+replace github.com/vigil-dev/vigil/services/reservations => ../reservations

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -49,11 +50,18 @@ func startLocks(t *testing.T, edit ...func(*service.Options)) *env {
 // run starts service.Run with o and stops it (waiting for its drain) when the test ends.
 func run(t *testing.T, o service.Options) string {
 	t.Helper()
+	addr, stop := runStoppable(t, o)
+	t.Cleanup(stop)
+	return addr
+}
+
+// runStoppable starts service.Run with o; stop ends it and waits for its drain.
+func runStoppable(t *testing.T, o service.Options) (addr string, stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() { done <- service.Run(ctx, o, func(a net.Addr) { addrc <- a.String() }) }()
-	var addr string
 	select {
 	case addr = <-addrc:
 	case err := <-done:
@@ -63,18 +71,20 @@ func run(t *testing.T, o service.Options) string {
 		cancel()
 		t.Fatal("lock service did not start within 30s")
 	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("service.Run returned %v after its context ended", err)
+	var once sync.Once
+	return addr, func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("service.Run returned %v after its context ended", err)
+				}
+			case <-time.After(15 * time.Second):
+				t.Errorf("lock service did not stop within 15s")
 			}
-		case <-time.After(15 * time.Second):
-			t.Errorf("lock service did not stop within 15s")
-		}
-	})
-	return addr
+		})
+	}
 }
 
 func dial(t *testing.T, addr string) *grpc.ClientConn {
