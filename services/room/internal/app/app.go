@@ -1,0 +1,395 @@
+// Package app holds the room's use cases: opening and closing sessions, the leader's actions,
+// ending a room, the alarm's transition (sweep dead sessions, expire idle rooms) and the
+// session lease renewal. It ties the store (Redis), the hub (this replica's sessions) and the
+// link to the Lobby together.
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vigil-dev/vigil/pkg/alarm"
+	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
+	roomv1 "github.com/vigil-dev/vigil/pkg/api/vigil/room/v1"
+	"github.com/vigil-dev/vigil/services/room/internal/domain"
+	"github.com/vigil-dev/vigil/services/room/internal/hub"
+	"github.com/vigil-dev/vigil/services/room/internal/lobbylink"
+	"github.com/vigil-dev/vigil/services/room/internal/store"
+)
+
+// lobbyTimeout bounds one synchronous call to the Lobby.
+const lobbyTimeout = 5 * time.Second
+
+// Config are the App's settings.
+type Config struct {
+	IdleTTL      time.Duration
+	SessionLease time.Duration
+	Now          func() time.Time
+	Log          *slog.Logger
+}
+
+// App is one Room replica's use cases.
+type App struct {
+	st    *store.Store
+	hub   *hub.Hub
+	link  *lobbylink.Link
+	lobby lobbyv1.LobbyServiceClient
+	rdb   redis.UniversalClient
+	c     Config
+}
+
+// New assembles the use cases.
+func New(st *store.Store, h *hub.Hub, link *lobbylink.Link, lobby lobbyv1.LobbyServiceClient, rdb redis.UniversalClient, c Config) *App {
+	return &App{st: st, hub: h, link: link, lobby: lobby, rdb: rdb, c: c}
+}
+
+// Hello is what a session opens with.
+type Hello struct {
+	Code        string
+	Role        domain.Role
+	ClientID    string
+	LeaderToken string
+}
+
+// Open checks a hello (the leader's token with the Lobby), creates the room's state from its
+// Lobby entry on the first join, opens and counts the session, and returns it with the state
+// the joiner starts from.
+func (a *App) Open(ctx context.Context, h Hello) (*hub.Session, store.State, error) {
+	if err := domain.CheckCode(h.Code); err != nil {
+		return nil, store.State{}, err
+	}
+	if h.Role != domain.Leader && h.Role != domain.Viewer {
+		return nil, store.State{}, domain.Invalid("role must be leader or viewer.")
+	}
+	if err := domain.CheckClientID(h.ClientID); err != nil {
+		return nil, store.State{}, err
+	}
+	var seed *lobbyv1.Room
+	if h.Role == domain.Leader {
+		if h.LeaderToken == "" {
+			return nil, store.State{}, domain.Unauthenticated()
+		}
+		res, err := callLobby(ctx, func(ctx context.Context) (*lobbyv1.VerifyLeaderTokenResponse, error) {
+			return a.lobby.VerifyLeaderToken(ctx, &lobbyv1.VerifyLeaderTokenRequest{Code: h.Code, LeaderToken: h.LeaderToken})
+		})
+		if err != nil {
+			return nil, store.State{}, a.lobbyErr(h.Code, err)
+		}
+		if !res.GetValid() {
+			return nil, store.State{}, domain.Unauthenticated()
+		}
+		seed = res.GetRoom()
+	}
+	s, err := a.hub.Add(ctx, newID(), h.Code, h.Role, h.ClientID)
+	if err != nil {
+		return nil, store.State{}, fmt.Errorf("subscribe to room: %w", err)
+	}
+	st, err := a.join(ctx, s, seed)
+	if err != nil {
+		a.hub.Remove(s)
+		return nil, store.State{}, err
+	}
+	return s, st, nil
+}
+
+func (a *App) join(ctx context.Context, s *hub.Session, seed *lobbyv1.Room) (store.State, error) {
+	now := a.c.Now()
+	leaseUntil := now.Add(a.c.SessionLease).UnixMilli()
+	st, ch, err := a.st.Join(ctx, s.Code, s.ID, s.Role, s.ClientID, now.UnixMilli(), leaseUntil)
+	if errors.Is(err, store.ErrMissing) {
+		// The room's first join: its state starts from its Lobby entry.
+		if seed == nil {
+			res, err := callLobby(ctx, func(ctx context.Context) (*lobbyv1.GetRoomResponse, error) {
+				return a.lobby.GetRoom(ctx, &lobbyv1.GetRoomRequest{Code: s.Code})
+			})
+			if err != nil {
+				return store.State{}, a.lobbyErr(s.Code, err)
+			}
+			seed = res.GetRoom()
+		}
+		if seed.GetLastActivity()+a.c.IdleTTL.Milliseconds() <= now.UnixMilli() {
+			return store.State{}, domain.NotFound(s.Code) // idle past its TTL: it is only not pruned yet
+		}
+		err = a.st.Init(ctx, s.Code, store.Seed{
+			LastActivity: seed.GetLastActivity(), CreatedAt: seed.GetCreatedAt(),
+			Title: seed.GetVideo().GetTitle(), DurationMs: seed.GetVideo().GetDurationMs(),
+		}, now.UnixMilli())
+		if errors.Is(err, store.ErrTombstoned) {
+			return store.State{}, domain.NotFound(s.Code)
+		}
+		if err != nil {
+			return store.State{}, err
+		}
+		a.c.Log.InfoContext(ctx, "room state created", "event", "room_init", "code", s.Code)
+		st, ch, err = a.st.Join(ctx, s.Code, s.ID, s.Role, s.ClientID, now.UnixMilli(), leaseUntil)
+	}
+	var ended *store.ErrEnded
+	if errors.As(err, &ended) || errors.Is(err, store.ErrMissing) {
+		return store.State{}, domain.NotFound(s.Code)
+	}
+	if err != nil {
+		return store.State{}, err
+	}
+	a.link.Delta(s.Code, ch)
+	return st, nil
+}
+
+// Close closes a session: it leaves the count first, then the hub.
+func (a *App) Close(s *hub.Session) {
+	ctx, cancel := context.WithTimeout(context.Background(), lobbyTimeout)
+	defer cancel()
+	ch, err := a.st.Leave(ctx, s.Code, s.ID, a.c.Now().UnixMilli())
+	if err != nil {
+		// The session's lease runs out and the sweeper closes it.
+		a.c.Log.Warn("session close not recorded; its lease will end it", "event", "session_close_failed", "code", s.Code, "err", err)
+	}
+	a.hub.Remove(s)
+	a.link.Delta(s.Code, ch)
+}
+
+// Act applies a leader frame from session s: it is stamped, stored, relayed to every viewer,
+// and it moves the room's inactivity alarm.
+func (a *App) Act(ctx context.Context, s *hub.Session, req *roomv1.JoinRequest) error {
+	kind := frameKind(req)
+	if kind == "" {
+		return domain.Invalid("Send a sync, formation, mark or reload frame.")
+	}
+	if s.Role != domain.Leader {
+		return domain.ViewerControl(kind)
+	}
+	now := a.c.Now().UnixMilli()
+	act := store.Action{Kind: kind}
+	var out roomv1.JoinResponse
+	switch f := req.GetFrame().(type) {
+	case *roomv1.JoinRequest_Sync:
+		if err := domain.CheckPosition(f.Sync.GetPositionMs()); err != nil {
+			return err
+		}
+		out.Frame = &roomv1.JoinResponse_Sync{Sync: &roomv1.Sync{Playing: f.Sync.GetPlaying(), PositionMs: f.Sync.GetPositionMs(), At: now}}
+		act.Args = []any{boolInt(f.Sync.GetPlaying()), f.Sync.GetPositionMs()}
+	case *roomv1.JoinRequest_Formation:
+		js, err := protojson.Marshal(f.Formation.GetFormation())
+		if f.Formation.GetFormation() == nil {
+			js, err = []byte("null"), nil
+		}
+		if err != nil {
+			return domain.Invalid("A formation must be a JSON value.")
+		}
+		if err := domain.CheckFormation(js); err != nil {
+			return err
+		}
+		out.Frame = &roomv1.JoinResponse_Formation{Formation: &roomv1.Formation{Formation: f.Formation.GetFormation(), At: now}}
+		act.Args = []any{js}
+	case *roomv1.JoinRequest_Mark:
+		if err := domain.CheckPosition(f.Mark.GetPositionMs()); err != nil {
+			return err
+		}
+		if err := domain.CheckLabel(f.Mark.GetLabel()); err != nil {
+			return err
+		}
+		m := &roomv1.Mark{PositionMs: f.Mark.GetPositionMs(), Label: f.Mark.GetLabel(), At: now}
+		js, err := proto.Marshal(m)
+		if err != nil {
+			return err
+		}
+		out.Frame = &roomv1.JoinResponse_Mark{Mark: m}
+		act.Args = []any{js}
+	case *roomv1.JoinRequest_Reload:
+		r := &roomv1.Reload{At: now}
+		act.Args = []any{0}
+		if v := f.Reload.Video; v != nil {
+			if err := domain.CheckVideo(v.GetTitle(), v.GetDurationMs()); err != nil {
+				return err
+			}
+			r.Video = &roomv1.Video{Title: v.GetTitle(), DurationMs: v.GetDurationMs()}
+			act.Args = []any{1, v.GetTitle(), v.GetDurationMs()}
+		}
+		out.Frame = &roomv1.JoinResponse_Reload{Reload: r}
+	}
+	frame, err := proto.Marshal(&out)
+	if err != nil {
+		return err
+	}
+	act.Frame = frame
+	err = a.st.Act(ctx, s.Code, act, now)
+	var ended *store.ErrEnded
+	if errors.As(err, &ended) || errors.Is(err, store.ErrMissing) {
+		return domain.NotFound(s.Code)
+	}
+	if err != nil {
+		return err
+	}
+	a.link.Touch(s.Code, now)
+	return nil
+}
+
+// End ends a room for everyone on its leader's word.
+func (a *App) End(ctx context.Context, code, token string) error {
+	if err := domain.CheckCode(code); err != nil {
+		return err
+	}
+	if token == "" {
+		return domain.Unauthenticated()
+	}
+	res, err := callLobby(ctx, func(ctx context.Context) (*lobbyv1.VerifyLeaderTokenResponse, error) {
+		return a.lobby.VerifyLeaderToken(ctx, &lobbyv1.VerifyLeaderTokenRequest{Code: code, LeaderToken: token})
+	})
+	if err != nil {
+		return a.lobbyErr(code, err)
+	}
+	if !res.GetValid() {
+		return domain.Unauthenticated()
+	}
+	hasState, err := a.st.End(ctx, code, domain.ReasonEnded, a.c.Now().UnixMilli())
+	if err != nil {
+		return err
+	}
+	a.c.Log.InfoContext(ctx, "room ended by its leader", "event", "room_ended", "code", code)
+	if !hasState {
+		// Never joined: nothing here to close, only the Lobby entry.
+		_, err := callLobby(ctx, func(ctx context.Context) (*lobbyv1.RemoveRoomResponse, error) {
+			return a.lobby.RemoveRoom(ctx, &lobbyv1.RemoveRoomRequest{Code: code})
+		})
+		return err
+	}
+	if err := a.finish(ctx, code, domain.ReasonEnded); err != nil {
+		// The room's alarm is due now and finishes the clean-up.
+		a.c.Log.Warn("room clean-up left to its alarm", "event", "room_cleanup_deferred", "code", code, "err", err)
+	}
+	return nil
+}
+
+// finish is the clean-up of an ended room, in order: close every replica's sockets, remove the
+// room from the Lobby, delete its storage last. Each step is idempotent, so a retry after a
+// partial failure (or a second run) is harmless.
+func (a *App) finish(ctx context.Context, code, reason string) error {
+	if err := a.rdb.Publish(ctx, a.st.Channel(code), hub.EndMessage(reason)).Err(); err != nil {
+		return fmt.Errorf("close sockets: %w", err)
+	}
+	a.hub.Deliver(code, hub.Event{Kind: hub.End, Reason: reason}) // this replica's, without waiting for the echo
+	if _, err := callLobby(ctx, func(ctx context.Context) (*lobbyv1.RemoveRoomResponse, error) {
+		return a.lobby.RemoveRoom(ctx, &lobbyv1.RemoveRoomRequest{Code: code})
+	}); err != nil {
+		return fmt.Errorf("remove from lobby: %w", err)
+	}
+	return a.st.Finish(ctx, code, a.c.Now().UnixMilli())
+}
+
+// HandleAlarm is the rooms' alarm: close sessions whose lease ended, and expire the room if it
+// has been idle for the TTL (re-arming it otherwise), then finish an ended room's clean-up.
+func (a *App) HandleAlarm(ctx context.Context, f alarm.Firing) error {
+	outcome, reason, ch, err := a.st.Sweep(ctx, f.ID, a.c.Now().UnixMilli())
+	if err != nil {
+		return err
+	}
+	switch outcome {
+	case store.Active:
+		if ch.Seq > 0 {
+			a.c.Log.InfoContext(ctx, "lapsed sessions closed", "event", "sessions_swept", "code", f.ID,
+				"viewersDelta", ch.ViewersDelta, "leadersDelta", ch.LeadersDelta, "isRetry", f.IsRetry(), "retryCount", f.RetryCount())
+		}
+		a.link.Delta(f.ID, ch)
+		return nil
+	case store.Gone:
+		return nil
+	}
+	a.c.Log.InfoContext(ctx, "room closing", "event", "room_closing", "code", f.ID, "reason", reason,
+		"isRetry", f.IsRetry(), "retryCount", f.RetryCount())
+	if err := a.finish(ctx, f.ID, reason); err != nil {
+		return err
+	}
+	a.c.Log.InfoContext(ctx, "room closed", "event", "room_closed", "code", f.ID, "reason", reason)
+	return nil
+}
+
+// RenewLeases extends the leases of this replica's sessions until ctx ends, every third of
+// the lease. It also sends each of its rooms' occupancy snapshot to the Lobby, which bounds
+// how long any lost update can last, and ends local sessions whose room is gone.
+func (a *App) RenewLeases(ctx context.Context) error {
+	t := time.NewTicker(a.c.SessionLease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		for code, ids := range a.hub.Sessions() {
+			now := a.c.Now()
+			missing, err := a.st.Renew(ctx, code, ids, now.UnixMilli(), now.Add(a.c.SessionLease).UnixMilli())
+			var ended *store.ErrEnded
+			switch {
+			case errors.As(err, &ended):
+				a.hub.KillSessions(code, ids, ended.Reason)
+				continue
+			case errors.Is(err, store.ErrMissing):
+				a.hub.KillSessions(code, ids, domain.ReasonEnded)
+				continue
+			case err != nil:
+				if ctx.Err() == nil {
+					a.c.Log.Warn("session leases not renewed", "event", "lease_renew_failed", "code", code, "err", err)
+				}
+				continue
+			}
+			if len(missing) > 0 {
+				a.hub.KillSessions(code, missing, "Your session lapsed; reconnect.")
+			}
+			a.link.Snapshot(code)
+		}
+	}
+}
+
+// callLobby runs one Lobby call with a timeout.
+func callLobby[T any](ctx context.Context, call func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, lobbyTimeout)
+	defer cancel()
+	return call(ctx)
+}
+
+
+// lobbyErr turns a Lobby NOT_FOUND into the domain's and keeps other failures as they are.
+func (a *App) lobbyErr(code string, err error) error {
+	if status.Code(err) == codes.NotFound {
+		return domain.NotFound(code)
+	}
+	return fmt.Errorf("lobby: %w", err)
+}
+
+func frameKind(req *roomv1.JoinRequest) string {
+	switch req.GetFrame().(type) {
+	case *roomv1.JoinRequest_Sync:
+		return "sync"
+	case *roomv1.JoinRequest_Formation:
+		return "formation"
+	case *roomv1.JoinRequest_Mark:
+		return "mark"
+	case *roomv1.JoinRequest_Reload:
+		return "reload"
+	}
+	return ""
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func newID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

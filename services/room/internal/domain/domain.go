@@ -1,0 +1,173 @@
+// Package domain is the room's pure logic: roles, the leader's control frames and their limits,
+// the occupancy rule, and the typed errors the transport maps to gRPC codes. The Lua scripts in
+// internal/store are the production form of the occupancy rule; Occupancy here is its Go twin.
+package domain
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Errors the transport maps to gRPC codes (in one function).
+var (
+	// ErrInvalid marks bad input.
+	ErrInvalid = errors.New("invalid argument")
+	// ErrNotFound marks a room that does not exist (or has ended).
+	ErrNotFound = errors.New("room not found")
+	// ErrUnauthenticated marks a leader without the room's token.
+	ErrUnauthenticated = errors.New("unauthenticated")
+	// ErrForbidden marks a control frame from a viewer.
+	ErrForbidden = errors.New("forbidden")
+)
+
+// UserError is an error with a sentence a person can act on.
+type UserError struct {
+	Kind error
+	Msg  string
+}
+
+func (e *UserError) Error() string { return e.Msg }
+
+// Unwrap lets errors.Is find the kind.
+func (e *UserError) Unwrap() error { return e.Kind }
+
+func userErr(kind error, format string, args ...any) error {
+	return &UserError{Kind: kind, Msg: fmt.Sprintf(format, args...)}
+}
+
+// NotFound is the error for a room that is not open.
+func NotFound(code string) error {
+	return userErr(ErrNotFound, "No open room %q.", code)
+}
+
+// Unauthenticated is the error for a missing or wrong leader token.
+func Unauthenticated() error {
+	return userErr(ErrUnauthenticated, "Only the room's leader may do that: send the leader token.")
+}
+
+// ViewerControl is the error for a control frame sent by a viewer.
+func ViewerControl(kind string) error {
+	return userErr(ErrForbidden, "Only the leader can send %s frames.", kind)
+}
+
+// Role of a session.
+type Role string
+
+// Roles.
+const (
+	Leader Role = "l"
+	Viewer Role = "v"
+)
+
+// Limits of the input.
+const (
+	MaxClientIDLen    = 64
+	MaxPositionMs     = 24 * 60 * 60 * 1000
+	MaxLabelLen       = 100
+	MaxFormationBytes = 16 << 10
+	MaxMarks          = 200
+	MaxTitleLen       = 200
+)
+
+var codePattern = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{1,38}[a-z0-9])$`)
+
+// CheckCode validates a room code.
+func CheckCode(code string) error {
+	if !codePattern.MatchString(code) {
+		return userErr(ErrInvalid, "Use a room code of 3-40 lowercase letters, digits, or hyphens.")
+	}
+	return nil
+}
+
+// CheckClientID validates a client id: 1-64 printable characters.
+func CheckClientID(id string) error {
+	if n := utf8.RuneCountInString(id); n < 1 || n > MaxClientIDLen || !printable(id) {
+		return userErr(ErrInvalid, "clientId must be 1-%d printable characters.", MaxClientIDLen)
+	}
+	return nil
+}
+
+// CheckPosition validates a playback or mark position.
+func CheckPosition(ms int64) error {
+	if ms < 0 || ms > MaxPositionMs {
+		return userErr(ErrInvalid, "positionMs must be an integer from 0 through %d.", MaxPositionMs)
+	}
+	return nil
+}
+
+// CheckLabel validates a mark's label.
+func CheckLabel(label string) error {
+	if utf8.RuneCountInString(label) > MaxLabelLen || !printable(label) {
+		return userErr(ErrInvalid, "A mark's label must be at most %d printable characters.", MaxLabelLen)
+	}
+	return nil
+}
+
+// CheckFormation validates the size of a formation's JSON.
+func CheckFormation(json []byte) error {
+	if len(json) > MaxFormationBytes {
+		return userErr(ErrInvalid, "A formation must be at most %d KiB of JSON.", MaxFormationBytes>>10)
+	}
+	return nil
+}
+
+// CheckVideo validates a reloaded video.
+func CheckVideo(title string, durationMs int64) error {
+	if n := utf8.RuneCountInString(title); n < 1 || n > MaxTitleLen || !printable(title) {
+		return userErr(ErrInvalid, "Give the video a title of 1-%d printable characters.", MaxTitleLen)
+	}
+	if durationMs < 1 || durationMs > MaxPositionMs {
+		return userErr(ErrInvalid, "video.durationMs must be an integer from 1 through %d.", MaxPositionMs)
+	}
+	return nil
+}
+
+// Invalid is an ErrInvalid with msg.
+func Invalid(msg string) error { return userErr(ErrInvalid, "%s", msg) }
+
+func printable(s string) bool {
+	for _, r := range s {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return false
+		}
+	}
+	return true
+}
+
+// Session is one open socket of a room, as occupancy sees it.
+type Session struct {
+	Role     Role
+	ClientID string
+	// Closing sessions are already out of the count.
+	Closing bool
+	// LeaseUntil (ms): a session whose lease has ended (its replica died) no longer counts.
+	LeaseUntil int64
+}
+
+// Occupancy is the rule the store's scripts implement: viewers are the distinct client ids of
+// the open viewer sessions whose lease has not ended; the leader is present while one of its
+// sessions is. The leader is never a viewer.
+func Occupancy(sessions []Session, now int64) (viewers int, leaderPresent bool) {
+	ids := map[string]bool{}
+	for _, s := range sessions {
+		if s.Closing || s.LeaseUntil <= now {
+			continue
+		}
+		switch s.Role {
+		case Leader:
+			leaderPresent = true
+		case Viewer:
+			ids[s.ClientID] = true
+		}
+	}
+	return len(ids), leaderPresent
+}
+
+// End reasons, as sockets are closed with them.
+const (
+	ReasonExpired = "expired"
+	ReasonEnded   = "ended"
+)

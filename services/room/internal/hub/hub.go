@@ -1,0 +1,280 @@
+// Package hub holds one replica's open sessions and fans the rooms' events out to them. A
+// replica subscribes once per room it has sessions in (Redis pub/sub) and delivers each event
+// to its own sessions, so an event costs one publish however many replicas and sockets follow.
+package hub
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strconv"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vigil-dev/vigil/services/room/internal/domain"
+)
+
+// Kind of an event.
+type Kind byte
+
+// Event kinds, as the store's scripts publish them.
+const (
+	// Frame is a stamped leader frame, relayed to viewers.
+	Frame Kind = 'f'
+	// Occupancy is a change of viewers or leader presence, sent to everyone.
+	Occupancy Kind = 'o'
+	// End closes the room's sessions.
+	End Kind = 'e'
+)
+
+// Event is one event of a room.
+type Event struct {
+	// Version orders the room's events; a joiner skips those its state already includes.
+	// End events have version 0.
+	Version int64
+	Kind    Kind
+	// Frame is the encoded frame (Frame events), and Msg its decoded form, shared by every
+	// session (decoded once per event, not once per session).
+	Frame []byte
+	Msg   any
+	// Viewers and Leaders (Occupancy events).
+	Viewers, Leaders int32
+	// Reason (End events): "expired" or "ended".
+	Reason string
+}
+
+// Session is one open session held by this replica.
+type Session struct {
+	ID       string
+	Code     string
+	Role     domain.Role
+	ClientID string
+	// Events delivers the room's events in order; the consumer skips versions its state has.
+	Events chan Event
+
+	once   sync.Once
+	done   chan struct{}
+	reason string
+}
+
+// Done is closed when the hub ends the session; Reason then says why.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Reason is why the hub ended the session: "expired", "ended", or a sentence for an error.
+func (s *Session) Reason() string { return s.reason }
+
+func (s *Session) kill(reason string) {
+	s.once.Do(func() { s.reason = reason; close(s.done) })
+}
+
+// Kill ends the session with reason.
+func (s *Session) Kill(reason string) { s.kill(reason) }
+
+// Hub is one replica's sessions by room.
+type Hub struct {
+	rdb     redis.UniversalClient
+	channel func(code string) string
+	log     *slog.Logger
+	ps      *redis.PubSub
+	buffer  int
+	decode  func([]byte) (any, error)
+
+	mu    sync.Mutex
+	rooms map[string]map[string]*Session // code -> session id -> session
+	codes map[string]string              // channel -> code, for subscribed rooms
+
+	// subMu serialises (un)subscribing, so a room's last session leaving while a new one joins
+	// cannot leave the room unsubscribed.
+	subMu      sync.Mutex
+	subscribed map[string]bool
+}
+
+// New returns a hub; channel names a room's pub/sub channel; buffer is each session's event
+// buffer (a session that falls that far behind is closed); decode decodes relayed frames.
+func New(ctx context.Context, rdb redis.UniversalClient, channel func(code string) string, buffer int, decode func([]byte) (any, error), log *slog.Logger) *Hub {
+	return &Hub{
+		rdb: rdb, channel: channel, log: log, buffer: buffer, decode: decode,
+		ps:    rdb.Subscribe(ctx),
+		rooms:      map[string]map[string]*Session{},
+		codes:      map[string]string{},
+		subscribed: map[string]bool{},
+	}
+}
+
+// Run delivers published events to the local sessions until ctx ends.
+func (h *Hub) Run(ctx context.Context) error {
+	ch := h.ps.Channel(redis.WithChannelSize(4096))
+	for {
+		select {
+		case <-ctx.Done():
+			_ = h.ps.Close()
+			return nil
+		case m, ok := <-ch:
+			if !ok {
+				return nil
+			}
+			ev, ok := Parse([]byte(m.Payload))
+			if ok && ev.Kind == Frame {
+				var err error
+				ev.Msg, err = h.decode(ev.Frame)
+				ok = err == nil
+			}
+			if !ok {
+				h.log.Warn("malformed room event", "event", "room_event_malformed", "channel", m.Channel)
+				continue
+			}
+			h.mu.Lock()
+			code := h.codes[m.Channel]
+			h.mu.Unlock()
+			h.Deliver(code, ev)
+		}
+	}
+}
+
+// Deliver hands ev to the room's local sessions; an End event ends them.
+func (h *Hub) Deliver(code string, ev Event) {
+	h.mu.Lock()
+	sessions := make([]*Session, 0, len(h.rooms[code]))
+	for _, s := range h.rooms[code] {
+		sessions = append(sessions, s)
+	}
+	h.mu.Unlock()
+	for _, s := range sessions {
+		if ev.Kind == End {
+			s.kill(ev.Reason)
+			continue
+		}
+		select {
+		case s.Events <- ev:
+		default:
+			s.kill("This connection fell too far behind the room; reconnect.")
+		}
+	}
+}
+
+// Add registers a session, subscribing to its room on the room's first local session. It
+// returns once the subscription is sent, so the caller may read the room's state after it.
+func (h *Hub) Add(ctx context.Context, id, code string, role domain.Role, clientID string) (*Session, error) {
+	s := &Session{ID: id, Code: code, Role: role, ClientID: clientID, Events: make(chan Event, h.buffer), done: make(chan struct{})}
+	h.mu.Lock()
+	if h.rooms[code] == nil {
+		h.rooms[code] = map[string]*Session{}
+	}
+	h.rooms[code][id] = s
+	h.mu.Unlock()
+	if err := h.subscription(ctx, code); err != nil {
+		h.Remove(s)
+		return nil, err
+	}
+	return s, nil
+}
+
+// Remove unregisters a session, unsubscribing from its room after its last local session.
+func (h *Hub) Remove(s *Session) {
+	h.mu.Lock()
+	if room := h.rooms[s.Code]; room != nil {
+		delete(room, s.ID)
+		if len(room) == 0 {
+			delete(h.rooms, s.Code)
+		}
+	}
+	h.mu.Unlock()
+	if err := h.subscription(context.Background(), s.Code); err != nil {
+		h.log.Warn("room unsubscribe failed", "event", "room_unsubscribe_failed", "code", s.Code, "err", err)
+	}
+}
+
+// subscription makes the room's subscription match whether it has local sessions.
+func (h *Hub) subscription(ctx context.Context, code string) error {
+	h.subMu.Lock()
+	defer h.subMu.Unlock()
+	h.mu.Lock()
+	want := h.rooms[code] != nil
+	h.mu.Unlock()
+	ch := h.channel(code)
+	switch {
+	case want && !h.subscribed[code]:
+		h.mu.Lock()
+		h.codes[ch] = code
+		h.mu.Unlock()
+		if err := h.ps.Subscribe(ctx, ch); err != nil {
+			return err
+		}
+		h.subscribed[code] = true
+	case !want && h.subscribed[code]:
+		delete(h.subscribed, code)
+		h.mu.Lock()
+		delete(h.codes, ch)
+		h.mu.Unlock()
+		return h.ps.Unsubscribe(ctx, ch)
+	}
+	return nil
+}
+
+// Sessions lists the local session ids by room, for lease renewal.
+func (h *Hub) Sessions() map[string][]string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make(map[string][]string, len(h.rooms))
+	for code, room := range h.rooms {
+		ids := make([]string, 0, len(room))
+		for id := range room {
+			ids = append(ids, id)
+		}
+		out[code] = ids
+	}
+	return out
+}
+
+// KillSessions ends the named local sessions of a room with reason.
+func (h *Hub) KillSessions(code string, ids []string, reason string) {
+	h.mu.Lock()
+	var hit []*Session
+	for _, id := range ids {
+		if s, ok := h.rooms[code][id]; ok {
+			hit = append(hit, s)
+		}
+	}
+	h.mu.Unlock()
+	for _, s := range hit {
+		s.kill(reason)
+	}
+}
+
+// EndMessage is the payload that ends a room's sessions on every replica.
+func EndMessage(reason string) string { return "0 e " + reason }
+
+// Parse decodes "<version> <kind> <payload>".
+func Parse(b []byte) (Event, bool) {
+	sp := bytes.IndexByte(b, ' ')
+	if sp < 1 || len(b) < sp+3 || b[sp+2] != ' ' {
+		return Event{}, false
+	}
+	v, err := strconv.ParseInt(string(b[:sp]), 10, 64)
+	if err != nil {
+		return Event{}, false
+	}
+	ev := Event{Version: v, Kind: Kind(b[sp+1])}
+	payload := b[sp+3:]
+	switch ev.Kind {
+	case Frame:
+		ev.Frame = payload
+	case Occupancy:
+		a, c, ok := bytes.Cut(payload, []byte{' '})
+		if !ok {
+			return Event{}, false
+		}
+		viewers, err1 := strconv.Atoi(string(a))
+		leaders, err2 := strconv.Atoi(string(c))
+		if err1 != nil || err2 != nil {
+			return Event{}, false
+		}
+		ev.Viewers, ev.Leaders = int32(viewers), int32(leaders)
+	case End:
+		ev.Reason = string(payload)
+	default:
+		return Event{}, false
+	}
+	return ev, true
+}

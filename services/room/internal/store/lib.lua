@@ -1,0 +1,72 @@
+-- lib.lua: helpers shared by the room scripts; prepended to each of them at construction.
+-- Every room script takes the same KEYS and first ARGV:
+-- KEYS[1]  the room's state hash
+-- KEYS[2]  its sessions: sorted set, session id -> lease end (ms)
+-- KEYS[3]  its session info: hash, session id -> "<role>:<client id>" (role l or v)
+-- KEYS[4]  its viewer refs: hash, client id -> open viewer sessions with that id
+-- KEYS[5]  its marks: list of mark JSON
+-- KEYS[6]  its shard's alarm sorted set (member = room code, score = due ms)
+-- KEYS[7]  its tombstone (set when its storage is deleted, so a late join cannot revive it)
+-- ARGV[1]  room code
+-- ARGV[2]  the room's pub/sub channel
+-- ARGV[3]  now (ms)
+-- ARGV[4]  idle TTL (ms)
+
+-- rearm sets the room's one alarm to the earlier of its inactivity deadline and its first
+-- session lease end; returns 1 when that alarm is now its shard's head (wake the scheduler).
+local function rearm()
+  local due = tonumber(redis.call('HGET', KEYS[1], 'lastActivity')) + tonumber(ARGV[4])
+  local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+  if first[2] and tonumber(first[2]) < due then
+    due = tonumber(first[2])
+  end
+  redis.call('ZADD', KEYS[6], string.format('%d', due), ARGV[1])
+  if redis.call('ZRANGE', KEYS[6], 0, 0)[1] == ARGV[1] then
+    return 1
+  end
+  return 0
+end
+
+-- ended returns the room's end reason, or nil while it is open.
+local function ended()
+  local e = redis.call('HGET', KEYS[1], 'ended')
+  if e and e ~= '' then
+    return e
+  end
+  return nil
+end
+
+-- drop closes one session and updates the counts; returns the viewers and leaders deltas.
+local function drop(id)
+  local info = redis.call('HGET', KEYS[3], id)
+  if not info then
+    return 0, 0
+  end
+  redis.call('ZREM', KEYS[2], id)
+  redis.call('HDEL', KEYS[3], id)
+  if string.sub(info, 1, 1) == 'l' then
+    redis.call('HINCRBY', KEYS[1], 'leaders', -1)
+    return 0, -1
+  end
+  local client = string.sub(info, 3)
+  if redis.call('HINCRBY', KEYS[4], client, -1) <= 0 then
+    redis.call('HDEL', KEYS[4], client)
+    redis.call('HINCRBY', KEYS[1], 'viewers', -1)
+    return -1, 0
+  end
+  return 0, 0
+end
+
+-- bump records an occupancy change: the next sequence number for the Lobby, and an occupancy
+-- event "<version> o <viewers> <leaders>" for every replica. Returns the new seq (0: no change).
+local function bump(dv, dl)
+  if dv == 0 and dl == 0 then
+    return 0
+  end
+  local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
+  local v = redis.call('HINCRBY', KEYS[1], 'version', 1)
+  local occ = redis.call('HMGET', KEYS[1], 'viewers', 'leaders')
+  redis.call('PUBLISH', ARGV[2], v .. ' o ' .. occ[1] .. ' ' .. occ[2])
+  return seq
+end
+

@@ -1,0 +1,22 @@
+-- renew.lua: extend the leases of one replica's sessions of a room.
+-- KEYS, ARGV[1..4]  see lib.lua
+-- ARGV[5]  new lease end (ms)
+-- ARGV[6..]  session ids
+-- Returns  {-1} no room; {-2, reason} ended; else {1, head, missing} where missing lists the
+--          sessions that are no longer open (swept after their lease ended).
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return { -1 }
+end
+local e = ended()
+if e then
+  return { -2, e }
+end
+local missing = {}
+for i = 6, #ARGV do
+  if redis.call('ZSCORE', KEYS[2], ARGV[i]) then
+    redis.call('ZADD', KEYS[2], ARGV[5], ARGV[i])
+  else
+    missing[#missing + 1] = ARGV[i]
+  end
+end
+return { 1, rearm(), missing }

@@ -1,0 +1,335 @@
+// Package store keeps practice rooms in Redis. A room's keys all carry its alarm shard's hash
+// tag, so each script changes the room's state, its sessions and its one alarm atomically and
+// runs unchanged on Redis Cluster. The scripts publish the room's events (relayed frames and
+// occupancy changes) in the same atomic step, numbered by the room's version.
+package store
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vigil-dev/vigil/pkg/alarm"
+	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/services/room/internal/domain"
+)
+
+var (
+	//go:embed lib.lua
+	libLua string
+	//go:embed init.lua
+	initLua string
+	//go:embed join.lua
+	joinLua string
+	//go:embed leave.lua
+	leaveLua string
+	//go:embed act.lua
+	actLua string
+	//go:embed renew.lua
+	renewLua string
+	//go:embed sweep.lua
+	sweepLua string
+	//go:embed end.lua
+	endLua string
+	//go:embed finish.lua
+	finishLua string
+)
+
+// TombstoneTTL is how long a deleted room's code refuses to be re-created from a stale Lobby
+// read.
+const TombstoneTTL = 10 * time.Minute
+
+// ErrEnded is returned for a room that has ended; Reason says why.
+type ErrEnded struct{ Reason string }
+
+func (e *ErrEnded) Error() string { return "room ended: " + e.Reason }
+
+// ErrMissing is returned when the room has no state here.
+var ErrMissing = errors.New("room has no state")
+
+// ErrTombstoned is returned by Init for a room whose storage was deleted.
+var ErrTombstoned = errors.New("room was deleted")
+
+// Store is the rooms' Redis store.
+type Store struct {
+	rdb     redis.UniversalClient
+	q       *alarm.Queue
+	prefix  string
+	idleTTL int64 // ms
+	init    *redisx.Script
+	join    *redisx.Script
+	leave   *redisx.Script
+	act     *redisx.Script
+	renew   *redisx.Script
+	sweep   *redisx.Script
+	end     *redisx.Script
+	finish  *redisx.Script
+}
+
+// New returns the store; q is the rooms' alarm queue, idleTTL their inactivity TTL.
+func New(rdb redis.UniversalClient, q *alarm.Queue, prefix string, idleTTL time.Duration) *Store {
+	s := func(src string) *redisx.Script { return redisx.NewScript(libLua + src) }
+	return &Store{
+		rdb: rdb, q: q, prefix: prefix, idleTTL: idleTTL.Milliseconds(),
+		init: s(initLua), join: s(joinLua), leave: s(leaveLua), act: s(actLua),
+		renew: s(renewLua), sweep: s(sweepLua), end: s(endLua), finish: s(finishLua),
+	}
+}
+
+// Channel is the pub/sub channel of a room's events.
+func (s *Store) Channel(code string) string { return s.prefix + ":room:events:" + code }
+
+func (s *Store) keys(code string) []string {
+	k := s.q.KeysOf(code)
+	base := k.Tag + ":" + code
+	return []string{base + ":state", base + ":sessions", base + ":sinfo", base + ":refs", base + ":marks", k.Alarms, base + ":gone"}
+}
+
+// run evaluates script for code with the common ARGV (code, channel, now, TTL) and extra.
+func (s *Store) run(ctx context.Context, script *redisx.Script, code string, now int64, extra ...any) *redis.Cmd {
+	args := append([]any{code, s.Channel(code), now, s.idleTTL}, extra...)
+	return script.Run(ctx, s.rdb, s.keys(code), args...)
+}
+
+func (s *Store) wakeIf(ctx context.Context, code string, head int64) {
+	if head == 1 {
+		s.q.Wake(ctx, s.q.ShardOf(code))
+	}
+}
+
+// Seed is what a room's state starts from: its Lobby entry.
+type Seed struct {
+	LastActivity, CreatedAt int64
+	Title                   string
+	DurationMs              int64
+}
+
+// Init creates a room's state from its Lobby entry unless it exists; ErrTombstoned when the
+// room was deleted.
+func (s *Store) Init(ctx context.Context, code string, seed Seed, now int64) error {
+	n, err := s.run(ctx, s.init, code, now, seed.LastActivity, seed.CreatedAt, seed.Title, seed.DurationMs).Int64()
+	if err != nil {
+		return fmt.Errorf("init room: %w", err)
+	}
+	if n < 0 {
+		return ErrTombstoned
+	}
+	s.wakeIf(ctx, code, n-1)
+	return nil
+}
+
+// Change is an occupancy change for the Lobby: Seq is 0 when nothing changed.
+type Change struct {
+	Seq                        int64
+	ViewersDelta, LeadersDelta int32
+}
+
+// State is a room's state as a joiner receives it.
+type State struct {
+	Playing       bool
+	PositionMs    int64
+	At            int64
+	FormationJSON string // "" when unset
+	Title         string
+	DurationMs    int64
+	Viewers       int32
+	Leaders       int32
+	Version       int64
+	Marks         []string // mark JSON, oldest first
+}
+
+// Join opens session id of role for clientID with a lease until leaseUntil (ms). ErrMissing
+// when the room has no state; *ErrEnded when it has ended.
+func (s *Store) Join(ctx context.Context, code, id string, role domain.Role, clientID string, now, leaseUntil int64) (State, Change, error) {
+	res, err := s.run(ctx, s.join, code, now, id, string(role), clientID, leaseUntil).Slice()
+	if err != nil {
+		return State{}, Change{}, fmt.Errorf("join room: %w", err)
+	}
+	if err := status(res); err != nil {
+		return State{}, Change{}, err
+	}
+	s.wakeIf(ctx, code, toInt(res[1]))
+	ch := Change{Seq: toInt(res[2]), ViewersDelta: int32(toInt(res[3])), LeadersDelta: int32(toInt(res[4]))}
+	f, _ := res[5].([]any)
+	if len(f) != 9 {
+		return State{}, Change{}, errors.New("join room: malformed state")
+	}
+	st := State{
+		Playing: toInt(f[0]) == 1, PositionMs: toInt(f[1]), At: toInt(f[2]), FormationJSON: toStr(f[3]),
+		Title: toStr(f[4]), DurationMs: toInt(f[5]), Viewers: int32(toInt(f[6])), Leaders: int32(toInt(f[7])),
+		Version: toInt(f[8]),
+	}
+	marks, _ := res[6].([]any)
+	for _, m := range marks {
+		st.Marks = append(st.Marks, toStr(m))
+	}
+	return st, ch, nil
+}
+
+// Leave closes session id; an unknown session changes nothing.
+func (s *Store) Leave(ctx context.Context, code, id string, now int64) (Change, error) {
+	res, err := s.run(ctx, s.leave, code, now, id).Slice()
+	if err != nil {
+		return Change{}, fmt.Errorf("leave room: %w", err)
+	}
+	if toInt(res[0]) == 0 {
+		return Change{}, nil
+	}
+	s.wakeIf(ctx, code, toInt(res[1]))
+	return Change{Seq: toInt(res[2]), ViewersDelta: int32(toInt(res[3])), LeadersDelta: int32(toInt(res[4]))}, nil
+}
+
+// Action is one leader action as act.lua takes it.
+type Action struct {
+	Kind  string // sync, formation, mark, reload
+	Frame []byte // the stamped frame every replica relays
+	Args  []any
+}
+
+// Act applies a leader action at now: state, last activity, alarm, and the relayed frame.
+func (s *Store) Act(ctx context.Context, code string, a Action, now int64) error {
+	args := append([]any{a.Kind, a.Frame}, a.Args...)
+	res, err := s.run(ctx, s.act, code, now, args...).Slice()
+	if err != nil {
+		return fmt.Errorf("room action: %w", err)
+	}
+	if err := status(res); err != nil {
+		return err
+	}
+	s.wakeIf(ctx, code, toInt(res[1]))
+	return nil
+}
+
+// Renew extends the leases of sessions ids of a room to leaseUntil and returns the ones that
+// are no longer open.
+func (s *Store) Renew(ctx context.Context, code string, ids []string, now, leaseUntil int64) ([]string, error) {
+	args := make([]any, 0, len(ids)+1)
+	args = append(args, leaseUntil)
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	res, err := s.run(ctx, s.renew, code, now, args...).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("renew sessions: %w", err)
+	}
+	if err := status(res); err != nil {
+		return nil, err
+	}
+	s.wakeIf(ctx, code, toInt(res[1]))
+	raw, _ := res[2].([]any)
+	missing := make([]string, 0, len(raw))
+	for _, m := range raw {
+		missing = append(missing, toStr(m))
+	}
+	return missing, nil
+}
+
+// SweepOutcome is what the alarm's transition found.
+type SweepOutcome int
+
+// Sweep outcomes.
+const (
+	// Gone: the room has no state; nothing to do.
+	Gone SweepOutcome = iota
+	// Active: the room is in use; its alarm is re-armed.
+	Active
+	// Ending: the room has ended (now or earlier); finish its clean-up.
+	Ending
+)
+
+// Sweep runs the alarm's transition at now: close sessions whose lease ended, then end the room
+// if it is idle. It returns the outcome, the end reason when Ending, and the occupancy change.
+func (s *Store) Sweep(ctx context.Context, code string, now int64) (SweepOutcome, string, Change, error) {
+	res, err := s.run(ctx, s.sweep, code, now).Slice()
+	if err != nil {
+		return 0, "", Change{}, fmt.Errorf("sweep room: %w", err)
+	}
+	switch toInt(res[0]) {
+	case 0:
+		return Gone, "", Change{}, nil
+	case 2:
+		return Ending, toStr(res[1]), Change{}, nil
+	case 3:
+		return Ending, domain.ReasonExpired, Change{Seq: toInt(res[1]), ViewersDelta: int32(toInt(res[2])), LeadersDelta: int32(toInt(res[3]))}, nil
+	}
+	s.wakeIf(ctx, code, toInt(res[1]))
+	return Active, "", Change{Seq: toInt(res[2]), ViewersDelta: int32(toInt(res[3])), LeadersDelta: int32(toInt(res[4]))}, nil
+}
+
+// End marks the room ended for reason and makes its alarm due now. It reports false when the
+// room has no state here (never joined).
+func (s *Store) End(ctx context.Context, code, reason string, now int64) (bool, error) {
+	n, err := s.run(ctx, s.end, code, now, reason, TombstoneTTL.Milliseconds()).Int64()
+	if err != nil {
+		return false, fmt.Errorf("end room: %w", err)
+	}
+	if n == 1 {
+		s.q.Wake(ctx, s.q.ShardOf(code))
+	}
+	return n == 1, nil
+}
+
+// Finish deletes an ended room's storage; it refuses (an error) when the room is open.
+func (s *Store) Finish(ctx context.Context, code string, now int64) error {
+	n, err := s.run(ctx, s.finish, code, now, TombstoneTTL.Milliseconds()).Int64()
+	if err != nil {
+		return fmt.Errorf("delete room: %w", err)
+	}
+	if n < 0 {
+		return errors.New("delete room: the room is open")
+	}
+	return nil
+}
+
+// Occupancy reads a room's absolute occupancy and its sequence number, for a Lobby snapshot.
+// ErrMissing when the room has no state.
+func (s *Store) Occupancy(ctx context.Context, code string) (seq int64, viewers, leaders int32, err error) {
+	vals, err := s.rdb.HMGet(ctx, s.keys(code)[0], "seq", "viewers", "leaders").Result()
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("read occupancy: %w", err)
+	}
+	if vals[0] == nil {
+		return 0, 0, 0, ErrMissing
+	}
+	return toInt(vals[0]), int32(toInt(vals[1])), int32(toInt(vals[2])), nil
+}
+
+// Exists reports whether the room has state here.
+func (s *Store) Exists(ctx context.Context, code string) (bool, error) {
+	n, err := s.rdb.Exists(ctx, s.keys(code)[0]).Result()
+	return n == 1, err
+}
+
+func status(res []any) error {
+	if len(res) == 0 {
+		return errors.New("empty script reply")
+	}
+	switch toInt(res[0]) {
+	case -1:
+		return ErrMissing
+	case -2:
+		return &ErrEnded{Reason: toStr(res[1])}
+	}
+	return nil
+}
+
+func toInt(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		n, _ := strconv.ParseInt(x, 10, 64)
+		return n
+	}
+	return 0
+}
+
+func toStr(v any) string {
+	s, _ := v.(string)
+	return s
+}

@@ -1,0 +1,395 @@
+package service_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
+	roomv1 "github.com/vigil-dev/vigil/pkg/api/vigil/room/v1"
+	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/redisx"
+	lobbyservice "github.com/vigil-dev/vigil/services/lobby/service"
+	"github.com/vigil-dev/vigil/services/room/service"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// faultyLobby forwards to the real Lobby and injects the faults a test turns on: failing
+// removals, dropping a delta silently.
+type faultyLobby struct {
+	lobbyv1.UnimplementedLobbyServiceServer
+	next lobbyv1.LobbyServiceClient
+
+	failRemovals atomic.Int64 // fail this many RemoveRoom calls; -1 fails them all
+	removeCalls  atomic.Int64
+	dropDeltas   atomic.Int64 // answer APPLIED without forwarding to the next n deltas
+	dropped      atomic.Int64
+	snapshots    atomic.Int64
+}
+
+func (f *faultyLobby) CreateRoom(ctx context.Context, r *lobbyv1.CreateRoomRequest) (*lobbyv1.CreateRoomResponse, error) {
+	return f.next.CreateRoom(ctx, r)
+}
+func (f *faultyLobby) ListRooms(ctx context.Context, r *lobbyv1.ListRoomsRequest) (*lobbyv1.ListRoomsResponse, error) {
+	return f.next.ListRooms(ctx, r)
+}
+func (f *faultyLobby) GetRoom(ctx context.Context, r *lobbyv1.GetRoomRequest) (*lobbyv1.GetRoomResponse, error) {
+	return f.next.GetRoom(ctx, r)
+}
+func (f *faultyLobby) RemoveRoom(ctx context.Context, r *lobbyv1.RemoveRoomRequest) (*lobbyv1.RemoveRoomResponse, error) {
+	f.removeCalls.Add(1)
+	if n := f.failRemovals.Load(); n != 0 {
+		if n > 0 {
+			f.failRemovals.Add(-1)
+		}
+		return nil, status.Error(codes.Unavailable, "removal failed on purpose")
+	}
+	return f.next.RemoveRoom(ctx, r)
+}
+func (f *faultyLobby) ApplyOccupancyDelta(ctx context.Context, r *lobbyv1.ApplyOccupancyDeltaRequest) (*lobbyv1.ApplyOccupancyDeltaResponse, error) {
+	for {
+		n := f.dropDeltas.Load()
+		if n <= 0 {
+			break
+		}
+		if f.dropDeltas.CompareAndSwap(n, n-1) {
+			f.dropped.Add(1)
+			return &lobbyv1.ApplyOccupancyDeltaResponse{Outcome: lobbyv1.DeltaOutcome_DELTA_OUTCOME_APPLIED}, nil
+		}
+	}
+	return f.next.ApplyOccupancyDelta(ctx, r)
+}
+func (f *faultyLobby) ApplyOccupancySnapshot(ctx context.Context, r *lobbyv1.ApplyOccupancySnapshotRequest) (*lobbyv1.ApplyOccupancySnapshotResponse, error) {
+	f.snapshots.Add(1)
+	return f.next.ApplyOccupancySnapshot(ctx, r)
+}
+func (f *faultyLobby) TouchRoom(ctx context.Context, r *lobbyv1.TouchRoomRequest) (*lobbyv1.TouchRoomResponse, error) {
+	return f.next.TouchRoom(ctx, r)
+}
+func (f *faultyLobby) VerifyLeaderToken(ctx context.Context, r *lobbyv1.VerifyLeaderTokenRequest) (*lobbyv1.VerifyLeaderTokenResponse, error) {
+	return f.next.VerifyLeaderToken(ctx, r)
+}
+
+// env is a Lobby, a fault-injecting proxy in front of it, and one Room replica, all on one
+// test's key prefix.
+type env struct {
+	t      *testing.T
+	prefix string
+	url    string
+	lobby  lobbyv1.LobbyServiceClient // direct, for the test's own reads
+	faults *faultyLobby
+	proxy  string // the proxy's address: what Room replicas call
+	room   roomv1.RoomServiceClient
+	o      service.Options
+}
+
+// settings of an env; zero values take the defaults below.
+type settings struct {
+	idleTTL, grace, lease, retryBase time.Duration
+}
+
+func newEnv(t *testing.T, s settings) *env {
+	t.Helper()
+	if s.idleTTL == 0 {
+		s.idleTTL = time.Hour
+	}
+	if s.grace == 0 {
+		s.grace = time.Minute
+	}
+	if s.lease == 0 {
+		s.lease = 3 * time.Second
+	}
+	if s.retryBase == 0 {
+		s.retryBase = 100 * time.Millisecond
+	}
+	e := &env{t: t, prefix: redistest.Prefix(t), url: redistest.URL(t)}
+	_, prefix := redistest.Client(t) // deletes the prefix's keys at the end
+	e.prefix = prefix
+	lobbyAddr := run(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
+		return lobbyservice.Run(ctx, lobbyservice.Options{
+			Redis: redisx.Config{URL: e.url}, Prefix: e.prefix + "-lobby",
+			IdleTTL: s.idleTTL, PruneGrace: s.grace, Logger: quiet(),
+		}, ready)
+	})
+	e.lobby = lobbyv1.NewLobbyServiceClient(dial(t, lobbyAddr))
+	e.faults = &faultyLobby{next: e.lobby}
+	e.proxy = serveGRPC(t, func(s *grpc.Server) { lobbyv1.RegisterLobbyServiceServer(s, e.faults) })
+	e.o = service.Options{
+		Redis: redisx.Config{URL: e.url}, Prefix: e.prefix + "-room", Shards: 4, LobbyAddr: e.proxy,
+		IdleTTL: s.idleTTL, SessionLease: s.lease, AlarmRetryBase: s.retryBase, AlarmMaxRetries: 20,
+		AlarmLease: 2 * time.Second, Logger: quiet(),
+	}
+	e.room = roomv1.NewRoomServiceClient(dial(t, e.startRoom()))
+	return e
+}
+
+// startRoom starts one more Room replica and returns its address.
+func (e *env) startRoom() string {
+	return run(e.t, "room", func(ctx context.Context, ready func(net.Addr)) error {
+		return service.Run(ctx, e.o, ready)
+	})
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewJSONHandler(io.Discard, nil)) }
+
+// run starts a service with its Run function and stops it when the test ends.
+func run(t *testing.T, name string, f func(ctx context.Context, ready func(net.Addr)) error) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- f(ctx, func(a net.Addr) { addrc <- a.String() }) }()
+	select {
+	case addr := <-addrc:
+		t.Cleanup(func() {
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(15 * time.Second):
+				t.Errorf("%s did not stop within 15s", name)
+			}
+		})
+		return addr
+	case err := <-done:
+		cancel()
+		t.Fatalf("%s did not start: %v", name, err)
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatalf("%s did not start within 30s", name)
+	}
+	return ""
+}
+
+func serveGRPC(t *testing.T, register func(*grpc.Server)) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	register(s)
+	go func() { _ = s.Serve(lis) }()
+	t.Cleanup(s.Stop)
+	return lis.Addr().String()
+}
+
+func dial(t *testing.T, addr string) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
+// createRoom opens a room in the Lobby and returns its code and leader token.
+func (e *env) createRoom() (string, string) {
+	e.t.Helper()
+	res, err := e.lobby.CreateRoom(context.Background(), &lobbyv1.CreateRoomRequest{
+		Name: "Practice", Video: &lobbyv1.Video{Title: "Routine", DurationMs: 200_000},
+	})
+	if err != nil {
+		e.t.Fatalf("CreateRoom: %v", err)
+	}
+	return res.GetCode(), res.GetLeaderToken()
+}
+
+// lobbyRoom reads the room from the Lobby; nil when it is not there.
+func (e *env) lobbyRoom(code string) *lobbyv1.Room {
+	e.t.Helper()
+	res, err := e.lobby.GetRoom(context.Background(), &lobbyv1.GetRoomRequest{Code: code})
+	if status.Code(err) == codes.NotFound {
+		return nil
+	}
+	if err != nil {
+		e.t.Fatalf("GetRoom(%s): %v", code, err)
+	}
+	return res.GetRoom()
+}
+
+// listed reports whether the Lobby lists the room.
+func (e *env) listed(code string) bool {
+	e.t.Helper()
+	res, err := e.lobby.ListRooms(context.Background(), &lobbyv1.ListRoomsRequest{})
+	if err != nil {
+		e.t.Fatalf("ListRooms: %v", err)
+	}
+	for _, r := range res.GetRooms() {
+		if r.GetCode() == code {
+			return true
+		}
+	}
+	return false
+}
+
+// member is one open Join stream with its frames collected in the background.
+type member struct {
+	t      *testing.T
+	stream roomv1.RoomService_JoinClient
+	cancel context.CancelFunc
+	state  *roomv1.State
+
+	mu     sync.Mutex
+	frames []*roomv1.JoinResponse
+	err    error // the stream's end: io.EOF after an Ended frame
+	wake   chan struct{}
+}
+
+// join opens a session on client c; it fails the test unless the state arrives.
+func join(t *testing.T, c roomv1.RoomServiceClient, code string, role roomv1.Role, clientID, token string) *member {
+	t.Helper()
+	m, err := tryJoin(t, c, code, role, clientID, token)
+	if err != nil {
+		t.Fatalf("join %s as %v/%s: %v", code, role, clientID, err)
+	}
+	return m
+}
+
+// tryJoin opens a session and returns the error that refused it, if any.
+func tryJoin(t *testing.T, c roomv1.RoomServiceClient, code string, role roomv1.Role, clientID, token string) (*member, error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stream, err := c.Join(ctx)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if err := stream.Send(&roomv1.JoinRequest{Frame: &roomv1.JoinRequest_Hello{Hello: &roomv1.Hello{
+		Code: code, Role: role, ClientId: clientID, LeaderToken: token,
+	}}}); err != nil {
+		cancel()
+		return nil, err
+	}
+	first, err := stream.Recv()
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	m := &member{t: t, stream: stream, cancel: cancel, state: first.GetState(), wake: make(chan struct{}, 1)}
+	if m.state == nil {
+		cancel()
+		t.Fatalf("first frame = %v, want state", first)
+	}
+	go m.read()
+	t.Cleanup(cancel)
+	return m, nil
+}
+
+func (m *member) read() {
+	for {
+		f, err := m.stream.Recv()
+		m.mu.Lock()
+		if err != nil {
+			m.err = err
+		} else {
+			m.frames = append(m.frames, f)
+		}
+		m.mu.Unlock()
+		select {
+		case m.wake <- struct{}{}:
+		default:
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// leave closes the member's stream from the client side.
+func (m *member) leave() { m.cancel() }
+
+func (m *member) send(req *roomv1.JoinRequest) {
+	m.t.Helper()
+	if err := m.stream.Send(req); err != nil {
+		m.t.Fatalf("send %v: %v", req, err)
+	}
+}
+
+// await waits up to d for a frame that matches; it returns the first such frame.
+func (m *member) await(d time.Duration, what string, match func(*roomv1.JoinResponse) bool) *roomv1.JoinResponse {
+	m.t.Helper()
+	deadline := time.After(d)
+	for {
+		m.mu.Lock()
+		for _, f := range m.frames {
+			if match(f) {
+				m.mu.Unlock()
+				return f
+			}
+		}
+		err := m.err
+		m.mu.Unlock()
+		if err != nil {
+			m.t.Fatalf("stream ended (%v) before %s", err, what)
+		}
+		select {
+		case <-m.wake:
+		case <-deadline:
+			m.t.Fatalf("no %s within %v", what, d)
+		}
+	}
+}
+
+// ended waits up to d for the stream to end and returns the Ended frame's reason.
+func (m *member) ended(d time.Duration) string {
+	m.t.Helper()
+	deadline := time.After(d)
+	for {
+		m.mu.Lock()
+		err := m.err
+		var reason string
+		for _, f := range m.frames {
+			if e := f.GetEnded(); e != nil {
+				reason = e.GetReason()
+			}
+		}
+		m.mu.Unlock()
+		if err != nil {
+			if err != io.EOF {
+				m.t.Fatalf("stream ended with %v, want a clean end", err)
+			}
+			return reason
+		}
+		select {
+		case <-m.wake:
+		case <-deadline:
+			m.t.Fatalf("stream still open after %v", d)
+		}
+	}
+}
+
+// eventually polls cond until it holds or d passes.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > d {
+			t.Fatalf("%s: not true within %v", what, d)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
+	}
+	return time.Since(start)
+}
+
+func syncFrame(playing bool, pos int64) *roomv1.JoinRequest {
+	return &roomv1.JoinRequest{Frame: &roomv1.JoinRequest_Sync{Sync: &roomv1.Sync{Playing: playing, PositionMs: pos}}}
+}
+
+func viewers(e *env, code string, n int32, leader bool) func() bool {
+	return func() bool {
+		r := e.lobbyRoom(code)
+		return r != nil && r.GetViewers() == n && r.GetLeaderPresent() == leader
+	}
+}
