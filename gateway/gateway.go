@@ -52,9 +52,12 @@ type Options struct {
 type Backends struct {
 	Reservations string
 	Locks        string
-	Chat         string
-	Lobby        string
-	Room         string
+	// Chat may list several replicas, comma-separated ("127.0.0.1:7003,127.0.0.1:7013"):
+	// calls are balanced round-robin, and a chat room whose stream breaks re-attaches to
+	// another (see backendTarget in chat.go).
+	Chat  string
+	Lobby string
+	Room  string
 }
 
 // domain is one backend the gateway serves: its REST routes (registered on the grpc-gateway
@@ -77,6 +80,7 @@ func (o *Options) domains() []domain {
 	return []domain{
 		reservationsDomain(o.Backends.Reservations),
 		locksDomain(o.Backends.Locks),
+		chatDomain(o.Backends.Chat),
 	}
 }
 

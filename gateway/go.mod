@@ -79,6 +79,12 @@ require (
 
 replace github.com/vigil-dev/vigil/pkg => ../pkg
 
-require github.com/vigil-dev/vigil/services/reservations v0.0.0
+require (
+	github.com/coder/websocket v1.8.15
+	github.com/vigil-dev/vigil/services/chat v0.0.0
+	github.com/vigil-dev/vigil/services/reservations v0.0.0
+)
 
 replace github.com/vigil-dev/vigil/services/reservations => ../services/reservations
+
+replace github.com/vigil-dev/vigil/services/chat => ../services/chat
