@@ -358,7 +358,6 @@ func callLobby[T any](ctx context.Context, call func(context.Context) (T, error)
 	return call(ctx)
 }
 
-
 // lobbyErr turns a Lobby NOT_FOUND into the domain's and keeps other failures as they are.
 func (a *App) lobbyErr(code string, err error) error {
 	if status.Code(err) == codes.NotFound {

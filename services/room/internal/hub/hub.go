@@ -95,7 +95,7 @@ type Hub struct {
 func New(ctx context.Context, rdb redis.UniversalClient, channel func(code string) string, buffer int, decode func([]byte) (any, error), log *slog.Logger) *Hub {
 	return &Hub{
 		rdb: rdb, channel: channel, log: log, buffer: buffer, decode: decode,
-		ps:    rdb.Subscribe(ctx),
+		ps:         rdb.Subscribe(ctx),
 		rooms:      map[string]map[string]*Session{},
 		codes:      map[string]string{},
 		subscribed: map[string]bool{},
