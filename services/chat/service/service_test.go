@@ -1,0 +1,292 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	chatv1 "github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1"
+	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/redisx"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+type replica struct {
+	addr   string
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// start runs a chat replica on the test's Redis prefix.
+func start(t *testing.T, prefix string, o Options) *replica {
+	t.Helper()
+	o.Redis = redisx.Config{URL: redistest.URL(t)}
+	o.Prefix = prefix
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &replica{cancel: cancel, done: make(chan error, 1)}
+	addrc := make(chan string, 1)
+	go func() { r.done <- Run(ctx, o, func(a net.Addr) { addrc <- a.String() }) }()
+	select {
+	case r.addr = <-addrc:
+	case err := <-r.done:
+		t.Fatalf("Run = %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("chat did not start within 30s")
+	}
+	t.Cleanup(func() {
+		cancel()
+		<-r.done
+	})
+	return r
+}
+
+func client(t *testing.T, addr string) chatv1.ChatServiceClient {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return chatv1.NewChatServiceClient(conn)
+}
+
+// connect opens a stream, joins room and returns the stream and its History.
+func connect(t *testing.T, c chatv1.ChatServiceClient, room string, since *int64) (chatv1.ChatService_ConnectClient, *chatv1.History) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	s, err := c.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Send(&chatv1.ConnectRequest{Kind: &chatv1.ConnectRequest_Join{Join: &chatv1.Join{Room: room, Since: since}}}); err != nil {
+		t.Fatal(err)
+	}
+	first := recv(t, s)
+	h := first.GetHistory()
+	if h == nil {
+		t.Fatalf("first response = %v, want a history", first)
+	}
+	return s, h
+}
+
+func recv(t *testing.T, s chatv1.ChatService_ConnectClient) *chatv1.ConnectResponse {
+	t.Helper()
+	type result struct {
+		r   *chatv1.ConnectResponse
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		r, err := s.Recv()
+		ch <- result{r, err}
+	}()
+	select {
+	case res := <-ch:
+		if res.err != nil {
+			t.Fatalf("Recv = %v", res.err)
+		}
+		return res.r
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing received within 10s")
+	}
+	return nil
+}
+
+func postOn(t *testing.T, s chatv1.ChatService_ConnectClient, ref, body string) {
+	t.Helper()
+	err := s.Send(&chatv1.ConnectRequest{Kind: &chatv1.ConnectRequest_Post{Post: &chatv1.Post{Ref: ref, UserId: "u1", User: "Ann", Body: body}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConnectPostsAndHistory(t *testing.T) {
+	t.Parallel()
+	r := start(t, redistest.Prefix(t), Options{})
+	c := client(t, r.addr)
+	s, h := connect(t, c, "room-a", nil)
+	if len(h.GetMessages()) != 0 || h.GetLastId() != 0 || h.GetJoinLimit() != 50 {
+		t.Fatalf("history of a new room = %v, want empty, last 0, join limit 50", h)
+	}
+	postOn(t, s, "r1", "hello")
+	// The post's result and the message itself both arrive, in either order.
+	var gotResult, gotMsg bool
+	for range 2 {
+		res := recv(t, s)
+		switch {
+		case res.GetPostResult() != nil:
+			if pr := res.GetPostResult(); pr.GetRef() != "r1" || pr.GetId() != 1 || pr.GetError() != "" {
+				t.Fatalf("post result = %v, want ref r1 id 1", pr)
+			}
+			gotResult = true
+		case res.GetMessage() != nil:
+			if m := res.GetMessage(); m.GetId() != 1 || m.GetBody() != "hello" || m.GetUser() != "Ann" || m.GetUserId() != "u1" {
+				t.Fatalf("message = %v, want id 1 hello from Ann", m)
+			}
+			gotMsg = true
+		}
+	}
+	if !gotResult || !gotMsg {
+		t.Fatalf("got result %v, message %v; want both", gotResult, gotMsg)
+	}
+	// A bad post is refused on the stream, which stays open.
+	postOn(t, s, "r2", "")
+	if pr := recv(t, s).GetPostResult(); pr.GetRef() != "r2" || pr.GetError() == "" || pr.GetId() != 0 {
+		t.Fatalf("bad post result = %v, want an error", pr)
+	}
+	ctx := context.Background()
+	res, err := c.PostMessage(ctx, &chatv1.PostMessageRequest{Room: "room-a", UserId: "u2", Body: "unary"})
+	if err != nil || res.GetMessage().GetId() != 2 || res.GetMessage().GetUser() != "u2" {
+		t.Fatalf("PostMessage = %v, %v; want id 2 by u2", res, err)
+	}
+	if m := recv(t, s).GetMessage(); m.GetId() != 2 || m.GetBody() != "unary" {
+		t.Fatalf("stream got %v, want the unary post id 2", m)
+	}
+	list, err := c.ListMessages(ctx, &chatv1.ListMessagesRequest{Room: "room-a"})
+	if err != nil || len(list.GetMessages()) != 2 || list.GetLastId() != 2 {
+		t.Fatalf("ListMessages = %v, %v; want 2 messages, last id 2", list, err)
+	}
+	_, h2 := connect(t, c, "room-a", nil)
+	if len(h2.GetMessages()) != 2 || h2.GetLastId() != 2 {
+		t.Fatalf("second member's history = %v, want both messages", h2)
+	}
+}
+
+func TestConnectRules(t *testing.T) {
+	t.Parallel()
+	r := start(t, redistest.Prefix(t), Options{})
+	c := client(t, r.addr)
+	ctx := context.Background()
+	s, err := c.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Send(&chatv1.ConnectRequest{Kind: &chatv1.ConnectRequest_Post{Post: &chatv1.Post{Body: "x"}}})
+	if _, err := s.Recv(); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("post before join = %v, want InvalidArgument", err)
+	}
+	s, err = c.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Send(&chatv1.ConnectRequest{Kind: &chatv1.ConnectRequest_Join{Join: &chatv1.Join{Room: "NOPE"}}})
+	if _, err := s.Recv(); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("join of a bad room name = %v, want InvalidArgument", err)
+	}
+	if _, err := c.PostMessage(ctx, &chatv1.PostMessageRequest{Room: "room-a", UserId: "u", Body: string(make([]byte, 4097))}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("PostMessage of 4097 characters = %v, want InvalidArgument", err)
+	}
+	// A repeated post id is stored once.
+	p := &chatv1.PostMessageRequest{Room: "room-a", UserId: "u", Body: "once", PostId: "p-1"}
+	a, err1 := c.PostMessage(ctx, p)
+	b, err2 := c.PostMessage(ctx, p)
+	if err1 != nil || err2 != nil || a.GetMessage().GetId() != b.GetMessage().GetId() {
+		t.Errorf("repeated post ids = %v/%v, %v/%v; want the same id", a, err1, b, err2)
+	}
+}
+
+func TestResumeSince(t *testing.T) {
+	t.Parallel()
+	r := start(t, redistest.Prefix(t), Options{HistoryKeep: 10, HistoryOnJoin: 3})
+	c := client(t, r.addr)
+	ctx := context.Background()
+	for i := 1; i <= 12; i++ {
+		if _, err := c.PostMessage(ctx, &chatv1.PostMessageRequest{Room: "room-a", UserId: "u", Body: fmt.Sprint(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, h := connect(t, c, "room-a", nil)
+	if ids := idsOf(h.GetMessages()); fmt.Sprint(ids) != "[10 11 12]" || h.GetJoinLimit() != 3 {
+		t.Errorf("join history = %v (limit %d), want [10 11 12] (3)", ids, h.GetJoinLimit())
+	}
+	since := int64(8)
+	_, h = connect(t, c, "room-a", &since)
+	if ids := idsOf(h.GetMessages()); fmt.Sprint(ids) != "[9 10 11 12]" || h.GetTruncated() {
+		t.Errorf("since 8 = %v truncated %v, want [9 10 11 12], not truncated", ids, h.GetTruncated())
+	}
+	since = 1 // 2 was trimmed: only 3..12 are kept
+	_, h = connect(t, c, "room-a", &since)
+	if ids := idsOf(h.GetMessages()); len(ids) != 10 || ids[0] != 3 || !h.GetTruncated() {
+		t.Errorf("since 1 = %v truncated %v, want 3..12, truncated", ids, h.GetTruncated())
+	}
+}
+
+func idsOf(msgs []*chatv1.ChatMessage) []int64 {
+	out := make([]int64, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.GetId()
+	}
+	return out
+}
+
+// TestTwoReplicasFanOut: streams on two replicas see every message once, in the same order.
+func TestTwoReplicasFanOut(t *testing.T) {
+	t.Parallel()
+	prefix := redistest.Prefix(t)
+	a, b := start(t, prefix, Options{}), start(t, prefix, Options{})
+	ca, cb := client(t, a.addr), client(t, b.addr)
+	sa, _ := connect(t, ca, "room-a", nil)
+	sb, _ := connect(t, cb, "room-a", nil)
+	ctx := context.Background()
+	const n = 40
+	errc := make(chan error, 2)
+	for _, c := range []chatv1.ChatServiceClient{ca, cb} {
+		go func() {
+			for i := range n / 2 {
+				if _, err := c.PostMessage(ctx, &chatv1.PostMessageRequest{Room: "room-a", UserId: "u", Body: fmt.Sprint(i)}); err != nil {
+					errc <- err
+					return
+				}
+			}
+			errc <- nil
+		}()
+	}
+	for range 2 {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range []chatv1.ChatService_ConnectClient{sa, sb} {
+		for want := int64(1); want <= n; want++ {
+			if m := recv(t, s).GetMessage(); m.GetId() != want {
+				t.Fatalf("got %v, want id %d", m, want)
+			}
+		}
+	}
+}
+
+// TestShutdownEndsStreams: a replica that stops ends its streams at once with UNAVAILABLE, so
+// its drain does not wait for them and clients resume elsewhere.
+func TestShutdownEndsStreams(t *testing.T) {
+	t.Parallel()
+	r := start(t, redistest.Prefix(t), Options{DrainTimeout: 20 * time.Second})
+	s, _ := connect(t, client(t, r.addr), "room-a", nil)
+	began := time.Now()
+	r.cancel()
+	if _, err := s.Recv(); status.Code(err) != codes.Unavailable {
+		t.Fatalf("Recv after shutdown = %v, want Unavailable", err)
+	}
+	select {
+	case err := <-r.done:
+		r.done <- err
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return within 10s of its context ending")
+	}
+	if d := time.Since(began); d > 5*time.Second {
+		t.Errorf("shutdown with an open stream took %v, want well under the 20s drain", d)
+	}
+}
