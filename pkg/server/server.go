@@ -40,6 +40,11 @@ type Options struct {
 	DrainTimeout time.Duration
 	// MaxRecvMsgSize bounds one request message. Default 1 MiB.
 	MaxRecvMsgSize int
+	// MaxSendMsgSize bounds one response message. Default 4 MiB.
+	MaxSendMsgSize int
+	// TLS secures the listener (mutual TLS when TLS.CAFile is set; see tls.go). Default: from
+	// the VIGIL_TLS_* environment variables (TLSFromEnv); none set means plaintext.
+	TLS TLS
 	// ServerOptions are appended to the bootstrap's own (TLS credentials, for example).
 	ServerOptions []grpc.ServerOption
 }
@@ -80,6 +85,10 @@ func New(o Options) (*Server, error) {
 	if o.MaxRecvMsgSize <= 0 {
 		o.MaxRecvMsgSize = 1 << 20
 	}
+	secure, err := o.securityOptions()
+	if err != nil {
+		return nil, err
+	}
 	lis, err := net.Listen("tcp", o.GRPCAddr)
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", o.GRPCAddr, err)
@@ -102,7 +111,7 @@ func New(o Options) (*Server, error) {
 			logging.StreamServerInterceptor(slogAdapter(logger), logOpts...),
 			recovery.StreamServerInterceptor(recoveryOpt),
 		),
-	}, o.ServerOptions...)
+	}, append(secure, o.ServerOptions...)...)
 	s := &Server{o: o, lis: lis, grpc: grpc.NewServer(opts...), health: health.NewServer(), metrics: serverMetrics}
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
