@@ -21,6 +21,9 @@ type Config struct {
 	Password string
 	// PoolSize per node; zero means go-redis's default (10 per CPU).
 	PoolSize int
+	// TLS secures the link (see tls.go). Default: from the VIGIL_REDIS_TLS* environment; a
+	// rediss:// URL turns TLS on by itself.
+	TLS TLS
 }
 
 // ParseClusterAddrs splits a comma-separated list of host:port seeds, dropping blanks.
@@ -37,20 +40,32 @@ func ParseClusterAddrs(s string) []string {
 // Open connects to the configured Redis and checks it answers PING.
 func Open(ctx context.Context, cfg Config) (redis.UniversalClient, error) {
 	var c redis.UniversalClient
+	cfg = cfg.withEnv()
 	switch {
 	case len(cfg.ClusterAddrs) > 0:
+		tc, err := cfg.TLS.tlsConfig(nil)
+		if err != nil {
+			return nil, err
+		}
 		c = redis.NewClusterClient(&redis.ClusterOptions{
-			Addrs:    cfg.ClusterAddrs,
-			Password: cfg.Password,
-			PoolSize: cfg.PoolSize,
+			Addrs:     cfg.ClusterAddrs,
+			Password:  cfg.Password,
+			PoolSize:  cfg.PoolSize,
+			TLSConfig: tc,
 		})
 	case cfg.URL != "":
 		opt, err := redis.ParseURL(cfg.URL)
 		if err != nil {
-			return nil, fmt.Errorf("redis url: %w", err)
+			return nil, fmt.Errorf("redis url: %s", redactURL(err.Error(), cfg.URL))
 		}
 		if cfg.PoolSize > 0 {
 			opt.PoolSize = cfg.PoolSize
+		}
+		if opt.Password == "" {
+			opt.Password = cfg.Password
+		}
+		if opt.TLSConfig, err = cfg.TLS.tlsConfig(opt.TLSConfig); err != nil {
+			return nil, err
 		}
 		c = redis.NewClient(opt)
 	default:
