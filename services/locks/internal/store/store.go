@@ -57,6 +57,9 @@ type Options struct {
 	WakeWithin time.Duration
 	// Logger for expiries and notification problems. Default slog.Default().
 	Logger *slog.Logger
+	// Pipelines is how many pipelines of concurrent calls may be in flight at once; calls that
+	// arrive meanwhile share the next one. Default 2.
+	Pipelines int
 }
 
 // Store is the Redis side of the lock service.
@@ -73,6 +76,7 @@ type Store struct {
 	expire  *redisx.Script
 	leave   *redisx.Script
 
+	pipe    *pipeliner
 	seq     atomic.Uint64
 	mu      sync.Mutex
 	waiting map[string]chan notice // by waiter id
@@ -106,6 +110,9 @@ func New(rdb redis.UniversalClient, q *alarm.Queue, o Options) *Store {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.Pipelines <= 0 {
+		o.Pipelines = 2
+	}
 	script := func(src string) *redisx.Script { return redisx.NewScript(libLua + src) }
 	s := &Store{
 		rdb:     rdb,
@@ -121,6 +128,7 @@ func New(rdb redis.UniversalClient, q *alarm.Queue, o Options) *Store {
 		waiting: map[string]chan notice{},
 	}
 	s.scripts = []*redisx.Script{s.acquire, s.release, s.renew, s.get, s.expire, s.leave}
+	s.pipe = &pipeliner{rdb: rdb, scripts: s.scripts, max: o.Pipelines}
 	return s
 }
 
@@ -215,12 +223,7 @@ func send(ch chan notice, n notice) {
 func (s *Store) Scripts() []*redisx.Script { return s.scripts }
 
 func (s *Store) run(ctx context.Context, sc *redisx.Script, k lockKeys, resource string, now time.Time, args ...any) ([]any, error) {
-	argv := append([]any{resource, now.UnixMilli()}, args...)
-	res, err := sc.Run(ctx, s.rdb, k.list(), argv...).Slice()
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
+	return s.pipe.do(ctx, sc, k.list(), append([]any{resource, now.UnixMilli()}, args...)...)
 }
 
 // wakeIfDue wakes the shard's scheduler when a script made an alarm due soon its shard's head.
