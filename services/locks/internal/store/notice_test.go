@@ -1,0 +1,124 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vigil-dev/vigil/pkg/alarm"
+	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/services/locks/internal/domain"
+)
+
+// A grant whose notice is lost (here: sent to a channel nobody hears) still reaches the
+// waiting call once its subscription is re-established, because every waiting call rechecks.
+func TestLostNoticeFoundAfterResubscribe(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	shared, prefix := redistest.Client(t)
+	opt, _ := redis.ParseURL(redistest.URL(t))
+	opt.ClientName = "locks-" + prefix // names the subscriber connection, to kill it below
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	log := slog.New(slog.DiscardHandler)
+	q, err := alarm.New(rdb, alarm.Options{Prefix: prefix, Namespace: "locks", Shards: 4, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(rdb, q, Options{Prefix: prefix, Logger: log})
+	if err := s.Subscribe(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() { _ = s.Listen(lctx) }()
+
+	if a, err := s.Acquire(ctx, "mailbox", "holder", 30*time.Second, 0); err != nil || !a.OK {
+		t.Fatalf("Acquire(mailbox, holder) = %+v, %v", a, err)
+	}
+	got := make(chan domain.Acquired, 1)
+	go func() {
+		a, _ := s.Acquire(ctx, "mailbox", "waiter", 30*time.Second, 30*time.Second)
+		got <- a
+	}()
+	k := keysOf(q, "mailbox")
+	waitFor(t, "waiter queued", func() bool { n, _ := shared.LLen(ctx, k.queue).Result(); return n == 1 })
+	// Redirect the waiter's notice to a channel nobody listens on.
+	entry, _ := shared.LIndex(ctx, k.queue, 0).Result()
+	shared.LSet(ctx, k.queue, 0, strings.Replace(entry, s.channel, s.channel+"-lost", 1))
+	if ok, err := s.Release(ctx, "mailbox", "holder"); err != nil || !ok {
+		t.Fatalf("Release(mailbox, holder) = %v, %v", ok, err)
+	}
+	select {
+	case a := <-got:
+		t.Fatalf("waiting Acquire answered %+v without a notice", a)
+	default:
+	}
+	// Drop the subscriber's connection; go-redis resubscribes, and the waiter rechecks.
+	killSubscriber(t, shared, opt.ClientName)
+	select {
+	case a := <-got:
+		if !a.OK {
+			t.Errorf("waiting Acquire after resubscribe = %+v, want acquired", a)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("waiting Acquire did not find its grant within 10s of the resubscribe")
+	}
+}
+
+func killSubscriber(t *testing.T, c *redis.Client, name string) {
+	t.Helper()
+	list, err := c.ClientList(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := 0
+	for _, line := range strings.Split(list, "\n") {
+		if !strings.Contains(line, " name="+name+" ") || !strings.Contains(line, " cmd=subscribe") && !strings.Contains(line, " sub=1") {
+			continue
+		}
+		var id int64
+		if _, err := fmt.Sscanf(line, "id=%d", &id); err == nil {
+			if err := c.ClientKillByFilter(context.Background(), "ID", fmt.Sprint(id)).Err(); err == nil {
+				killed++
+			}
+		}
+	}
+	if killed == 0 {
+		t.Fatalf("no subscriber connection named %s in CLIENT LIST", name)
+	}
+}
+
+// After Redis forgets its scripts, pipelined calls load them and run each call once: a
+// release that ran twice would answer false.
+func TestPipelinedCallsSurviveScriptFlush(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _, rdb, _ := newStore(t)
+	const n = 40
+	for i := range n {
+		if a, err := s.Acquire(ctx, fmt.Sprintf("res-%d", i), "o", time.Minute, 0); err != nil || !a.OK {
+			t.Fatalf("Acquire(res-%d) = %+v, %v", i, a, err)
+		}
+	}
+	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if ok, err := s.Release(ctx, fmt.Sprintf("res-%d", i), "o"); err != nil || !ok {
+				t.Errorf("Release(res-%d) after SCRIPT FLUSH = %v, %v; want true", i, ok, err)
+			}
+		}()
+	}
+	wg.Wait()
+}
