@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vigil-dev/vigil/pkg/alarm"
+	"github.com/vigil-dev/vigil/pkg/alarmadmin"
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
@@ -71,7 +72,9 @@ func Run(ctx context.Context, o Options, ready func(net.Addr)) error {
 	if err != nil {
 		return fmt.Errorf("reservations: %w", err)
 	}
-	reservationsv1.RegisterReservationServiceServer(srv.GRPC(), transport.NewServer(a, o.Logger))
+	rs := transport.NewServer(a, o.Logger)
+	reservationsv1.RegisterReservationServiceServer(srv.GRPC(), rs)
+	alarmadmin.Register(srv.GRPC(), q, rs.Lookup, o.Logger)
 	if ready != nil {
 		ready(srv.Addr())
 	}

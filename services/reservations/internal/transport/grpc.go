@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
 	"github.com/vigil-dev/vigil/services/reservations/internal/app"
@@ -117,4 +118,14 @@ func toProto(r domain.Reservation) *reservationsv1.Reservation {
 	}
 	p.CreatedAt, p.ExpiresAt, p.ExpiredAt, p.AlarmAt = opt(r.CreatedAt), opt(r.ExpiresAt), opt(r.ExpiredAt), opt(r.AlarmAt)
 	return p
+}
+
+// Lookup is the admin service's view of reservation id: what GetReservation returns, or nil
+// when it was never created.
+func (s *Server) Lookup(ctx context.Context, id string) (proto.Message, error) {
+	res, err := s.GetReservation(ctx, &reservationsv1.GetReservationRequest{ReservationId: id})
+	if err != nil || res.GetReservation().GetStatus() == string(domain.Missing) {
+		return nil, err
+	}
+	return res.GetReservation(), nil
 }
