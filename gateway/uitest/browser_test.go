@@ -1,0 +1,270 @@
+package uitest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/vigil-dev/vigil/pkg/redistest"
+)
+
+// TestMain shares one Redis container among the tests (each uses its own key prefix).
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// chromiumPath is Debian's chromium, or whatever VIGIL_CHROMIUM names.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("VIGIL_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("no chromium found: install it with `apt-get install -y chromium` (or set VIGIL_CHROMIUM)")
+	return ""
+}
+
+// newBrowser starts a headless Chromium for this test and closes it when the test ends.
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.Flag("headless", "new"),
+		chromedp.NoSandbox, // CI runs as root
+		chromedp.Flag("autoplay-policy", "no-user-gesture-required"),
+		chromedp.Flag("mute-audio", true),
+		chromedp.Flag("disable-background-media-suspend", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.WindowSize(1280, 900),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	if err := chromedp.Do(bctx); err != nil {
+		cancelBrowser()
+		cancelAlloc()
+		t.Fatalf("start chromium: %v", err)
+	}
+	t.Cleanup(func() { cancelBrowser(); cancelAlloc() })
+	return bctx
+}
+
+// page is one person's tab, in a browser context of its own (its own storage), so a leader
+// and a viewer are two different people.
+type page struct {
+	t    *testing.T
+	name string
+	ctx  context.Context
+
+	mu     sync.Mutex
+	errors []string
+}
+
+func newPage(t *testing.T, browser context.Context, name string) *page {
+	t.Helper()
+	p := &page{t: t, name: name}
+	ctx, cancel := chromedp.NewContext(browser, chromedp.WithNewBrowserContext(), chromedp.WithListener(func(ev any) {
+		var msg string
+		switch e := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			d := e.ExceptionDetails
+			msg = fmt.Sprintf("%s at %s:%d", d.Text, d.URL, d.LineNumber+1)
+			if d.Exception != nil {
+				msg += ": " + d.Exception.Description
+			}
+		case *runtime.EventConsoleAPICalled:
+			if e.Type != runtime.ConsoleAPICalledTypeError {
+				return
+			}
+			var parts []string
+			for _, a := range e.Args {
+				parts = append(parts, a.Description+string(a.Value))
+			}
+			msg = "console.error: " + strings.Join(parts, " ")
+		default:
+			return
+		}
+		p.mu.Lock()
+		p.errors = append(p.errors, msg)
+		p.mu.Unlock()
+	}))
+	p.ctx = ctx
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("%s: open tab: %v", name, err)
+	}
+	t.Cleanup(func() {
+		p.mu.Lock()
+		errs := p.errors
+		p.mu.Unlock()
+		for _, e := range errs {
+			t.Errorf("%s: uncaught script error: %s", name, e)
+		}
+		cancel()
+	})
+	return p
+}
+
+// run runs browser actions, failing the test on error.
+func (p *page) run(actions ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		p.t.Fatalf("%s: %v", p.name, err)
+	}
+}
+
+// open navigates to url and waits for the page's script to have run.
+func (p *page) open(url string) {
+	p.t.Helper()
+	p.run(chromedp.Navigate(url), chromedp.WaitReady(chromedp.CSS("body")))
+}
+
+// eval evaluates a JavaScript expression into out (a pointer).
+func (p *page) eval(expr string, out any) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	defer cancel()
+	raw, err := chromedp.Run(ctx, chromedp.Evaluate[json.RawMessage](expr))
+	if err != nil {
+		p.t.Fatalf("%s: evaluate %s: %v", p.name, expr, err)
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		p.t.Fatalf("%s: evaluate %s: decode %s: %v", p.name, expr, raw, err)
+	}
+}
+
+// waitFor waits until the JavaScript expression is truthy; what describes it in the failure.
+func (p *page) waitFor(what, expr string, within time.Duration) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, within+5*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[json.RawMessage](expr, chromedp.WithPollingTimeout(within), chromedp.WithPollingInterval(20*time.Millisecond))); err != nil {
+		status, _ := chromedp.Run(p.ctx, chromedp.Evaluate[string](`Array.from(document.querySelectorAll('[role=status], [role=alert]'), e => e.textContent).join(' | ')`))
+		p.t.Fatalf("%s: %s: not true within %v (%v); status: %s", p.name, what, within, err, status)
+	}
+}
+
+// screenshot saves the page as docs/screenshots/<name>.png when VIGIL_SCREENSHOTS is set.
+func (p *page) screenshot(name string) {
+	p.t.Helper()
+	dir := os.Getenv("VIGIL_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		p.t.Fatalf("%s: screenshot: %v", p.name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		p.t.Fatalf("save screenshot: %v", err)
+	}
+}
+
+// jsString quotes s as a JavaScript string literal.
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// randomName is a unique lowercase name for a chat room.
+func randomName(prefix string) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return prefix + "-" + hex.EncodeToString(b)
+}
+
+// postJSON sends a JSON request to the gateway and decodes the answer into out (when not nil).
+func postJSON(t *testing.T, method, url string, body, out any, wantCode int) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	if res.StatusCode != wantCode {
+		t.Fatalf("%s %s = %d %s, want %d", method, url, res.StatusCode, raw, wantCode)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s %s: decode %s: %v", method, url, raw, err)
+		}
+	}
+}
+
+// testVideo makes a 30 s, 320x240 VP8 WebM with a frame counter burnt in (ffmpeg's testsrc),
+// small enough to make in well under a second.
+func testVideo(t *testing.T) string {
+	t.Helper()
+	ffmpeg, err := exec.LookPath("ffmpeg")
+	if err != nil {
+		t.Fatal("no ffmpeg found: install it with `apt-get install -y ffmpeg`")
+	}
+	out := filepath.Join(t.TempDir(), "practice.webm")
+	cmd := exec.Command(ffmpeg, "-hide_banner", "-loglevel", "error", "-f", "lavfi",
+		"-i", "testsrc=size=320x240:rate=15:duration=30",
+		"-c:v", "libvpx", "-b:v", "200k", "-g", "15", "-an", out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("ffmpeg: %v: %s", err, b)
+	}
+	return out
+}
+
+// messagesJS lists the chat messages a page shows, as [{id, user, body}].
+const messagesJS = `Array.from(document.querySelectorAll('ol.messages li'), li => ({
+	id: Number(li.dataset.id), user: li.querySelector('.who').textContent, body: li.querySelector('.body').textContent}))`
+
+type shownMessage struct {
+	ID   int64  `json:"id"`
+	User string `json:"user"`
+	Body string `json:"body"`
+}
+
+// messages reads the chat messages a page shows, failing on a repeated or out-of-order id.
+func (p *page) messages() []shownMessage {
+	p.t.Helper()
+	var ms []shownMessage
+	p.eval(messagesJS, &ms)
+	for i := 1; i < len(ms); i++ {
+		if ms[i].ID <= ms[i-1].ID {
+			p.t.Fatalf("%s: message ids not increasing: %+v", p.name, ms)
+		}
+	}
+	return ms
+}
+
+// waitForMessage waits until the page shows a message with this body.
+func (p *page) waitForMessage(body string) {
+	p.t.Helper()
+	p.waitFor(fmt.Sprintf("message %q shown", body),
+		`Array.from(document.querySelectorAll('ol.messages li .body')).some(e => e.textContent === `+jsString(body)+`)`, 10*time.Second)
+}

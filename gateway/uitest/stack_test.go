@@ -1,0 +1,191 @@
+package uitest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vigil-dev/vigil/gateway"
+	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/redisx"
+	chat "github.com/vigil-dev/vigil/services/chat/service"
+	lobby "github.com/vigil-dev/vigil/services/lobby/service"
+	room "github.com/vigil-dev/vigil/services/room/service"
+)
+
+// stack is the chat, lobby and room services and the gateway, started in-process on the
+// shared Redis under this test's key prefix. The browser reaches the gateway through proxy,
+// which a test can cut to simulate a network blip.
+type stack struct {
+	gateway *httptest.Server
+	proxy   *blipProxy
+	// url is where the browser goes: the proxy in front of the gateway.
+	url string
+}
+
+// startStack starts every service the pages use and the gateway, each through its real Run
+// or New, and stops them when the test ends.
+func startStack(t *testing.T) *stack {
+	t.Helper()
+	rc := redisx.Config{URL: redistest.URL(t)}
+	prefix := redistest.Prefix(t)
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+
+	chatAddr := startService(t, "chat", func(ctx context.Context, ready func(net.Addr)) error {
+		return chat.Run(ctx, chat.Options{Redis: rc, Prefix: prefix + ":chat", Logger: log}, ready)
+	})
+	lobbyAddr := startService(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
+		return lobby.Run(ctx, lobby.Options{Redis: rc, Prefix: prefix + ":lobby", Logger: log}, ready)
+	})
+	roomAddr := startService(t, "room", func(ctx context.Context, ready func(net.Addr)) error {
+		return room.Run(ctx, room.Options{Redis: rc, Prefix: prefix + ":room", LobbyAddr: lobbyAddr, Logger: log}, ready)
+	})
+	g, err := gateway.New(context.Background(), gateway.Options{
+		Backends: gateway.Backends{Chat: chatAddr, Lobby: lobbyAddr, Room: roomAddr},
+		Logger:   log,
+	})
+	if err != nil {
+		t.Fatalf("gateway.New: %v", err)
+	}
+	srv := httptest.NewServer(g.Handler())
+	p := newBlipProxy(t, srv.Listener.Addr().String())
+	t.Cleanup(func() { p.close(); srv.Close(); g.Close() })
+	s := &stack{gateway: srv, proxy: p, url: "http://" + p.addr()}
+	waitHealthy(t, srv.URL)
+	return s
+}
+
+// startService runs a service's Run in a goroutine, waits until it listens, and stops it
+// (waiting for its drain) when the test ends.
+func startService(t *testing.T, name string, run func(ctx context.Context, ready func(net.Addr)) error) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	addrc := make(chan string, 1)
+	go func() { done <- run(ctx, func(a net.Addr) { addrc <- a.String() }) }()
+	var addr string
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		cancel()
+		t.Fatalf("%s did not start: %v", name, err)
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatalf("%s did not start within 30s", name)
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Errorf("%s did not stop within 15s", name)
+		}
+	})
+	return addr
+}
+
+// waitHealthy waits until the gateway's /healthz says every backend serves.
+func waitHealthy(t *testing.T, base string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		res, err := http.Get(base + "/healthz")
+		if err == nil {
+			_ = res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gateway not healthy within 20s (last: %v)", err)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the condition, bounded by the deadline
+	}
+}
+
+// blipProxy forwards TCP connections to the gateway. cut closes every open connection and
+// refuses new ones until heal: to the browser that is a network blip.
+type blipProxy struct {
+	t      *testing.T
+	ln     net.Listener
+	target string
+
+	mu    sync.Mutex
+	down  bool
+	conns map[net.Conn]struct{}
+}
+
+func newBlipProxy(t *testing.T, target string) *blipProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &blipProxy{t: t, ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	go p.serve()
+	return p
+}
+
+func (p *blipProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *blipProxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.down {
+			p.mu.Unlock()
+			_ = c.Close()
+			continue
+		}
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			p.mu.Unlock()
+			_ = c.Close()
+			continue
+		}
+		p.conns[c], p.conns[up] = struct{}{}, struct{}{}
+		p.mu.Unlock()
+		go p.pipe(c, up)
+		go p.pipe(up, c)
+	}
+}
+
+func (p *blipProxy) pipe(dst, src net.Conn) {
+	_, _ = io.Copy(dst, src)
+	_ = dst.Close()
+	_ = src.Close()
+	p.mu.Lock()
+	delete(p.conns, dst)
+	delete(p.conns, src)
+	p.mu.Unlock()
+}
+
+// cut drops every connection and refuses new ones until heal.
+func (p *blipProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = true
+	for c := range p.conns {
+		_ = c.Close()
+	}
+}
+
+// heal lets connections through again.
+func (p *blipProxy) heal() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = false
+}
+
+func (p *blipProxy) close() {
+	p.cut()
+	_ = p.ln.Close()
+}
