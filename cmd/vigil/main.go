@@ -38,6 +38,8 @@ func run(ctx context.Context, args []string) int {
 	switch args[0] {
 	case "dev":
 		err = runDev(ctx, args[1:])
+	case "bench":
+		err = runBench(ctx, args[1:])
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return 0

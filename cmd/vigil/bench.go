@@ -1,0 +1,283 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+)
+
+// benchmarks are the `vigil bench` subcommands. Each parses its own flags, shows progress on
+// stderr and returns a report that runBench prints as a table or as JSON.
+var benchmarks = map[string]struct {
+	about string
+	run   func(ctx context.Context, args []string) (*benchReport, benchOutput, error)
+}{
+	"alarms":       {"drain 100,000 due alarms, steady 1,000 alarms/s, and the raw Redis EVALSHA ceiling", benchAlarms},
+	"reservations": {"creates/s over gRPC and REST, and 100,000 holds expiring through the real service", benchReservations},
+}
+
+const benchUsage = `Usage: vigil bench <what> [flags]
+
+Measures a component and prints a results table (or JSON with --json); progress goes to stderr.
+Without --redis-url each run starts a throwaway redis-server on a free port.
+
+What:
+`
+
+// runBench runs `vigil bench <what> [flags]`.
+func runBench(ctx context.Context, args []string) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		printBenchUsage(os.Stderr)
+		if len(args) == 0 {
+			return fmt.Errorf("%w: vigil bench needs a benchmark name", errUsage)
+		}
+		return nil
+	}
+	b, ok := benchmarks[args[0]]
+	if !ok {
+		printBenchUsage(os.Stderr)
+		return fmt.Errorf("%w: unknown benchmark %q", errUsage, args[0])
+	}
+	before := loadAverage()
+	rep, out, err := b.run(ctx, args[1:])
+	if err != nil {
+		return err
+	}
+	rep.note("load average (1 min) before %s, after %s on %d CPUs: other work on the machine skews every number", before, loadAverage(), runtime.NumCPU())
+	if out.json {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	rep.writeTable(os.Stdout)
+	return nil
+}
+
+func printBenchUsage(w io.Writer) {
+	fmt.Fprint(w, benchUsage)
+	names := make([]string, 0, len(benchmarks))
+	for n := range benchmarks {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-14s %s\n", n, benchmarks[n].about)
+	}
+	fmt.Fprintln(w, "\nRun \"vigil bench <what> -h\" for its flags.")
+}
+
+// benchOutput is how a benchmark's results are printed.
+type benchOutput struct{ json bool }
+
+// benchFlags are the flags every benchmark takes.
+type benchFlags struct {
+	redisURL string
+	aof      string
+	json     bool
+}
+
+func (f *benchFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.redisURL, "redis-url", "", "Redis to measure (redis://host:port/db); empty: start a throwaway redis-server child")
+	fs.StringVar(&f.aof, "aof", "no", "AOF fsync policy of the throwaway redis-server: no (AOF off), everysec or always")
+	fs.BoolVar(&f.json, "json", false, "print the results as JSON instead of a table")
+}
+
+// parseBenchFlags parses a benchmark's flags; -h prints them and ends the command quietly.
+func parseBenchFlags(fs *flag.FlagSet, args []string) error {
+	fs.SetOutput(os.Stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	return nil
+}
+
+// benchReport is what a benchmark measured.
+type benchReport struct {
+	// Benchmark is the subcommand that ran.
+	Benchmark string `json:"benchmark"`
+	// Started is when the run began (RFC 3339).
+	Started string `json:"started"`
+	// Redis describes the Redis measured: version, address, persistence.
+	Redis string `json:"redis"`
+	// Settings are the knobs of the run.
+	Settings map[string]any `json:"settings"`
+	// Results in the order they were measured.
+	Results []benchResult `json:"results"`
+	// Notes are caveats worth reading next to the numbers.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// benchResult is one measured number.
+type benchResult struct {
+	// Key is a stable machine name, e.g. "drain_throughput".
+	Key string `json:"key"`
+	// Name is the human description shown in the table.
+	Name string `json:"name"`
+	// Value in Unit.
+	Value float64 `json:"value"`
+	// Unit, e.g. "alarms/s", "ms", "x".
+	Unit string `json:"unit"`
+}
+
+func newReport(name string) *benchReport {
+	return &benchReport{Benchmark: name, Started: time.Now().UTC().Format(time.RFC3339), Settings: map[string]any{}}
+}
+
+func (r *benchReport) add(key, name string, value float64, unit string) {
+	r.Results = append(r.Results, benchResult{Key: key, Name: name, Value: value, Unit: unit})
+}
+
+// addLatencies adds p50, p99 and max of samples (in ms).
+func (r *benchReport) addLatencies(key, name string, l *latencies) {
+	r.add(key+"_p50_ms", name+" p50", l.percentile(50), "ms")
+	r.add(key+"_p99_ms", name+" p99", l.percentile(99), "ms")
+	r.add(key+"_max_ms", name+" max", l.percentile(100), "ms")
+}
+
+func (r *benchReport) note(format string, args ...any) {
+	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
+}
+
+func (r *benchReport) writeTable(w io.Writer) {
+	fmt.Fprintf(w, "vigil bench %s  (%s)\nredis: %s\n", r.Benchmark, r.Started, r.Redis)
+	keys := make([]string, 0, len(r.Settings))
+	for k := range r.Settings {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	settings := make([]string, len(keys))
+	for i, k := range keys {
+		settings[i] = fmt.Sprintf("%s=%v", k, r.Settings[k])
+	}
+	fmt.Fprintf(w, "settings: %s\n\n", strings.Join(settings, " "))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "measurement\tvalue\tunit\t")
+	for _, res := range r.Results {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", res.Name, formatValue(res.Value), res.Unit)
+	}
+	_ = tw.Flush()
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+}
+
+func formatValue(v float64) string {
+	switch {
+	case v >= 1000:
+		return groupThousands(fmt.Sprintf("%.0f", v))
+	case v >= 100:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.3f", v)
+	}
+}
+
+func groupThousands(s string) string {
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// latencies collects durations from many goroutines and reports percentiles in ms.
+type latencies struct {
+	mu     sync.Mutex
+	ms     []float64
+	sorted bool
+}
+
+func (l *latencies) add(d time.Duration) {
+	l.mu.Lock()
+	l.ms = append(l.ms, float64(d)/float64(time.Millisecond))
+	l.sorted = false
+	l.mu.Unlock()
+}
+
+func (l *latencies) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.ms)
+}
+
+// percentile p in [0,100] by the nearest-rank method; 0 when empty.
+func (l *latencies) percentile(p float64) float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.ms) == 0 {
+		return 0
+	}
+	if !l.sorted {
+		slices.Sort(l.ms)
+		l.sorted = true
+	}
+	rank := int(p/100*float64(len(l.ms))+0.999999) - 1
+	return l.ms[min(max(rank, 0), len(l.ms)-1)]
+}
+
+// progress prints a status line to stderr every interval until stop is called.
+func progress(every time.Duration, line func() string) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				fmt.Fprintln(os.Stderr, "  "+line())
+			}
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(done); <-finished }) }
+}
+
+// loadAverage is the 1-minute load average, or "?" where /proc/loadavg is missing.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	if f := strings.Fields(string(b)); len(f) > 0 {
+		return f[0]
+	}
+	return "?"
+}
+
+// stage announces a benchmark stage on stderr.
+func stage(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "vigil bench: "+format+"\n", args...)
+}
+
+// benchPrefix is a key prefix no other run uses, so a shared Redis is left as it was found.
+func benchPrefix() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return "vigil-bench-" + hex.EncodeToString(b[:])
+}

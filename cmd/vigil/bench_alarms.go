@@ -1,0 +1,368 @@
+package main
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"flag"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vigil-dev/vigil/pkg/alarm"
+	"github.com/vigil-dev/vigil/pkg/config"
+	"github.com/vigil-dev/vigil/pkg/redisx"
+)
+
+//go:embed bench_expire.lua
+var benchExpireLua string
+
+// alarmsBench are the settings of `vigil bench alarms`.
+type alarmsBench struct {
+	benchFlags
+	count        int
+	rate         int
+	duration     time.Duration
+	lead         time.Duration
+	shards       int
+	batch        int
+	ceilRequests int
+	ceilClients  int
+}
+
+// benchAlarms measures pkg/alarm: draining many alarms due at one instant, lateness at a steady
+// rate, and the raw Redis EVALSHA ceiling on the same server for comparison.
+func benchAlarms(ctx context.Context, args []string) (*benchReport, benchOutput, error) {
+	var o alarmsBench
+	fs := flag.NewFlagSet("vigil bench alarms", flag.ContinueOnError)
+	o.register(fs)
+	fs.IntVar(&o.count, "count", 100_000, "alarms due at the same instant in the drain")
+	fs.IntVar(&o.rate, "rate", 1000, "alarms per second in the steady run (0 skips it)")
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "length of the steady run")
+	fs.DurationVar(&o.lead, "lead", 100*time.Millisecond, "how long before its due time each steady alarm is set")
+	fs.IntVar(&o.shards, "shards", 16, "alarm queue shards")
+	fs.IntVar(&o.batch, "batch", 256, "alarms per claim")
+	fs.IntVar(&o.ceilRequests, "ceiling-requests", 300_000, "redis-benchmark requests per ceiling run (0 skips the ceiling)")
+	fs.IntVar(&o.ceilClients, "ceiling-clients", 50, "redis-benchmark clients")
+	if err := parseBenchFlags(fs, args); err != nil {
+		return nil, benchOutput{}, err
+	}
+	if o.count <= 0 || o.shards <= 0 || o.batch <= 0 || o.rate < 0 {
+		return nil, benchOutput{}, fmt.Errorf("%w: --count, --shards and --batch must be positive", errUsage)
+	}
+
+	b, err := openBenchRedis(ctx, o.benchFlags)
+	if err != nil {
+		return nil, benchOutput{}, err
+	}
+	defer b.close()
+	prefix := benchPrefix()
+	defer b.deletePrefix(context.WithoutCancel(ctx), prefix)
+
+	rep := newReport("alarms")
+	rep.Redis = b.about
+	rep.Settings["count"] = o.count
+	rep.Settings["shards"] = o.shards
+	rep.Settings["batch"] = o.batch
+	rep.Settings["rate"] = o.rate
+	rep.Settings["duration"] = o.duration.String()
+
+	var unpipelined, pipelined ceiling
+	if o.ceilRequests > 0 {
+		for _, depth := range []int{1, 16} {
+			stage("raw ceiling: redis-benchmark EVALSHA compare-and-set, %d requests, %d clients, pipeline %d", o.ceilRequests, o.ceilClients, depth)
+			c, err := measureCeiling(ctx, b, prefix, o.ceilRequests, o.ceilClients, depth)
+			if err != nil {
+				return nil, benchOutput{}, err
+			}
+			if depth == 1 {
+				unpipelined = c
+			} else {
+				pipelined = c
+			}
+		}
+		rep.add("ceiling_evalsha", "raw EVALSHA CAS, unpipelined", unpipelined.rps, "ops/s")
+		rep.add("ceiling_evalsha_p16", "raw EVALSHA CAS, pipeline 16", pipelined.rps, "ops/s")
+		rep.Settings["ceiling_requests"] = o.ceilRequests
+		rep.Settings["ceiling_clients"] = o.ceilClients
+	}
+
+	d, err := drainAlarms(ctx, b, prefix, o)
+	if err != nil {
+		return nil, benchOutput{}, err
+	}
+	rate := float64(o.count) / d.elapsed.Seconds()
+	rep.add("drain_seconds", fmt.Sprintf("drain %d due alarms", o.count), d.elapsed.Seconds(), "s")
+	rep.add("drain_throughput", "drain throughput", rate, "alarms/s")
+	rep.add("drain_first_ms", "drain: first transition applied after", d.lateness.percentile(0), "ms")
+	rep.addLatencies("drain_lateness", "drain lateness", d.lateness)
+	rep.addLatencies("drain_claim_lateness", "drain claim lateness", d.claimLateness)
+	if unpipelined.rps > 0 {
+		rep.add("drain_vs_unpipelined", "drain / unpipelined EVALSHA", rate/unpipelined.rps, "x")
+		rep.add("drain_vs_pipelined16", "drain / pipeline-16 EVALSHA", rate/pipelined.rps, "x")
+		verdict := "met"
+		if rate < unpipelined.rps {
+			verdict = "MISSED"
+		}
+		rep.note("target drain >= unpipelined EVALSHA rate: %s (%.0f vs %.0f /s)", verdict, rate, unpipelined.rps)
+	}
+	rep.note("drain verified: %d objects expired, each exactly once (%d alarm claims incl. retries)", d.expired, d.claims)
+
+	if o.rate > 0 {
+		s, err := steadyAlarms(ctx, b, prefix, o)
+		if err != nil {
+			return nil, benchOutput{}, err
+		}
+		rep.addLatencies("steady_lateness", fmt.Sprintf("steady %d/s lateness", o.rate), s.lateness)
+		rep.addLatencies("steady_claim_lateness", fmt.Sprintf("steady %d/s claim lateness", o.rate), s.claimLateness)
+		verdict := "met"
+		if p99 := s.lateness.percentile(99); p99 >= 5 {
+			verdict = "MISSED"
+		}
+		rep.note("target steady p99 lateness < 5 ms: %s", verdict)
+		rep.note("steady verified: %d alarms handled, %d expired exactly once", s.lateness.len(), s.expired)
+	}
+	rep.note("lateness = when the alarm's transition had been applied in Redis minus its due time; claim lateness = when the handler got it")
+	return rep, benchOutput{json: o.json}, nil
+}
+
+// expiryHandler is the benchmark's alarm handler: one pipelined transition script per firing
+// of the batch, like the reservations service's expiry.
+type expiryHandler struct {
+	rdb           redis.UniversalClient
+	q             *alarm.Queue
+	script        *redisx.Script
+	lateness      latencies // transition applied − due
+	claimLateness latencies // handler called − due
+	claims        atomic.Int64
+	expired       atomic.Int64 // transitions that changed an object: exactly one per object
+	handled       atomic.Int64 // distinct objects whose transition succeeded (changed or not)
+	seen          []atomic.Bool
+	done          chan struct{}
+	doneOnce      sync.Once
+}
+
+// newExpiryHandler expects the objects idPrefix+0 .. idPrefix+(want-1).
+func newExpiryHandler(rdb redis.UniversalClient, q *alarm.Queue, want int) *expiryHandler {
+	return &expiryHandler{rdb: rdb, q: q, script: redisx.NewScript(benchExpireLua), seen: make([]atomic.Bool, want), done: make(chan struct{})}
+}
+
+func objectKey(q *alarm.Queue, shard int, id string) string { return q.Keys(shard).Tag + ":obj:" + id }
+
+// HandleAlarms applies the expiry of every firing in one pipeline.
+func (h *expiryHandler) HandleAlarms(ctx context.Context, batch []alarm.Firing) []error {
+	called := time.Now()
+	now := strconv.FormatInt(called.UnixMilli(), 10)
+	cmds := make([]*redis.Cmd, len(batch))
+	// A failed pipeline fails its commands too: each firing's outcome is its command's.
+	_, _ = redisx.Pipelined(ctx, h.rdb, []*redisx.Script{h.script}, func(p redis.Pipeliner) {
+		for i, f := range batch {
+			cmds[i] = h.script.Queue(ctx, p, []string{objectKey(h.q, f.Shard, f.ID)}, now)
+		}
+	})
+	applied := time.Now()
+	h.claims.Add(int64(len(batch)))
+	var errs []error
+	for i, f := range batch {
+		n, err := cmds[i].Int()
+		if err != nil {
+			if errs == nil {
+				errs = make([]error, len(batch))
+			}
+			errs[i] = err
+			continue
+		}
+		h.expired.Add(int64(n))
+		// A retried firing whose first attempt did apply (only its reply was lost) finds the
+		// object expired and changes nothing: it counts as handled, not twice.
+		if i, err := strconv.Atoi(f.ID[1:]); err == nil && i < len(h.seen) && !h.seen[i].Swap(true) {
+			h.lateness.add(applied.Sub(f.Due))
+			h.claimLateness.add(called.Sub(f.Due))
+			if h.handled.Add(1) == int64(len(h.seen)) {
+				h.doneOnce.Do(func() { close(h.done) })
+			}
+		}
+	}
+	return errs
+}
+
+// drainResult is what the drain measured.
+type drainResult struct {
+	elapsed                 time.Duration // from the common due time until the last transition was applied
+	lateness, claimLateness *latencies
+	expired                 int
+	claims                  int64
+}
+
+// drainAlarms loads count held objects whose alarms are all due at one instant T, starts the
+// schedulers before T, and measures until every object has expired.
+func drainAlarms(ctx context.Context, b *benchRedis, prefix string, o alarmsBench) (drainResult, error) {
+	q, err := alarm.New(b.rdb, alarm.Options{
+		Prefix: prefix, Namespace: "drain", Shards: o.shards, BatchSize: o.batch,
+		Lease: time.Minute, Logger: config.Logger("text", "warn"),
+	})
+	if err != nil {
+		return drainResult{}, err
+	}
+	// The due instant leaves room to load every object first; the schedulers then sleep
+	// until it, as they would for real.
+	due := time.Now().Add(2*time.Second + time.Duration(o.count)*20*time.Microsecond).Truncate(time.Millisecond)
+	stage("drain: loading %d held objects with alarms due at %s", o.count, due.Format("15:04:05.000"))
+	if err := loadHeld(ctx, b.rdb, q, "o", o.count, due); err != nil {
+		return drainResult{}, err
+	}
+	if slack := time.Until(due); slack < 200*time.Millisecond {
+		return drainResult{}, fmt.Errorf("loading took too long: only %v left before the due time; try a smaller --count", slack)
+	}
+
+	h := newExpiryHandler(b.rdb, q, o.count)
+	runCtx, stopRun := context.WithCancel(ctx)
+	runDone := make(chan error, 1)
+	go func() { runDone <- q.Run(runCtx, h) }()
+	defer func() { stopRun(); <-runDone }()
+	stage("drain: schedulers running; waiting for the due time (%v)", time.Until(due).Round(time.Millisecond))
+	stop := progress(250*time.Millisecond, func() string {
+		return fmt.Sprintf("drain: %d/%d handled", h.handled.Load(), o.count)
+	})
+	select {
+	case <-h.done:
+	case <-ctx.Done():
+		stop()
+		return drainResult{}, ctx.Err()
+	case <-time.After(time.Until(due) + 5*time.Minute):
+		stop()
+		return drainResult{}, fmt.Errorf("drain: only %d of %d handled after 5 minutes", h.handled.Load(), o.count)
+	}
+	stop()
+	elapsed := time.Duration(h.lateness.percentile(100) * float64(time.Millisecond))
+	stage("drain: done in %v", elapsed.Round(time.Millisecond))
+
+	expired, err := verifyExpiredOnce(ctx, b.rdb, q, "o", o.count)
+	if err != nil {
+		return drainResult{}, err
+	}
+	return drainResult{elapsed: elapsed, lateness: &h.lateness, claimLateness: &h.claimLateness, expired: expired, claims: h.claims.Load()}, nil
+}
+
+// loadHeld creates count held objects named prefix+i, each with expiresAt and its alarm at due,
+// in pipelines of 1,000 objects.
+func loadHeld(ctx context.Context, rdb redis.UniversalClient, q *alarm.Queue, prefix string, count int, due time.Time) error {
+	ms := due.UnixMilli()
+	for start := 0; start < count; start += 1000 {
+		_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := start; i < min(start+1000, count); i++ {
+				id := prefix + strconv.Itoa(i)
+				shard := q.ShardOf(id)
+				p.HSet(ctx, objectKey(q, shard, id), "status", "held", "expiresAt", ms)
+				p.ZAdd(ctx, q.Keys(shard).Alarms, redis.Z{Score: float64(ms), Member: id})
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("load objects: %w", err)
+		}
+	}
+	return nil
+}
+
+// verifyExpiredOnce checks that every object expired exactly once and returns how many did.
+func verifyExpiredOnce(ctx context.Context, rdb redis.UniversalClient, q *alarm.Queue, prefix string, count int) (int, error) {
+	expired := 0
+	for start := 0; start < count; start += 1000 {
+		var cmds []*redis.SliceCmd
+		_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := start; i < min(start+1000, count); i++ {
+				id := prefix + strconv.Itoa(i)
+				cmds = append(cmds, p.HMGet(ctx, objectKey(q, q.ShardOf(id), id), "status", "expirationCount"))
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, fmt.Errorf("verify: %w", err)
+		}
+		for i, c := range cmds {
+			v := c.Val()
+			if len(v) != 2 || v[0] != "expired" || v[1] != "1" {
+				return 0, fmt.Errorf("verify: object %s%d is %v, want expired exactly once", prefix, start+i, v)
+			}
+			expired++
+		}
+	}
+	return expired, nil
+}
+
+// steadyResult is what the steady run measured.
+type steadyResult struct {
+	lateness, claimLateness *latencies
+	expired                 int
+}
+
+// steadyAlarms sets rate alarms per second for the duration, each lead before it is due and due
+// 1/rate after the previous one, through Queue.Set (so wake-up hints are part of it), and
+// measures each one's lateness.
+func steadyAlarms(ctx context.Context, b *benchRedis, prefix string, o alarmsBench) (steadyResult, error) {
+	q, err := alarm.New(b.rdb, alarm.Options{
+		Prefix: prefix, Namespace: "steady", Shards: o.shards, BatchSize: o.batch,
+		Lease: time.Minute, Logger: config.Logger("text", "warn"),
+	})
+	if err != nil {
+		return steadyResult{}, err
+	}
+	total := int(float64(o.rate) * o.duration.Seconds())
+	if total <= 0 {
+		return steadyResult{}, errors.New("steady: --rate × --duration is less than one alarm")
+	}
+	h := newExpiryHandler(b.rdb, q, total)
+	runCtx, stopRun := context.WithCancel(ctx)
+	runDone := make(chan error, 1)
+	go func() { runDone <- q.Run(runCtx, h) }()
+	defer func() { stopRun(); <-runDone }()
+
+	stage("steady: %d alarms/s for %v (%d alarms), each set %v ahead", o.rate, o.duration, total, o.lead)
+	var created atomic.Int64
+	stop := progress(time.Second, func() string {
+		return fmt.Sprintf("steady: %d set, %d handled, p99 so far %.2f ms", created.Load(), h.handled.Load(), h.lateness.percentile(99))
+	})
+	defer stop()
+	interval := time.Second / time.Duration(o.rate)
+	first := time.Now().Add(o.lead + 50*time.Millisecond)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for i := range total {
+		due := first.Add(time.Duration(i) * interval)
+		if wait := time.Until(due.Add(-o.lead)); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				return steadyResult{}, ctx.Err()
+			}
+		}
+		id := "s" + strconv.Itoa(i)
+		dueMs := due.UnixMilli() + 1 // Set rounds up; the object's expiresAt must agree
+		if err := b.rdb.HSet(ctx, objectKey(q, q.ShardOf(id), id), "status", "held", "expiresAt", dueMs).Err(); err != nil {
+			return steadyResult{}, fmt.Errorf("steady: create object: %w", err)
+		}
+		if err := q.Set(ctx, id, time.UnixMilli(dueMs)); err != nil {
+			return steadyResult{}, fmt.Errorf("steady: %w", err)
+		}
+		created.Add(1)
+	}
+	select {
+	case <-h.done:
+	case <-ctx.Done():
+		return steadyResult{}, ctx.Err()
+	case <-time.After(time.Minute):
+		return steadyResult{}, fmt.Errorf("steady: only %d of %d handled a minute after the last was due", h.handled.Load(), total)
+	}
+	stop()
+	expired, err := verifyExpiredOnce(ctx, b.rdb, q, "s", total)
+	if err != nil {
+		return steadyResult{}, err
+	}
+	return steadyResult{lateness: &h.lateness, claimLateness: &h.claimLateness, expired: expired}, nil
+}
