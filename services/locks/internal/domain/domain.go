@@ -28,6 +28,10 @@ const (
 // person can act on.
 var ErrInvalid = errors.New("invalid request")
 
+// ErrShuttingDown is a waiting acquire's answer when its service replica stops (drains): the
+// caller left the queue and should ask again, possibly of another replica.
+var ErrShuttingDown = errors.New("lock service is shutting down")
+
 // InvalidError is a request that breaks a rule. It matches ErrInvalid with errors.Is.
 type InvalidError struct {
 	// Msg is the sentence shown to the caller.

@@ -81,7 +81,9 @@ type Store struct {
 	mu      sync.Mutex
 	waiting map[string]chan notice // by waiter id
 	sub     *redis.PubSub
+	closing chan struct{} // closed when Listen stops: waiting calls leave
 }
+
 
 // notice tells a waiting call that the lock was granted to it, or (recheck) that notices may
 // have been lost and it should look for itself.
@@ -126,6 +128,7 @@ func New(rdb redis.UniversalClient, q *alarm.Queue, o Options) *Store {
 		expire:  script(expireLua),
 		leave:   script(leaveLua),
 		waiting: map[string]chan notice{},
+		closing: make(chan struct{}),
 	}
 	s.scripts = []*redisx.Script{s.acquire, s.release, s.renew, s.get, s.expire, s.leave}
 	s.pipe = &pipeliner{rdb: rdb, scripts: s.scripts, max: o.Pipelines}
@@ -151,6 +154,9 @@ func (s *Store) Listen(ctx context.Context) error {
 		return errors.New("locks store: Listen before Subscribe")
 	}
 	defer s.sub.Close()
+	// Waiting calls leave the queue now, while Redis is still open, rather than being cut by
+	// the drain and leaving entries that a release would grant to nobody.
+	defer close(s.closing)
 	ch := s.sub.ChannelWithSubscriptions(redis.WithChannelSize(4096))
 	for {
 		select {
@@ -304,6 +310,9 @@ func (s *Store) Acquire(ctx context.Context, resource, owner string, ttl, wait t
 		case <-ctx.Done():
 			s.abandon(k, resource, entry, wid)
 			return domain.Acquired{}, ctx.Err()
+		case <-s.closing:
+			s.abandon(k, resource, entry, wid)
+			return domain.Acquired{}, domain.ErrShuttingDown
 		}
 	}
 }
