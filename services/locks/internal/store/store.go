@@ -84,7 +84,6 @@ type Store struct {
 	closing chan struct{} // closed when Listen stops: waiting calls leave
 }
 
-
 // notice tells a waiting call that the lock was granted to it, or (recheck) that notices may
 // have been lost and it should look for itself.
 type notice struct {
