@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"context"
+	"log/slog"
 	"errors"
 	"fmt"
 	"testing"
@@ -11,6 +12,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
+	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/services/locks/service"
 )
 
 func TestWaitersServedInArrivalOrder(t *testing.T) {
@@ -130,5 +134,32 @@ func TestWaiterGetsLockAtExpiry(t *testing.T) {
 	}
 	if late := now - h.GetExpiresAt(); late > 1500 {
 		t.Errorf("waiter got the lock %d ms after the lease ended; the expiry alarm should hand it over promptly", late)
+	}
+}
+
+func TestDrainingReplicaSendsWaitersAway(t *testing.T) {
+	t.Parallel()
+	rdbEnv := startLocks(t) // a second replica on the same keys, which outlives the first
+	o := service.Options{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: rdbEnv.prefix, Shards: 4, Logger: slog.New(slog.DiscardHandler)}
+	addr, stop := runStoppable(t, o)
+	c := locksv1.NewLockServiceClient(dial(t, addr))
+	acquire(t, rdbEnv.locks, "drain", "holder", 30000, 0)
+
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Acquire(context.Background(), &locksv1.AcquireRequest{Resource: "drain", Owner: "waiter", WaitMs: ms(30000)})
+		errc <- err
+	}()
+	waitFor(t, "waiter queued", func() bool { return rdbEnv.queueLen(t, "drain") == 1 })
+	stop()
+	if err := <-errc; status.Code(err) != codes.Unavailable {
+		t.Errorf("waiting Acquire on a draining replica = %v, want Unavailable", err)
+	}
+	if n := rdbEnv.queueLen(t, "drain"); n != 0 {
+		t.Errorf("queue holds %d waiters after their replica drained, want 0", n)
+	}
+	release(t, rdbEnv.locks, "drain", "holder")
+	if g, _ := rdbEnv.locks.Get(context.Background(), &locksv1.GetRequest{Resource: "drain"}); g.GetHeld() {
+		t.Errorf("Get(drain) = %v, want free: the gone waiter must not be granted it", g)
 	}
 }
