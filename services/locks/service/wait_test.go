@@ -2,9 +2,9 @@ package service_test
 
 import (
 	"context"
-	"log/slog"
 	"errors"
 	"fmt"
+	"log/slog"
 	"testing"
 	"time"
 
