@@ -163,6 +163,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	}
 	mux.HandleFunc("GET /{$}", g.root)
 	mux.HandleFunc("GET /healthz", g.healthz)
+	g.adminRoutes(mux)
 	mux.Handle("GET /ui/", uiHandler())
 	mux.Handle("GET /metrics", promhttp.Handler())
 	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, _ *http.Request) {
