@@ -61,3 +61,18 @@ test: redis-image
 # Runs every service and the gateway in one process (see README).
 run:
 	go run ./cmd/vigil dev
+
+# --- Deployment: images, compose, cluster and fault suites (docs/OPERATIONS.md) ---
+.PHONY: compose-up compose-down test-cluster test-faults k8s-validate
+
+# One FROM scratch image per service and the gateway, from binaries compiled here.
+images: redis-image
+	deploy/images.sh
+
+# The whole system under compose (one Redis per domain), waiting until every container is healthy.
+compose-up: images
+	deploy/compose-up.sh
+
+compose-down:
+	@if docker compose version >/dev/null 2>&1; then c="docker compose"; else c=docker-compose; fi; \
+	$$c -f deploy/docker-compose.yml -p $${VIGIL_COMPOSE_PROJECT:-vigil} down -v

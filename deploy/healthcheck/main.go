@@ -1,0 +1,86 @@
+// Command healthcheck is the health probe baked into Vigil's scratch images, which have no
+// shell, curl or grpc_health_probe. It exits 0 when the target is healthy and 1 otherwise:
+//
+//	healthcheck grpc://127.0.0.1:7001      gRPC health check of the server (service "")
+//	healthcheck http://127.0.0.1:8080/healthz   HTTP GET answering 2xx
+//
+// A second argument bounds the check (default 2s).
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: healthcheck grpc://host:port | http://host:port/path [timeout]")
+		os.Exit(2)
+	}
+	timeout := 2 * time.Second
+	if len(os.Args) > 2 {
+		d, err := time.ParseDuration(os.Args[2])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "healthcheck: bad timeout:", err)
+			os.Exit(2)
+		}
+		timeout = d
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := check(ctx, os.Args[1]); err != nil {
+		fmt.Fprintln(os.Stderr, "unhealthy:", err)
+		os.Exit(1)
+	}
+}
+
+func check(ctx context.Context, target string) error {
+	switch {
+	case strings.HasPrefix(target, "grpc://"):
+		return checkGRPC(ctx, strings.TrimPrefix(target, "grpc://"))
+	case strings.HasPrefix(target, "http://"):
+		return checkHTTP(ctx, target)
+	default:
+		return fmt.Errorf("target %q: want grpc://host:port or http://host:port/path", target)
+	}
+}
+
+func checkGRPC(ctx context.Context, addr string) error {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	res, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		return err
+	}
+	if res.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		return fmt.Errorf("%s is %s", addr, res.GetStatus())
+	}
+	return nil
+}
+
+func checkHTTP(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode/100 != 2 {
+		return fmt.Errorf("GET %s: %s", url, res.Status)
+	}
+	return nil
+}

@@ -1,0 +1,50 @@
+// Command gateway runs Vigil's edge: REST and WebSocket in front of the domain services' gRPC.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/vigil-dev/vigil/gateway"
+	"github.com/vigil-dev/vigil/pkg/config"
+)
+
+func main() {
+	fs := flag.NewFlagSet("gateway", flag.ExitOnError)
+	addr := config.String(fs, "addr", "VIGIL_HTTP_ADDR", ":8080", "HTTP listen address")
+	reservations := config.String(fs, "reservations-addr", "VIGIL_RESERVATIONS_ADDR", "", "reservations service gRPC address; empty: not served")
+	locks := config.String(fs, "locks-addr", "VIGIL_LOCKS_ADDR", "", "locks service gRPC address; empty: not served")
+	chat := config.String(fs, "chat-addr", "VIGIL_CHAT_ADDR", "", "chat service gRPC address; empty: not served")
+	lobby := config.String(fs, "lobby-addr", "VIGIL_LOBBY_ADDR", "", "lobby service gRPC address; empty: not served")
+	room := config.String(fs, "room-addr", "VIGIL_ROOM_ADDR", "", "room service gRPC address; empty: not served")
+	maxBody := config.Int(fs, "max-body-bytes", "VIGIL_MAX_BODY_BYTES", 64<<10, "largest request body accepted (413 above)")
+	drain := config.Duration(fs, "drain-timeout", "VIGIL_DRAIN_TIMEOUT", 10*time.Second, "graceful shutdown deadline")
+	logFormat := config.String(fs, "log-format", "VIGIL_LOG_FORMAT", "json", "log format: json or text")
+	logLevel := config.String(fs, "log-level", "VIGIL_LOG_LEVEL", "info", "log level: debug, info, warn, error")
+	_ = fs.Parse(os.Args[1:])
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := gateway.Run(ctx, gateway.Options{
+		Addr: *addr,
+		Backends: gateway.Backends{
+			Reservations: *reservations,
+			Locks:        *locks,
+			Chat:         *chat,
+			Lobby:        *lobby,
+			Room:         *room,
+		},
+		MaxBodyBytes: int64(*maxBody),
+		DrainTimeout: *drain,
+		Logger:       config.Logger(*logFormat, *logLevel),
+	}, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gateway:", err)
+		os.Exit(1)
+	}
+}
