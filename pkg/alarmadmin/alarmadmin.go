@@ -160,7 +160,7 @@ func (s *Server) LookupObject(ctx context.Context, req *adminv1.LookupObjectRequ
 		}
 		if obj != nil {
 			res.Found = true
-			res.Object = objectStruct(obj.ProtoReflect())
+			res.Object = Struct(obj)
 		}
 	}
 	a, ok, err := s.q.Alarm(ctx, id)
@@ -219,8 +219,10 @@ func deadProto(d alarm.DeadLetter) *adminv1.DeadLetter {
 	return &adminv1.DeadLetter{Id: d.ID, Shard: int32(d.Shard), Attempts: int32(d.Attempts), Error: d.Error, DeadAt: d.At.UnixMilli()}
 }
 
-// objectStruct renders a domain message with its JSON field names, numbers as numbers (ms
-// timestamps fit a double exactly) and unset optional fields as null, as the gateway does.
+// Struct renders a message with its JSON field names, numbers as numbers (ms timestamps fit a
+// double exactly) and unset optional fields as null: the JSON the gateway shows.
+func Struct(msg proto.Message) *structpb.Struct { return objectStruct(msg.ProtoReflect()) }
+
 func objectStruct(m protoreflect.Message) *structpb.Struct {
 	fields := map[string]*structpb.Value{}
 	fds := m.Descriptor().Fields()
