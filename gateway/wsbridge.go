@@ -234,11 +234,11 @@ func (s *wsSocket) writeLoop() {
 }
 
 func (s *wsSocket) writeBatch(batch [][]byte) error {
-	ctx, cancel := context.WithTimeout(context.Background(), s.lim.WriteTimeout)
-	defer cancel()
 	s.nc.cork()
 	for _, f := range batch {
-		if err := s.c.Write(ctx, websocket.MessageText, f); err != nil {
+		// Corked writes only fill a buffer, so they need no deadline (and skip the library's
+		// per-write timer); uncork's network write has one.
+		if err := s.c.Write(context.Background(), websocket.MessageText, f); err != nil {
 			_ = s.nc.uncork(s.lim.WriteTimeout)
 			return err
 		}

@@ -1,0 +1,378 @@
+// Command chatbench measures the chat WebSocket bridge: deliveries per second and delivery
+// latency in one room with many sockets, and the gateway's memory per idle socket. It is a
+// benchmark, not a test: run it by hand (see docs/BENCHMARKS.md).
+//
+//	chatbench server -redis redis://127.0.0.1:6379/0     # chat + gateway, in this process
+//	chatbench load -sockets 1000 -rates 200,500,1000      # clients, in another process
+//
+// The server and the clients run in separate processes so the memory figures are the
+// gateway's (plus the chat service's, which holds nothing per socket) and nothing else.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/vigil-dev/vigil/gateway"
+	"github.com/vigil-dev/vigil/pkg/redisx"
+	chatservice "github.com/vigil-dev/vigil/services/chat/service"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: chatbench server|load [flags]")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "server":
+		err = server(os.Args[2:])
+	case "load":
+		err = load(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown mode %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chatbench:", err)
+		os.Exit(1)
+	}
+}
+
+// server runs one chat replica and the gateway, plus /mem on the stats address.
+func server(args []string) error {
+	fs := flag.NewFlagSet("server", flag.ExitOnError)
+	redisURL := fs.String("redis", "redis://127.0.0.1:6379/0", "Redis URL")
+	addr := fs.String("addr", "127.0.0.1:8089", "gateway address")
+	chatAddr := fs.String("chat", "127.0.0.1:7089", "chat gRPC address")
+	stats := fs.String("stats", "127.0.0.1:8090", "address of the /mem endpoint")
+	_ = fs.Parse(args)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	prefix := "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	errc := make(chan error, 3)
+	go func() {
+		errc <- chatservice.Run(ctx, chatservice.Options{GRPCAddr: *chatAddr, Redis: redisx.Config{URL: *redisURL}, Prefix: prefix, Logger: log}, nil)
+	}()
+	go func() {
+		errc <- gateway.Run(ctx, gateway.Options{Addr: *addr, Backends: gateway.Backends{Chat: *chatAddr}, Logger: log}, nil)
+	}()
+	go func() {
+		mux := http.NewServeMux()
+		mux.HandleFunc("GET /mem", func(w http.ResponseWriter, _ *http.Request) {
+			runtime.GC()
+			debug.FreeOSMemory()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			_ = json.NewEncoder(w).Encode(map[string]uint64{
+				"heapInuse": ms.HeapInuse, "stackInuse": ms.StackInuse, "goroutines": uint64(runtime.NumGoroutine()),
+				"rss": rss(),
+			})
+		})
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		errc <- http.ListenAndServe(*stats, mux)
+	}()
+	fmt.Fprintf(os.Stderr, "chatbench server: gateway %s, chat %s, stats %s\n", *addr, *chatAddr, *stats)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// rss is the process's resident set in bytes, from /proc.
+func rss() uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			f := strings.Fields(line)
+			kb, _ := strconv.ParseUint(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+type memStats struct {
+	HeapInuse, StackInuse, Goroutines, RSS uint64
+}
+
+func readMem(url string) (memStats, error) {
+	res, err := http.Get(url)
+	if err != nil {
+		return memStats{}, err
+	}
+	defer res.Body.Close()
+	var m map[string]uint64
+	if err := json.NewDecoder(res.Body).Decode(&m); err != nil {
+		return memStats{}, err
+	}
+	return memStats{HeapInuse: m["heapInuse"], StackInuse: m["stackInuse"], Goroutines: m["goroutines"], RSS: m["rss"]}, nil
+}
+
+// client is one benchmark socket: a minimal WebSocket client, so the measuring process spends
+// little per frame (it reads whole bursts through one 64 KiB buffer).
+type client struct {
+	conn      net.Conn
+	br        *bufio.Reader
+	wmu       sync.Mutex
+	buf       []byte
+	delivered atomic.Int64
+	mu        sync.Mutex
+	lat       []time.Duration
+	record    atomic.Bool
+}
+
+func load(args []string) error {
+	fs := flag.NewFlagSet("load", flag.ExitOnError)
+	gw := fs.String("gw", "127.0.0.1:8089", "gateway address")
+	stats := fs.String("stats", "127.0.0.1:8090", "server's stats address")
+	n := fs.Int("sockets", 1000, "sockets in the room")
+	senders := fs.Int("senders", 50, "how many of the sockets send")
+	rates := fs.String("rates", "100,200,500,1000", "offered messages per second, comma-separated; one run each")
+	dur := fs.Duration("duration", 10*time.Second, "measured time per rate")
+	warm := fs.Duration("warmup", 2*time.Second, "unmeasured time before each run")
+	room := fs.String("room", "bench", "room name")
+	_ = fs.Parse(args)
+	memURL := "http://" + *stats + "/mem"
+
+	before, err := readMem(memURL)
+	if err != nil {
+		return err
+	}
+	clients := make([]*client, *n)
+	for i := range clients {
+		c, err := dialRaw(*gw, fmt.Sprintf("/websocket?room=%s&userId=b%d", *room, i))
+		if err != nil {
+			return fmt.Errorf("dial socket %d: %w", i, err)
+		}
+		if _, _, err := c.readFrame(); err != nil { // the history frame
+			return fmt.Errorf("socket %d history: %w", i, err)
+		}
+		clients[i] = c
+	}
+	after, err := readMem(memURL)
+	if err != nil {
+		return err
+	}
+	per := func(a, b uint64) float64 { return (float64(a) - float64(b)) / float64(*n) / 1024 }
+	fmt.Printf("idle sockets: %d\n", *n)
+	fmt.Printf("  gateway process, per idle socket: heap+stack %.1f KiB (heap %.1f, stack %.1f), RSS %.1f KiB, goroutines %+d\n",
+		per(after.HeapInuse+after.StackInuse, before.HeapInuse+before.StackInuse), per(after.HeapInuse, before.HeapInuse),
+		per(after.StackInuse, before.StackInuse), per(after.RSS, before.RSS), int64(after.Goroutines)-int64(before.Goroutines))
+
+	for _, c := range clients {
+		go c.readLoop()
+	}
+	fmt.Printf("\n| offered msg/s | delivered/s | p50 | p99 | max |\n|---:|---:|---:|---:|---:|\n")
+	for _, rs := range strings.Split(*rates, ",") {
+		rate, err := strconv.Atoi(strings.TrimSpace(rs))
+		if err != nil {
+			return err
+		}
+		run(clients[:min(*senders, *n)], clients, rate, *warm, *dur)
+	}
+	for _, c := range clients {
+		_ = c.conn.Close()
+	}
+	return nil
+}
+
+// run offers rate messages a second, spread over the senders, and reports what the sockets
+// received in dur after warm.
+func run(senders, all []*client, rate int, warm, dur time.Duration) {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	per := float64(rate) / float64(len(senders))
+	for _, s := range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			interval := time.Duration(float64(time.Second) / per)
+			t := time.NewTicker(interval)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+					body := `{"body":"t` + strconv.FormatInt(time.Now().UnixNano(), 10) + `"}`
+					_ = s.write(opText, []byte(body))
+				}
+			}
+		}()
+	}
+	time.Sleep(warm) // a benchmark's warm-up, not a test's wait
+	for _, c := range all {
+		c.mu.Lock()
+		c.lat = c.lat[:0]
+		c.mu.Unlock()
+		c.delivered.Store(0)
+		c.record.Store(true)
+	}
+	start := time.Now()
+	time.Sleep(dur)
+	var delivered int64
+	var lat []time.Duration
+	for _, c := range all {
+		c.record.Store(false)
+		delivered += c.delivered.Load()
+		c.mu.Lock()
+		lat = append(lat, c.lat...)
+		c.mu.Unlock()
+	}
+	elapsed := time.Since(start)
+	close(stop)
+	wg.Wait()
+	slices.Sort(lat)
+	q := func(p float64) time.Duration {
+		if len(lat) == 0 {
+			return 0
+		}
+		return lat[min(len(lat)-1, int(p*float64(len(lat))))].Round(10 * time.Microsecond)
+	}
+	fmt.Printf("| %d | %.0f | %v | %v | %v |\n", rate, float64(delivered)/elapsed.Seconds(), q(0.50), q(0.99), q(1))
+	// Let the room drain before the next rate.
+	time.Sleep(2 * time.Second)
+}
+
+var bodyMark = []byte(`"body":"t`)
+
+func (c *client) readLoop() {
+	for {
+		op, data, err := c.readFrame()
+		if err != nil {
+			return
+		}
+		if op == opPing {
+			_ = c.write(opPong, data)
+			continue
+		}
+		if !c.record.Load() {
+			continue
+		}
+		i := bytes.Index(data, bodyMark)
+		if i < 0 {
+			continue
+		}
+		rest := data[i+len(bodyMark):]
+		j := bytes.IndexByte(rest, '"')
+		if j < 0 {
+			continue
+		}
+		sent, err := strconv.ParseInt(string(rest[:j]), 10, 64)
+		if err != nil {
+			continue
+		}
+		d := time.Duration(time.Now().UnixNano() - sent)
+		c.delivered.Add(1)
+		c.mu.Lock()
+		c.lat = append(c.lat, d)
+		c.mu.Unlock()
+	}
+}
+
+// WebSocket opcodes.
+const (
+	opText = 0x1
+	opPing = 0x9
+	opPong = 0xA
+)
+
+func dialRaw(addr, path string) (*client, error) {
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n", path, addr)
+	br := bufio.NewReaderSize(conn, 64<<10)
+	res, err := http.ReadResponse(br, nil)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if res.StatusCode != http.StatusSwitchingProtocols {
+		conn.Close()
+		return nil, fmt.Errorf("upgrade answered %s", res.Status)
+	}
+	return &client{conn: conn, br: br}, nil
+}
+
+// readFrame reads one unfragmented server frame (servers do not mask). The payload is valid
+// until the next call.
+func (c *client) readFrame() (byte, []byte, error) {
+	var h [2]byte
+	if _, err := io.ReadFull(c.br, h[:]); err != nil {
+		return 0, nil, err
+	}
+	n := uint64(h[1] & 0x7f)
+	switch n {
+	case 126:
+		var b [2]byte
+		if _, err := io.ReadFull(c.br, b[:]); err != nil {
+			return 0, nil, err
+		}
+		n = uint64(binary.BigEndian.Uint16(b[:]))
+	case 127:
+		var b [8]byte
+		if _, err := io.ReadFull(c.br, b[:]); err != nil {
+			return 0, nil, err
+		}
+		n = binary.BigEndian.Uint64(b[:])
+	}
+	if uint64(cap(c.buf)) < n {
+		c.buf = make([]byte, n)
+	}
+	c.buf = c.buf[:n]
+	if _, err := io.ReadFull(c.br, c.buf); err != nil {
+		return 0, nil, err
+	}
+	return h[0] & 0x0f, c.buf, nil
+}
+
+// write sends one masked frame (mask key 0: the payload goes as is).
+func (c *client) write(op byte, p []byte) error {
+	f := make([]byte, 0, len(p)+14)
+	f = append(f, 0x80|op)
+	switch {
+	case len(p) < 126:
+		f = append(f, 0x80|byte(len(p)))
+	case len(p) < 1<<16:
+		f = append(f, 0x80|126, byte(len(p)>>8), byte(len(p)))
+	default:
+		f = append(f, 0x80|127)
+		f = binary.BigEndian.AppendUint64(f, uint64(len(p)))
+	}
+	f = append(f, 0, 0, 0, 0)
+	f = append(f, p...)
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err := c.conn.Write(f)
+	return err
+}
