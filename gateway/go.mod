@@ -82,9 +82,15 @@ replace github.com/vigil-dev/vigil/pkg => ../pkg
 require (
 	github.com/coder/websocket v1.8.15
 	github.com/vigil-dev/vigil/services/chat v0.0.0
+	github.com/vigil-dev/vigil/services/lobby v0.0.0
 	github.com/vigil-dev/vigil/services/reservations v0.0.0
+	github.com/vigil-dev/vigil/services/room v0.0.0
 )
 
 replace github.com/vigil-dev/vigil/services/reservations => ../services/reservations
 
 replace github.com/vigil-dev/vigil/services/chat => ../services/chat
+
+replace github.com/vigil-dev/vigil/services/lobby => ../services/lobby
+
+replace github.com/vigil-dev/vigil/services/room => ../services/room

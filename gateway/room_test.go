@@ -1,0 +1,296 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/redisx"
+	lobbyservice "github.com/vigil-dev/vigil/services/lobby/service"
+	roomservice "github.com/vigil-dev/vigil/services/room/service"
+)
+
+// startRoomStack runs a Lobby, a Room replica and a gateway in front of them on this test's
+// key prefix, with the given idle TTL and a one-second prune grace.
+func startRoomStack(t *testing.T, idleTTL time.Duration) string {
+	t.Helper()
+	_, prefix := redistest.Client(t) // removes the prefix's keys at the end
+	url := redistest.URL(t)
+	lobby := startService(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
+		return lobbyservice.Run(ctx, lobbyservice.Options{
+			Redis: redisx.Config{URL: url}, Prefix: prefix + "-lobby", IdleTTL: idleTTL, PruneGrace: time.Second,
+			Logger: testLogger(t),
+		}, ready)
+	})
+	room := startService(t, "room", func(ctx context.Context, ready func(net.Addr)) error {
+		return roomservice.Run(ctx, roomservice.Options{
+			Redis: redisx.Config{URL: url}, Prefix: prefix + "-room", Shards: 4, LobbyAddr: lobby.addr,
+			IdleTTL: idleTTL, SessionLease: 3 * time.Second, Logger: testLogger(t),
+		}, ready)
+	})
+	return startGateway(t, Backends{Lobby: lobby.addr, Room: room.addr}).URL
+}
+
+// roomSocket is a test's practice-room WebSocket; a goroutine reads its frames.
+type roomSocket struct {
+	t      *testing.T
+	c      *websocket.Conn
+	frames chan map[string]any
+	closed chan error
+}
+
+// dialRoom opens GET /rooms/{code}/websocket?query; on a refusal it returns the HTTP status.
+func dialRoom(t *testing.T, gwURL, code, query string) (*roomSocket, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	u := "ws" + strings.TrimPrefix(gwURL, "http") + "/rooms/" + code + "/websocket?" + query
+	c, res, err := websocket.Dial(ctx, u, nil)
+	if err != nil {
+		if res == nil {
+			t.Fatalf("dial %s: %v", u, err)
+		}
+		return nil, res.StatusCode
+	}
+	s := &roomSocket{t: t, c: c, frames: make(chan map[string]any, 1000), closed: make(chan error, 1)}
+	go func() {
+		for {
+			_, data, err := c.Read(context.Background())
+			if err != nil {
+				s.closed <- err
+				return
+			}
+			var f map[string]any
+			dec := json.NewDecoder(strings.NewReader(string(data)))
+			dec.UseNumber()
+			if err := dec.Decode(&f); err != nil {
+				s.closed <- fmt.Errorf("frame %q is not JSON: %w", data, err)
+				return
+			}
+			s.frames <- f
+		}
+	}()
+	t.Cleanup(func() { _ = c.CloseNow() })
+	return s, http.StatusSwitchingProtocols
+}
+
+func mustDialRoom(t *testing.T, gwURL, code, query string) *roomSocket {
+	t.Helper()
+	s, status := dialRoom(t, gwURL, code, query)
+	if s == nil {
+		t.Fatalf("dial room %s?%s: HTTP %d", code, query, status)
+	}
+	return s
+}
+
+func (s *roomSocket) send(frame string) {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.c.Write(ctx, websocket.MessageText, []byte(frame)); err != nil {
+		s.t.Fatalf("send %s: %v", frame, err)
+	}
+}
+
+// next waits for the next frame of type typ, skipping others (occupancy frames come and go).
+func (s *roomSocket) next(typ string) map[string]any {
+	s.t.Helper()
+	deadline := time.After(3 * time.Second)
+	for {
+		select {
+		case f := <-s.frames:
+			if f["type"] == typ {
+				return f
+			}
+		case err := <-s.closed:
+			s.t.Fatalf("socket closed (%v) while waiting for a %s frame", err, typ)
+		case <-deadline:
+			s.t.Fatalf("no %s frame within 3s", typ)
+		}
+	}
+}
+
+// closedWith waits for the socket to be closed and returns the close code and reason.
+func (s *roomSocket) closedWith(within time.Duration) (websocket.StatusCode, string) {
+	s.t.Helper()
+	deadline := time.After(within)
+	for {
+		select {
+		case <-s.frames:
+		case err := <-s.closed:
+			var ce websocket.CloseError
+			if !errors.As(err, &ce) {
+				s.t.Fatalf("socket ended with %v, want a close frame", err)
+			}
+			return ce.Code, ce.Reason
+		case <-deadline:
+			s.t.Fatalf("socket still open after %v", within)
+		}
+	}
+}
+
+func lobbyViewers(t *testing.T, gwURL, code string, viewers int64, leader bool) func() error {
+	return func() error {
+		r := call(t, "GET", gwURL+"/lobby/rooms/"+code, "")
+		v, _ := r.body["viewers"].(json.Number).Int64()
+		if r.code != http.StatusOK || v != viewers || r.body["leaderPresent"] != leader {
+			return fmt.Errorf("GET room = %d %s, want %d viewers, leaderPresent %v", r.code, r.raw, viewers, leader)
+		}
+		return nil
+	}
+}
+
+func TestPracticeRoomOverGateway(t *testing.T) {
+	t.Parallel()
+	gw := startRoomStack(t, time.Hour)
+
+	created := call(t, "POST", gw+"/lobby/rooms", `{"name": "Team A", "video": {"title": "Routine", "durationMs": 180000}}`)
+	if created.code != http.StatusCreated {
+		t.Fatalf("POST /lobby/rooms = %d %s, want 201", created.code, created.raw)
+	}
+	code, _ := created.body["code"].(string)
+	token, _ := created.body["leaderToken"].(string)
+	room, _ := created.body["room"].(map[string]any)
+	if code == "" || token == "" || room["name"] != "Team A" || room["viewers"] != json.Number("0") {
+		t.Fatalf("POST /lobby/rooms body = %s", created.raw)
+	}
+	if _, ok := room["lastActivity"].(json.Number); !ok {
+		t.Fatalf("lastActivity is not a JSON number: %s", created.raw)
+	}
+	list := call(t, "GET", gw+"/lobby/rooms", "")
+	if rooms, _ := list.body["rooms"].([]any); list.code != http.StatusOK || len(rooms) != 1 || rooms[0].(map[string]any)["code"] != code {
+		t.Fatalf("GET /lobby/rooms = %d %s, want the one room", list.code, list.raw)
+	}
+
+	// Refusals happen before the upgrade.
+	if _, status := dialRoom(t, gw, code, "role=leader&clientId=lead"); status != http.StatusUnauthorized {
+		t.Fatalf("leader without a token: HTTP %d, want 401", status)
+	}
+	if _, status := dialRoom(t, gw, code, "role=leader&clientId=lead&token=wrong"); status != http.StatusUnauthorized {
+		t.Fatalf("leader with a wrong token: HTTP %d, want 401", status)
+	}
+	if _, status := dialRoom(t, gw, "nosuch", "role=viewer&clientId=v"); status != http.StatusNotFound {
+		t.Fatalf("viewer of a missing room: HTTP %d, want 404", status)
+	}
+	if _, status := dialRoom(t, gw, code, "role=boss"); status != http.StatusBadRequest {
+		t.Fatalf("role=boss: HTTP %d, want 400", status)
+	}
+	if r := call(t, "GET", gw+"/rooms/"+code+"/websocket", ""); r.code != http.StatusUpgradeRequired {
+		t.Fatalf("plain GET of the socket route = %d, want 426", r.code)
+	}
+
+	lead := mustDialRoom(t, gw, code, "role=leader&clientId=lead&token="+token)
+	if st := lead.next("state"); st["video"].(map[string]any)["title"] != "Routine" {
+		t.Fatalf("leader's state = %v", st)
+	}
+	v1 := mustDialRoom(t, gw, code, "role=viewer&clientId=v1")
+	v2 := mustDialRoom(t, gw, code, "role=viewer&clientId=v2")
+	v1.next("state")
+	v2.next("state")
+	eventually(t, 2*time.Second, lobbyViewers(t, gw, code, 2, true))
+
+	lead.send(`{"type": "sync", "playing": true, "positionMs": 5000}`)
+	for _, v := range []*roomSocket{v1, v2} {
+		f := v.next("sync")
+		if f["playing"] != true || f["positionMs"] != json.Number("5000") {
+			t.Fatalf("viewer's sync = %v, want playing at 5000", f)
+		}
+		if _, ok := f["at"].(json.Number); !ok {
+			t.Fatalf("sync frame not stamped: %v", f)
+		}
+	}
+	v1.send(`{"type": "sync", "playing": false, "positionMs": 0}`)
+	if e := v1.next("error"); !strings.Contains(e["error"].(string), "leader") {
+		t.Fatalf("viewer's control frame answered %v, want an error about the leader", e)
+	}
+	lead.send(`{"type": "sync", "playing": "yes", "positionMs": 1}`)
+	lead.next("error")
+	lead.send(`{"type": "formation", "formation": {"rows": [["ana", "ben"], ["cy"]]}}`)
+	if f := v2.next("formation"); f["formation"].(map[string]any)["rows"] == nil {
+		t.Fatalf("formation frame = %v", f)
+	}
+
+	late := mustDialRoom(t, gw, code, "role=viewer&clientId=late")
+	st := late.next("state")
+	if pb := st["playback"].(map[string]any); pb["playing"] != true || pb["positionMs"] != json.Number("5000") {
+		t.Fatalf("late joiner's playback = %v, want playing at 5000", pb)
+	}
+	if st["viewers"] != json.Number("3") || st["leaderPresent"] != true || st["formation"] == nil {
+		t.Fatalf("late joiner's state = %v", st)
+	}
+	lead.next("occupancy")
+
+	_ = v2.c.Close(websocket.StatusNormalClosure, "bye")
+	eventually(t, time.Second, lobbyViewers(t, gw, code, 2, true))
+
+	if r := call(t, "DELETE", gw+"/lobby/rooms/"+code, ""); r.code != http.StatusUnauthorized {
+		t.Fatalf("DELETE without a token = %d %s, want 401", r.code, r.raw)
+	}
+	if r := call(t, "DELETE", gw+"/lobby/rooms/"+code, "", "Authorization", "Bearer wrong"); r.code != http.StatusUnauthorized {
+		t.Fatalf("DELETE with a wrong token = %d %s, want 401", r.code, r.raw)
+	}
+	if r := call(t, "DELETE", gw+"/lobby/rooms/"+code, "", "Authorization", "Bearer "+token); r.code != http.StatusNoContent {
+		t.Fatalf("DELETE with the token = %d %s, want 204", r.code, r.raw)
+	}
+	for _, s := range []*roomSocket{lead, v1, late} {
+		if c, reason := s.closedWith(3 * time.Second); c != 4000 || reason != "ended" {
+			t.Fatalf("socket closed with %d %q, want 4000 ended", c, reason)
+		}
+	}
+	if r := call(t, "GET", gw+"/lobby/rooms/"+code, ""); r.code != http.StatusNotFound {
+		t.Fatalf("GET an ended room = %d, want 404", r.code)
+	}
+}
+
+func TestPracticeRoomExpiresOverGateway(t *testing.T) {
+	t.Parallel()
+	const ttl = time.Second
+	gw := startRoomStack(t, ttl)
+	created := call(t, "POST", gw+"/lobby/rooms", `{"name": "Short", "video": {"title": "Clip", "durationMs": 1000}}`)
+	code, _ := created.body["code"].(string)
+	v := mustDialRoom(t, gw, code, "role=viewer&clientId=v")
+	v.next("state")
+	if c, reason := v.closedWith(ttl + 3*time.Second); c != 4000 || reason != "expired" {
+		t.Fatalf("socket closed with %d %q, want 4000 expired", c, reason)
+	}
+	// Sockets close first, then the room leaves the Lobby.
+	eventually(t, time.Second, func() error {
+		list := call(t, "GET", gw+"/lobby/rooms", "")
+		if rooms, _ := list.body["rooms"].([]any); len(rooms) != 0 {
+			return fmt.Errorf("GET /lobby/rooms after expiry = %s, want no rooms", list.raw)
+		}
+		return nil
+	})
+}
+
+func TestLobbyRESTErrors(t *testing.T) {
+	t.Parallel()
+	gw := startRoomStack(t, time.Hour)
+	for _, tc := range []struct{ body, want string }{
+		{`{"name": "", "video": {"title": "t", "durationMs": 1}}`, "Give the room a name of 1-80 printable characters."},
+		{`{"name": "n"}`, "Describe the video: {\"title\", \"durationMs\"}."},
+		{`{"name": "n", "video": {"title": "t", "durationMs": "12"}}`, "video.durationMs must be an integer from 1 through 86400000."},
+		{`{"name": "n", "video": {"title": "t", "durationMs": 0}}`, "video.durationMs must be an integer from 1 through 86400000."},
+		{``, "Send a JSON request body."},
+	} {
+		r := call(t, "POST", gw+"/lobby/rooms", tc.body)
+		if r.code != http.StatusBadRequest || r.body["error"] != tc.want {
+			t.Errorf("POST /lobby/rooms %s = %d %s, want 400 %q", tc.body, r.code, r.raw, tc.want)
+		}
+	}
+	if r := call(t, "GET", gw+"/lobby/rooms/Not_A_Code", ""); r.code != http.StatusBadRequest {
+		t.Errorf("GET a malformed code = %d %s, want 400", r.code, r.raw)
+	}
+	if r := call(t, "GET", gw+"/lobby/rooms/nosuch", ""); r.code != http.StatusNotFound {
+		t.Errorf("GET a missing room = %d %s, want 404", r.code, r.raw)
+	}
+}
