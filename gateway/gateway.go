@@ -21,7 +21,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -46,6 +45,9 @@ type Options struct {
 	DialOptions []grpc.DialOption
 	// DrainTimeout bounds the graceful shutdown. Default 10s.
 	DrainTimeout time.Duration
+	// Security: API keys, TLS, origin checks and abuse limits (security.go). Default: the
+	// development mode, everything open.
+	Security Security
 }
 
 // Backends are the gRPC addresses (host:port) of the domain services.
@@ -110,7 +112,10 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		o.DrainTimeout = 10 * time.Second
 	}
 	if len(o.DialOptions) == 0 {
-		o.DialOptions = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+		var err error
+		if o.DialOptions, err = o.Security.dialOptions(); err != nil {
+			return nil, err
+		}
 	}
 	g := &Gateway{o: o, conns: map[string]*grpc.ClientConn{}, log: o.Logger}
 	m := &apiMarshaler{allowEmpty: map[protoreflect.FullName]bool{}, fieldErrors: map[protoreflect.FullName]string{}}
@@ -173,7 +178,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		_, _ = w.Write(openapiJSON)
 	})
 	mux.Handle("/", g.limitBody(gw))
-	g.handler = mux
+	g.handler = g.secure(mux)
 	return g, nil
 }
 
@@ -198,6 +203,9 @@ func Run(ctx context.Context, o Options, ready func(addr net.Addr)) error {
 	lis, err := net.Listen("tcp", g.o.Addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", g.o.Addr, err)
+	}
+	if lis, err = g.o.Security.listener(lis); err != nil {
+		return err
 	}
 	srv := &http.Server{Handler: g.handler, ReadHeaderTimeout: 10 * time.Second}
 	g.log.Info("gateway serving", "event", "start", "service", "gateway", "http", lis.Addr().String())

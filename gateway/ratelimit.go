@@ -1,0 +1,279 @@
+package gateway
+
+// Abuse limits at the edge: a token bucket per API key (or per client address for requests
+// without a key) answering 429 with Retry-After, a quota of rooms created per key, and a cap on
+// the sockets this gateway holds per room. Per-socket frame rate and size limits live in the
+// WebSocket bridge (wsLimits), fed from Limits.
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Limits bound what one client may do. Every zero value has the default in its comment; a
+// negative value turns that limit off.
+type Limits struct {
+	// Rate is the requests a second one API key (or, without a key, one client address) may
+	// make on average; over it the gateway answers 429 with Retry-After. Default 100 when API
+	// keys are configured, off in the development mode (no keys).
+	Rate float64
+	// Burst is how many requests may come at once. Default 2 × Rate.
+	Burst int
+	// TrustedProxies are the load balancers whose X-Forwarded-For names the client address.
+	// Default none: the peer address is the client.
+	TrustedProxies []netip.Prefix
+	// RoomsPerHour is how many rooms one key (or address) may create an hour, in a bucket that
+	// starts full. Default 30 when API keys are configured, off in the development mode.
+	RoomsPerHour float64
+	// SocketsPerRoom is how many WebSockets this gateway holds for one chat or practice room;
+	// one more is refused with 429 before the upgrade. Default 10,000.
+	SocketsPerRoom int
+	// SocketRate and SocketBurst bound the frames a second one socket may send (extra frames
+	// get an error frame and are dropped). Defaults 20 and 40.
+	SocketRate  float64
+	SocketBurst int
+	// MaxFrameBytes is the largest frame a client may send; larger closes the socket with
+	// 1009. Default 16 KiB.
+	MaxFrameBytes int64
+	// MaxMessageBytes bounds one gRPC message between the gateway and a service, each way.
+	// Default 4 MiB.
+	MaxMessageBytes int
+}
+
+// withDefaults fills the zero values; auth says whether API keys are configured.
+func (l Limits) withDefaults(auth bool) Limits {
+	if l.Rate == 0 && auth {
+		l.Rate = 100
+	}
+	if l.Burst <= 0 {
+		l.Burst = int(math.Max(1, math.Ceil(2*l.Rate)))
+	}
+	if l.RoomsPerHour == 0 && auth {
+		l.RoomsPerHour = 30
+	}
+	if l.SocketsPerRoom == 0 {
+		l.SocketsPerRoom = 10_000
+	}
+	if l.SocketRate <= 0 {
+		l.SocketRate = 20
+	}
+	if l.SocketBurst <= 0 {
+		l.SocketBurst = 40
+	}
+	if l.MaxFrameBytes <= 0 {
+		l.MaxFrameBytes = 16 << 10
+	}
+	if l.MaxMessageBytes <= 0 {
+		l.MaxMessageBytes = 4 << 20
+	}
+	return l
+}
+
+// limiterSet is one token bucket per identity. Buckets idle long enough to have refilled are
+// dropped (a fresh one is the same), and the set never holds more than maxBuckets.
+type limiterSet struct {
+	limit rate.Limit
+	burst int
+	now   func() time.Time
+
+	mu        sync.Mutex
+	buckets   map[string]*bucket
+	lastSweep time.Time
+}
+
+type bucket struct {
+	l    *rate.Limiter
+	seen time.Time
+}
+
+const maxBuckets = 100_000
+
+// newLimiterSet makes a set of buckets of perSecond tokens a second, burst deep; nil when
+// perSecond is not positive (no limit).
+func newLimiterSet(perSecond float64, burst int, now func() time.Time) *limiterSet {
+	if perSecond <= 0 {
+		return nil
+	}
+	return &limiterSet{limit: rate.Limit(perSecond), burst: max(burst, 1), now: now, buckets: map[string]*bucket{}}
+}
+
+// allow takes a token from id's bucket. When there is none it says how long until there is.
+func (s *limiterSet) allow(id string) (bool, time.Duration) {
+	if s == nil {
+		return true, 0
+	}
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sweep(now)
+	b, ok := s.buckets[id]
+	if !ok {
+		b = &bucket{l: rate.NewLimiter(s.limit, s.burst)}
+		s.buckets[id] = b
+	}
+	b.seen = now
+	if b.l.AllowN(now, 1) {
+		return true, 0
+	}
+	r := b.l.ReserveN(now, 1)
+	wait := r.DelayFrom(now)
+	r.CancelAt(now)
+	return false, wait
+}
+
+// sweep drops buckets that have refilled, at most once a minute, and makes room when the set
+// is full.
+func (s *limiterSet) sweep(now time.Time) {
+	if now.Sub(s.lastSweep) < time.Minute && len(s.buckets) < maxBuckets {
+		return
+	}
+	s.lastSweep = now
+	refill := time.Duration(float64(s.burst) / float64(s.limit) * float64(time.Second))
+	for id, b := range s.buckets {
+		if now.Sub(b.seen) > refill {
+			delete(s.buckets, id)
+		}
+	}
+	for id := range s.buckets {
+		if len(s.buckets) < maxBuckets {
+			break
+		}
+		delete(s.buckets, id) // a flood of addresses: forget arbitrary ones rather than grow
+	}
+}
+
+// tooMany answers 429 with Retry-After in whole seconds (at least 1).
+func tooMany(w http.ResponseWriter, wait time.Duration, what string) {
+	secs := int(math.Ceil(wait.Seconds()))
+	if secs < 1 {
+		secs = 1
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	writeError(w, http.StatusTooManyRequests, fmt.Sprintf("Too many %s; try again in %d s.", what, secs))
+}
+
+// clientAddr is the request's client address: the peer, or, when the peer is a trusted proxy,
+// the right-most address in X-Forwarded-For that is not a trusted proxy.
+func clientAddr(r *http.Request, trusted []netip.Prefix) string {
+	peer := r.RemoteAddr
+	if host, _, err := net.SplitHostPort(peer); err == nil {
+		peer = host
+	}
+	isTrusted := func(s string) bool {
+		a, err := netip.ParseAddr(strings.TrimSpace(s))
+		if err != nil {
+			return false
+		}
+		for _, p := range trusted {
+			if p.Contains(a.Unmap()) {
+				return true
+			}
+		}
+		return false
+	}
+	if len(trusted) == 0 || !isTrusted(peer) {
+		return peer
+	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		h := strings.TrimSpace(hops[i])
+		if h != "" && !isTrusted(h) {
+			if _, err := netip.ParseAddr(h); err == nil {
+				return h
+			}
+			return peer
+		}
+	}
+	return peer
+}
+
+// socketCounts counts the sockets this gateway holds per room.
+type socketCounts struct {
+	max int
+	mu  sync.Mutex
+	n   map[string]int
+}
+
+func (c *socketCounts) acquire(room string) bool {
+	if c.max < 0 {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[room] >= c.max {
+		return false
+	}
+	c.n[room]++
+	return true
+}
+
+func (c *socketCounts) release(room string) {
+	if c.max < 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[room]--; c.n[room] <= 0 {
+		delete(c.n, room)
+	}
+}
+
+// socketRoom names the room a WebSocket upgrade joins ("chat/general", "room/abc123"), or ""
+// for a route that is not a room socket.
+func socketRoom(route string, r *http.Request) string {
+	switch route {
+	case "GET /websocket":
+		room := r.URL.Query().Get("room")
+		if room == "" {
+			room = "general"
+		}
+		return "chat/" + room
+	case "GET /rooms/{code}/websocket":
+		parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+		if len(parts) == 3 {
+			return "room/" + parts[1]
+		}
+	}
+	return ""
+}
+
+// countedWriter holds a room's socket slot until the hijacked connection closes, or until the
+// handler returns without hijacking (a refused upgrade).
+type countedWriter struct {
+	http.ResponseWriter
+	release  func()
+	hijacked bool
+}
+
+// Hijack implements http.Hijacker: the connection gives the slot back when it is closed.
+func (w *countedWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	nc, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	w.hijacked = true
+	return &releasingConn{Conn: nc, release: sync.OnceFunc(w.release)}, brw, nil
+}
+
+// Unwrap lets http.ResponseController reach the server's writer.
+func (w *countedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+type releasingConn struct {
+	net.Conn
+	release func()
+}
+
+func (c *releasingConn) Close() error {
+	c.release()
+	return c.Conn.Close()
+}

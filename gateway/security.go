@@ -1,0 +1,284 @@
+package gateway
+
+import (
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vigil-dev/vigil/pkg/config"
+	"github.com/vigil-dev/vigil/pkg/server"
+)
+
+// Security is the edge's protection: API keys and scopes, TLS on the listener and to the
+// services, WebSocket origin checks, and abuse limits. The zero value is the development
+// mode: no keys (every route open), plaintext, same-origin sockets, no request rate limit.
+// docs/SECURITY.md describes the threat model and how to configure each part.
+type Security struct {
+	// Keys are the API keys the gateway accepts (stored as hashes; see ParseAPIKeys). Empty:
+	// authentication is off.
+	Keys []APIKey
+	// AnonymousScopes are what a request without a key may do when Keys is set, e.g.
+	// "lobby:read lobby:join" for a public practice-room site. Default none.
+	AnonymousScopes []string
+	// SocketTokenTTL is how long a socket token from POST /auth/socket-token opens sockets.
+	// Default 1 minute.
+	SocketTokenTTL time.Duration
+	// SocketTokenSecret signs socket tokens; replicas behind one balancer need the same one.
+	// Default: random per process.
+	SocketTokenSecret []byte
+	// AllowedOrigins are the browser origins, besides the gateway's own host, that may open
+	// WebSockets: host patterns ("app.example.com", "*.example.com") or scheme://host patterns,
+	// as path.Match globs. A cross-site upgrade from any other origin gets 403. Requests
+	// without an Origin header (programs, not browsers) are not checked.
+	AllowedOrigins []string
+	// TLS serves HTTPS with CertFile/KeyFile (and, with CAFile, asks clients for certificates
+	// from that CA). Default: plaintext HTTP.
+	TLS server.TLS
+	// BackendTLS secures the gRPC links to the services: CAFile verifies them, CertFile/KeyFile
+	// are presented for mutual TLS. Default: plaintext.
+	BackendTLS server.TLS
+	// Limits bound what one client may do.
+	Limits Limits
+	// Now is the clock for socket tokens and rate limits. Default time.Now.
+	Now func() time.Time
+}
+
+// secure wraps the gateway's routes in authentication, rate limits, origin checks and socket
+// caps, in that order.
+func (g *Gateway) secure(next http.Handler) http.Handler {
+	s := g.o.Security
+	auth := len(s.Keys) > 0
+	lim := s.Limits.withDefaults(auth)
+	now := s.Now
+	if now == nil {
+		now = time.Now
+	}
+	secret := s.SocketTokenSecret
+	if len(secret) == 0 {
+		secret = make([]byte, 32)
+		_, _ = rand.Read(secret)
+	}
+	ttl := s.SocketTokenTTL
+	if ttl <= 0 {
+		ttl = time.Minute
+	}
+	a := &authenticator{keys: s.Keys, anonymous: s.AnonymousScopes, secret: secret, tokenTTL: ttl, now: now}
+	routes := http.NewServeMux()
+	for pattern := range routeScopes {
+		routes.Handle(pattern, http.NotFoundHandler())
+	}
+	requests := newLimiterSet(lim.Rate, lim.Burst, now)
+	roomQuota := newLimiterSet(lim.RoomsPerHour/3600, int(math.Ceil(lim.RoomsPerHour)), now)
+	sockets := &socketCounts{max: lim.SocketsPerRoom, n: map[string]int{}}
+
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if publicRoute(r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		_, route := routes.Handler(r)
+		if i := strings.IndexByte(route, ' '); i < 0 {
+			route = "" // matched only by method-less patterns: none are registered
+		}
+		p := &principal{name: "", scopes: []string{ScopeAdmin}}
+		var authErr error
+		if auth {
+			if p, authErr = a.identify(r, route); authErr != nil {
+				p = &principal{}
+			}
+		}
+		client := clientAddr(r, lim.TrustedProxies)
+		id := "addr:" + client
+		if authErr == nil && p.name != "" {
+			id = "key:" + p.name
+		}
+		refused := func(reason string) {
+			g.log.InfoContext(r.Context(), "request refused", "event", "refused", "reason", reason,
+				"method", r.Method, "path", r.URL.Path, "key", p.name, "client", client)
+		}
+		if ok, wait := requests.allow(id); !ok {
+			refused("rate")
+			tooMany(w, wait, "requests")
+			return
+		}
+		if authErr != nil {
+			refused("bad_credentials")
+			refuseUnauthenticated(w)
+			return
+		}
+		want := routeScopes[route]
+		if needsAdmin(r.URL.Path) {
+			want = ScopeAdmin
+		}
+		if auth && (!p.may(want) || (p.name == "" && want == "")) {
+			if p.name == "" {
+				refused("no_key")
+				refuseUnauthenticated(w)
+				return
+			}
+			refused("scope")
+			refuseScope(w, want)
+			return
+		}
+		if route == "POST /auth/socket-token" {
+			a.serveSocketToken(w, p)
+			return
+		}
+		if route == "POST /lobby/rooms" {
+			if ok, wait := roomQuota.allow(id); !ok {
+				refused("room_quota")
+				tooMany(w, wait, "rooms created by this key")
+				return
+			}
+		}
+		if isWebSocketUpgrade(r) {
+			if !originAllowed(r, s.AllowedOrigins) {
+				refused("origin")
+				writeError(w, http.StatusForbidden, "WebSockets from this page's origin are not allowed here.")
+				return
+			}
+			if room := socketRoom(route, r); room != "" {
+				if !sockets.acquire(room) {
+					refused("room_sockets")
+					tooMany(w, time.Second, "sockets in this room")
+					return
+				}
+				cw := &countedWriter{ResponseWriter: w, release: func() { sockets.release(room) }}
+				next.ServeHTTP(cw, r)
+				if !cw.hijacked {
+					sockets.release(room)
+				}
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// originAllowed reports whether a WebSocket upgrade may proceed: it carries no Origin (not a
+// browser), its origin is the gateway's own host, or it matches an allowed pattern.
+func originAllowed(r *http.Request, patterns []string) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	if u.Host != "" && strings.EqualFold(u.Host, r.Host) {
+		return true
+	}
+	for _, p := range patterns {
+		target := u.Host
+		if strings.Contains(p, "://") {
+			target = u.Scheme + "://" + u.Host
+		}
+		if ok, _ := path.Match(strings.ToLower(p), strings.ToLower(target)); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// SecurityFlags defines the gateway's security flags on fs, each with an environment
+// fallback, and returns a function that builds Security after fs is parsed.
+func SecurityFlags(fs *flag.FlagSet) func() (Security, error) {
+	keysFile := config.String(fs, "api-keys-file", "VIGIL_API_KEYS_FILE", "", "file of API keys: name sha256:<hash> scopes (see docs/SECURITY.md)")
+	keys := config.String(fs, "api-keys", "VIGIL_API_KEYS", "", "API keys in the file's format, ';' between keys")
+	require := config.Bool(fs, "require-auth", "VIGIL_REQUIRE_AUTH", false, "refuse to start without API keys")
+	anon := config.String(fs, "anonymous-scopes", "VIGIL_ANONYMOUS_SCOPES", "", "scopes of requests without a key, comma-separated")
+	secretFile := config.String(fs, "socket-token-secret-file", "VIGIL_SOCKET_TOKEN_SECRET_FILE", "", "file whose bytes sign socket tokens (same on every replica); default random")
+	ttl := config.Duration(fs, "socket-token-ttl", "VIGIL_SOCKET_TOKEN_TTL", time.Minute, "lifetime of a socket token")
+	origins := config.String(fs, "allowed-origins", "VIGIL_ALLOWED_ORIGINS", "", "other origins that may open WebSockets, comma-separated host patterns")
+	cert := config.String(fs, "tls-cert", "VIGIL_GATEWAY_TLS_CERT", "", "HTTPS certificate (PEM); empty: plain HTTP")
+	key := config.String(fs, "tls-key", "VIGIL_GATEWAY_TLS_KEY", "", "HTTPS key (PEM)")
+	clientCA := config.String(fs, "tls-client-ca", "VIGIL_GATEWAY_TLS_CLIENT_CA", "", "require HTTPS client certificates from this CA")
+	bCA := config.String(fs, "backend-tls-ca", server.EnvTLSCA, "", "CA (PEM) that signs the services' certificates; empty: plaintext gRPC")
+	bCert := config.String(fs, "backend-tls-cert", server.EnvTLSCert, "", "client certificate (PEM) for mutual TLS to the services")
+	bKey := config.String(fs, "backend-tls-key", server.EnvTLSKey, "", "client key (PEM) for mutual TLS to the services")
+	bName := config.String(fs, "backend-tls-server-name", server.EnvTLSServerName, "", "name expected in the services' certificates; default the dialled host")
+	rate := config.String(fs, "rate-limit", "VIGIL_RATE_LIMIT", "0", "requests a second per key or client address; 0 default (100 with keys), -1 off")
+	burst := config.Int(fs, "rate-burst", "VIGIL_RATE_BURST", 0, "burst of the rate limit; 0: twice the rate")
+	proxies := config.String(fs, "trusted-proxies", "VIGIL_TRUSTED_PROXIES", "", "CIDRs of proxies whose X-Forwarded-For is believed, comma-separated")
+	rooms := config.String(fs, "rooms-per-hour", "VIGIL_ROOMS_PER_HOUR", "0", "rooms one key may create an hour; 0 default (30 with keys), -1 off")
+	perRoom := config.Int(fs, "sockets-per-room", "VIGIL_SOCKETS_PER_ROOM", 0, "WebSockets per room on this gateway; 0 default (10000), -1 off")
+	sockRate := config.String(fs, "socket-rate", "VIGIL_SOCKET_RATE", "0", "frames a second one socket may send; 0 default (20)")
+	sockBurst := config.Int(fs, "socket-burst", "VIGIL_SOCKET_BURST", 0, "frame burst of one socket; 0 default (40)")
+	frame := config.Int(fs, "max-frame-bytes", "VIGIL_MAX_FRAME_BYTES", 0, "largest WebSocket frame a client may send; 0 default (16 KiB)")
+	msg := config.Int(fs, "max-grpc-message-bytes", "VIGIL_MAX_GRPC_MESSAGE_BYTES", 0, "largest gRPC message to or from a service; 0 default (4 MiB)")
+	return func() (Security, error) {
+		var s Security
+		var err error
+		if s.Keys, err = LoadAPIKeys(*keysFile, *keys); err != nil {
+			return s, err
+		}
+		if *require && len(s.Keys) == 0 {
+			return s, errors.New("require-auth is set but no API key is configured (api-keys-file or VIGIL_API_KEYS)")
+		}
+		s.AnonymousScopes = splitList(*anon)
+		for _, sc := range s.AnonymousScopes {
+			if !validScope(sc) {
+				return s, fmt.Errorf("anonymous-scopes: unknown scope %q", sc)
+			}
+		}
+		if *secretFile != "" {
+			if s.SocketTokenSecret, err = os.ReadFile(*secretFile); err != nil {
+				return s, fmt.Errorf("socket token secret: %w", err)
+			}
+			if len(s.SocketTokenSecret) < 32 {
+				return s, errors.New("socket token secret: use at least 32 bytes")
+			}
+		}
+		s.SocketTokenTTL = *ttl
+		s.AllowedOrigins = splitList(*origins)
+		s.TLS = server.TLS{CertFile: *cert, KeyFile: *key, CAFile: *clientCA}
+		s.BackendTLS = server.TLS{CAFile: *bCA, CertFile: *bCert, KeyFile: *bKey, ServerName: *bName}
+		l := &s.Limits
+		for name, f := range map[string]struct {
+			s   string
+			dst *float64
+		}{"rate-limit": {*rate, &l.Rate}, "rooms-per-hour": {*rooms, &l.RoomsPerHour}, "socket-rate": {*sockRate, &l.SocketRate}} {
+			if *f.dst, err = strconv.ParseFloat(f.s, 64); err != nil {
+				return s, fmt.Errorf("%s: want a number, got %q", name, f.s)
+			}
+		}
+		for _, c := range splitList(*proxies) {
+			p, err := netip.ParsePrefix(c)
+			if err != nil {
+				return s, fmt.Errorf("trusted-proxies: %w", err)
+			}
+			l.TrustedProxies = append(l.TrustedProxies, p)
+		}
+		l.Burst, l.SocketsPerRoom, l.SocketBurst = *burst, *perRoom, *sockBurst
+		l.MaxFrameBytes, l.MaxMessageBytes = int64(*frame), *msg
+		return s, nil
+	}
+}
+
+func validScope(s string) bool {
+	for _, k := range knownScopes {
+		if k == s {
+			return true
+		}
+	}
+	return false
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
+		out = append(out, f)
+	}
+	return out
+}

@@ -1,0 +1,522 @@
+package gateway
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/pkg/tlstest"
+	"github.com/vigil-dev/vigil/services/reservations/service"
+
+	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
+)
+
+// testKeys makes API keys with the given scopes, by name, and returns them with their secrets.
+func testKeys(t *testing.T, scopes map[string]string) ([]APIKey, map[string]string) {
+	t.Helper()
+	var lines []string
+	secrets := map[string]string{}
+	for name, sc := range scopes {
+		key, hash := NewAPIKey()
+		secrets[name] = key
+		lines = append(lines, name+" "+hash+" "+sc)
+	}
+	keys, err := ParseAPIKeys(strings.Join(lines, "\n"))
+	if err != nil {
+		t.Fatalf("ParseAPIKeys: %v", err)
+	}
+	return keys, secrets
+}
+
+// clock is a settable test clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// secureOnly serves the security layer in front of next (no backends), the way New chains it.
+func secureOnly(t *testing.T, s Security, next http.Handler) *httptest.Server {
+	t.Helper()
+	g := &Gateway{o: Options{Security: s}, log: testLogger(t)}
+	srv := httptest.NewServer(g.secure(next))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// okHandler answers every request 200 {"ok": true}, and upgrades WebSocket requests with the
+// library's own origin check switched off (the security layer does it).
+var okHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	if isWebSocketUpgrade(r) {
+		if r.URL.Query().Has("access_token") {
+			writeError(w, http.StatusTeapot, "the socket token reached the route")
+			return
+		}
+		c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.CloseNow()
+			for {
+				if _, _, err := c.Read(context.Background()); err != nil {
+					return
+				}
+			}
+		}()
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(`{"ok": true}`))
+})
+
+func dialWS(t *testing.T, url string, header ...string) (*websocket.Conn, int, error) {
+	t.Helper()
+	h := http.Header{}
+	for i := 0; i+1 < len(header); i += 2 {
+		h.Set(header[i], header[i+1])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, res, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(url, "http"), &websocket.DialOptions{HTTPHeader: h})
+	code := 0
+	if res != nil {
+		code = res.StatusCode
+	}
+	if c != nil {
+		t.Cleanup(func() { _ = c.CloseNow() })
+	}
+	return c, code, err
+}
+
+// TestAuthScopesThroughTheGateway runs the reservations service behind a gateway with keys:
+// no key or a wrong key gets 401, a key outside its scope 403, a key in scope reaches the
+// service, replay needs the admin scope, and public routes need no key.
+func TestAuthScopesThroughTheGateway(t *testing.T) {
+	t.Parallel()
+	_, prefix := redistest.Client(t)
+	svc := startReservations(t, service.Options{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Replay: true})
+	keys, k := testKeys(t, map[string]string{
+		"writer": "reservations:write", "reader": "reservations:read", "ops": "admin",
+		"locker": "locks", "domain": "reservations",
+	})
+	g, err := New(context.Background(), Options{Backends: Backends{Reservations: svc.addr}, Logger: testLogger(t),
+		Security: Security{Keys: keys}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { gw.Close(); g.Close() })
+	bearer := func(name string) []string { return []string{"Authorization", "Bearer " + k[name]} }
+
+	cases := []struct {
+		name, method, path, body string
+		header                   []string
+		want                     int
+	}{
+		{"no key", "POST", "/reservations/auth-one", `{"ttlSeconds": 60}`, nil, 401},
+		{"wrong key", "POST", "/reservations/auth-one", `{"ttlSeconds": 60}`, []string{"Authorization", "Bearer vk_not-a-key"}, 401},
+		{"not bearer", "POST", "/reservations/auth-one", `{"ttlSeconds": 60}`, []string{"Authorization", "Basic " + k["writer"]}, 401},
+		{"reader writes", "POST", "/reservations/auth-one", `{"ttlSeconds": 60}`, bearer("reader"), 403},
+		{"other domain", "POST", "/reservations/auth-one", `{"ttlSeconds": 60}`, bearer("locker"), 403},
+		{"writer writes", "POST", "/reservations/auth-one", `{"ttlSeconds": 60}`, bearer("writer"), 201},
+		{"X-API-Key", "POST", "/reservations/auth-two", `{"ttlSeconds": 60}`, []string{"X-API-Key", k["writer"]}, 201},
+		{"reader reads", "GET", "/reservations/auth-one", "", bearer("reader"), 200},
+		{"writer reads", "GET", "/reservations/auth-one", "", bearer("writer"), 200},
+		{"writer replays", "POST", "/reservations/auth-one/replay-alarm", `{"now": 1}`, bearer("writer"), 403},
+		{"domain-wide key replays", "POST", "/reservations/auth-one/replay-alarm", `{"now": 1}`, bearer("domain"), 403},
+		{"no key replays", "POST", "/reservations/auth-one/replay-alarm", `{"now": 1}`, nil, 401},
+		{"admin replays", "POST", "/reservations/auth-one/replay-alarm", `{"now": 1}`, bearer("ops"), 200},
+		{"domain-wide key confirms", "POST", "/reservations/auth-one/confirm", `{}`, bearer("domain"), 200},
+		{"unknown route, no key", "GET", "/nowhere", "", nil, 401},
+		{"unknown route, key", "GET", "/nowhere", "", bearer("reader"), 404},
+		{"healthz", "GET", "/healthz", "", nil, 200},
+		{"openapi", "GET", "/openapi.json", "", nil, 200},
+		{"root", "GET", "/", "", nil, 200},
+		{"socket token without key", "POST", "/auth/socket-token", "", nil, 401},
+		{"socket token", "POST", "/auth/socket-token", "", bearer("reader"), 200},
+	}
+	for _, c := range cases {
+		res := call(t, c.method, gw.URL+c.path, c.body, c.header...)
+		if res.code != c.want {
+			t.Errorf("%s: %s %s = %d %s, want %d", c.name, c.method, c.path, res.code, res.raw, c.want)
+		}
+		if res.code == 401 && res.body["error"] == nil {
+			t.Errorf("%s: 401 body %s has no error sentence", c.name, res.raw)
+		}
+	}
+	res := call(t, "POST", gw.URL+"/reservations/auth-one", `{"ttlSeconds": 60}`)
+	if !strings.Contains(res.raw, "API key") {
+		t.Errorf("401 body = %s, want it to say how to send a key", res.raw)
+	}
+}
+
+func TestParseAPIKeys(t *testing.T) {
+	t.Parallel()
+	key, hash := NewAPIKey()
+	keys, err := ParseAPIKeys("# comment\n\nci " + hash + " reservations:write,locks\n; ops " + HashAPIKey("other") + " admin")
+	if err != nil {
+		t.Fatalf("ParseAPIKeys = %v", err)
+	}
+	if len(keys) != 2 || keys[0].Name != "ci" || len(keys[0].Scopes) != 2 || keys[1].Scopes[0] != "admin" {
+		t.Fatalf("ParseAPIKeys = %+v, want ci (2 scopes) and ops (admin)", keys)
+	}
+	a := &authenticator{keys: keys}
+	if k, ok := a.lookup(key); !ok || k.Name != "ci" {
+		t.Fatalf("lookup(ci's key) = %v, %v, want ci", k, ok)
+	}
+	if _, ok := a.lookup(key + "x"); ok {
+		t.Fatal("lookup(a longer key) matched, want no match")
+	}
+	bad := map[string]string{
+		"plain key":     "ci " + key + " locks",
+		"unknown scope": "ci " + hash + " locks:everything",
+		"no scope":      "ci " + hash,
+		"short hash":    "ci sha256:abcd locks",
+		"twice":         "ci " + hash + " locks\nci " + hash + " chat",
+	}
+	for name, text := range bad {
+		_, err := ParseAPIKeys(text)
+		if err == nil {
+			t.Errorf("ParseAPIKeys(%s) = nil error, want an error", name)
+			continue
+		}
+		if strings.Contains(err.Error(), key) {
+			t.Errorf("ParseAPIKeys(%s) error %q quotes the key", name, err)
+		}
+	}
+	dir := t.TempDir()
+	file := dir + "/keys"
+	if err := os.WriteFile(file, []byte("ci "+hash+" locks\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keys, err = LoadAPIKeys(file, "ops "+HashAPIKey("x")+" admin")
+	if err != nil || len(keys) != 2 {
+		t.Fatalf("LoadAPIKeys(file, env) = %v, %v, want 2 keys", keys, err)
+	}
+}
+
+func TestGrants(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		have, want string
+		ok         bool
+	}{
+		{"admin", "admin", true},
+		{"admin", "locks:write", true},
+		{"locks", "locks:write", true},
+		{"locks", "locks:read", true},
+		{"locks", "admin", false},
+		{"locks:read", "locks:write", false},
+		{"locks:write", "locks:read", true},
+		{"chat:write", "chat:read", true},
+		{"lobby:create", "lobby:read", false},
+		{"lobby:join", "lobby:create", false},
+		{"reservations:write", "locks:write", false},
+		{"reservations:write", "admin", false},
+		{"reservations", "", true},
+	}
+	for _, c := range cases {
+		if got := grants(c.have, c.want); got != c.ok {
+			t.Errorf("grants(%q, %q) = %v, want %v", c.have, c.want, got, c.ok)
+		}
+	}
+}
+
+// TestSocketTokens: a browser trades its key for a short-lived token and opens a socket with
+// it; an expired, forged or misplaced token is refused, and the route never sees the token.
+func TestSocketTokens(t *testing.T) {
+	t.Parallel()
+	keys, k := testKeys(t, map[string]string{"viewer": "chat", "reader": "reservations:read"})
+	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	srv := secureOnly(t, Security{Keys: keys, Now: clk.now, SocketTokenTTL: time.Minute}, okHandler)
+
+	token := func(name string) string {
+		res := call(t, "POST", srv.URL+"/auth/socket-token", "", "X-API-Key", k[name])
+		tok, _ := res.body["token"].(string)
+		if res.code != 200 || tok == "" || num(t, res.body["expiresAt"]) != clk.now().Add(time.Minute).UnixMilli() {
+			t.Fatalf("POST /auth/socket-token = %d %s, want a token expiring in a minute", res.code, res.raw)
+		}
+		return tok
+	}
+	tok := token("viewer")
+	if _, code, err := dialWS(t, srv.URL+"/websocket?room=lobby&access_token="+tok); err != nil {
+		t.Fatalf("socket with a token = %d %v, want open", code, err)
+	}
+	if _, code, err := dialWS(t, srv.URL+"/websocket?room=lobby", "Authorization", "Bearer "+k["viewer"]); err != nil {
+		t.Fatalf("socket with the key on the upgrade = %d %v, want open", code, err)
+	}
+	refused := map[string]string{
+		"no token":         "/websocket?room=lobby",
+		"forged":           "/websocket?access_token=" + tok[:len(tok)-4] + "AAAA",
+		"garbage":          "/websocket?access_token=st1.e30",
+		"other scopes":     "/websocket?access_token=" + token("reader"),
+		"api key in query": "/websocket?access_token=" + k["viewer"],
+	}
+	for name, path := range refused {
+		_, code, err := dialWS(t, srv.URL+path)
+		want := http.StatusUnauthorized
+		if name == "other scopes" {
+			want = http.StatusForbidden
+		}
+		if err == nil || code != want {
+			t.Errorf("socket with %s = %d %v, want %d", name, code, err, want)
+		}
+	}
+	if res := call(t, "GET", srv.URL+"/reservations/abc?access_token="+token("reader"), ""); res.code != 401 {
+		t.Errorf("a socket token on a plain request = %d, want 401 (tokens open sockets only)", res.code)
+	}
+	clk.add(time.Minute)
+	if _, code, err := dialWS(t, srv.URL+"/websocket?access_token="+tok); err == nil || code != 401 {
+		t.Errorf("socket with an expired token = %d %v, want 401", code, err)
+	}
+}
+
+// TestWebSocketOrigins: a cross-site upgrade from an origin not on the list is refused with
+// 403; the gateway's own origin, listed origins and non-browser clients are let in.
+func TestWebSocketOrigins(t *testing.T) {
+	t.Parallel()
+	srv := secureOnly(t, Security{AllowedOrigins: []string{"app.example.com", "https://*.vigil.test"}}, okHandler)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	cases := []struct {
+		origin string
+		ok     bool
+	}{
+		{"", true},
+		{"http://" + host, true},
+		{"https://app.example.com", true},
+		{"https://ui.vigil.test", true},
+		{"http://ui.vigil.test", false},
+		{"https://evil.example", false},
+		{"https://app.example.com.evil.example", false},
+		{"null", false},
+	}
+	for _, c := range cases {
+		var h []string
+		if c.origin != "" {
+			h = []string{"Origin", c.origin}
+		}
+		_, code, err := dialWS(t, srv.URL+"/rooms/abc123/websocket?role=viewer", h...)
+		if c.ok && err != nil {
+			t.Errorf("upgrade from origin %q = %d %v, want open", c.origin, code, err)
+		}
+		if !c.ok && code != http.StatusForbidden {
+			t.Errorf("upgrade from origin %q = %d %v, want 403", c.origin, code, err)
+		}
+	}
+}
+
+// TestRateLimit: over its bucket a key gets 429 with Retry-After; another key and another
+// address are not affected; the bucket refills with time.
+func TestRateLimit(t *testing.T) {
+	t.Parallel()
+	keys, k := testKeys(t, map[string]string{"a": "locks", "b": "locks"})
+	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	srv := secureOnly(t, Security{Keys: keys, Now: clk.now, AnonymousScopes: []string{"locks:read"},
+		Limits: Limits{Rate: 5, Burst: 5}}, okHandler)
+	for i := range 5 {
+		if res := call(t, "GET", srv.URL+"/locks/r1", "", "X-API-Key", k["a"]); res.code != 200 {
+			t.Fatalf("request %d within the burst = %d %s, want 200", i+1, res.code, res.raw)
+		}
+	}
+	req, _ := http.NewRequest("GET", srv.URL+"/locks/r1", nil)
+	req.Header.Set("X-API-Key", k["a"])
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 429 || res.Header.Get("Retry-After") != "1" || !strings.Contains(string(body), "Too many requests") {
+		t.Fatalf("6th request = %d Retry-After %q %s, want 429 with Retry-After 1", res.StatusCode, res.Header.Get("Retry-After"), body)
+	}
+	if res := call(t, "GET", srv.URL+"/locks/r1", "", "X-API-Key", k["b"]); res.code != 200 {
+		t.Fatalf("another key = %d, want 200 (buckets are per key)", res.code)
+	}
+	if res := call(t, "GET", srv.URL+"/locks/r1", ""); res.code != 200 {
+		t.Fatalf("anonymous from this address = %d, want 200 (its own bucket)", res.code)
+	}
+	if res := call(t, "GET", srv.URL+"/healthz", "", "X-API-Key", k["a"]); res.code != 200 {
+		t.Fatalf("healthz over the limit = %d, want 200 (public routes are not limited)", res.code)
+	}
+	clk.add(200 * time.Millisecond)
+	if res := call(t, "GET", srv.URL+"/locks/r1", "", "X-API-Key", k["a"]); res.code != 200 {
+		t.Fatalf("after a refill = %d, want 200", res.code)
+	}
+	// Wrong keys are counted against the address, so guessing keys is throttled too.
+	for range 10 {
+		call(t, "GET", srv.URL+"/locks/r1", "", "X-API-Key", "vk_guess")
+	}
+	if res := call(t, "GET", srv.URL+"/locks/r1", "", "X-API-Key", "vk_guess"); res.code != 429 {
+		t.Fatalf("guessing keys = %d, want 429", res.code)
+	}
+}
+
+// TestRoomQuota: a key may create RoomsPerHour rooms an hour.
+func TestRoomQuota(t *testing.T) {
+	t.Parallel()
+	keys, k := testKeys(t, map[string]string{"host": "lobby"})
+	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	srv := secureOnly(t, Security{Keys: keys, Now: clk.now, Limits: Limits{RoomsPerHour: 2}}, okHandler)
+	for i := range 2 {
+		if res := call(t, "POST", srv.URL+"/lobby/rooms", `{}`, "X-API-Key", k["host"]); res.code != 200 {
+			t.Fatalf("room %d = %d, want through", i+1, res.code)
+		}
+	}
+	res := call(t, "POST", srv.URL+"/lobby/rooms", `{}`, "X-API-Key", k["host"])
+	if res.code != 429 || !strings.Contains(res.raw, "rooms") {
+		t.Fatalf("third room in an hour = %d %s, want 429", res.code, res.raw)
+	}
+	if res := call(t, "GET", srv.URL+"/lobby/rooms", "", "X-API-Key", k["host"]); res.code != 200 {
+		t.Fatalf("listing rooms over the quota = %d, want 200", res.code)
+	}
+	clk.add(30 * time.Minute)
+	if res := call(t, "POST", srv.URL+"/lobby/rooms", `{}`, "X-API-Key", k["host"]); res.code != 200 {
+		t.Fatalf("room after half an hour = %d, want through", res.code)
+	}
+}
+
+// TestSocketsPerRoom: one socket over the room's cap is refused with 429; closing one frees
+// its slot.
+func TestSocketsPerRoom(t *testing.T) {
+	t.Parallel()
+	srv := secureOnly(t, Security{Limits: Limits{SocketsPerRoom: 2}}, okHandler)
+	var open []*websocket.Conn
+	for i := range 2 {
+		c, code, err := dialWS(t, srv.URL+"/websocket?room=full")
+		if err != nil {
+			t.Fatalf("socket %d = %d %v, want open", i+1, code, err)
+		}
+		open = append(open, c)
+	}
+	if _, code, err := dialWS(t, srv.URL+"/websocket?room=full"); err == nil || code != 429 {
+		t.Fatalf("third socket in the room = %d %v, want 429", code, err)
+	}
+	if _, code, err := dialWS(t, srv.URL+"/rooms/full/websocket"); err != nil {
+		t.Fatalf("socket in another room = %d %v, want open", code, err)
+	}
+	_ = open[0].Close(websocket.StatusNormalClosure, "")
+	eventually(t, 5*time.Second, func() error {
+		c, code, err := dialWS(t, srv.URL+"/websocket?room=full")
+		if err != nil {
+			return errors.New("slot not freed: " + http.StatusText(code))
+		}
+		_ = c.CloseNow()
+		return nil
+	})
+}
+
+func TestClientAddr(t *testing.T) {
+	t.Parallel()
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	cases := []struct {
+		remote, xff, want string
+	}{
+		{"192.0.2.1:5000", "", "192.0.2.1"},
+		{"192.0.2.1:5000", "203.0.113.9", "192.0.2.1"},                          // untrusted peer: its header is ignored
+		{"10.0.0.2:5000", "203.0.113.9", "203.0.113.9"},                         // trusted proxy
+		{"10.0.0.2:5000", "198.51.100.7, 203.0.113.9, 10.0.0.3", "203.0.113.9"}, // right-most untrusted
+		{"10.0.0.2:5000", "not-an-ip", "10.0.0.2"},
+	}
+	for _, c := range cases {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = c.remote
+		if c.xff != "" {
+			r.Header.Set("X-Forwarded-For", c.xff)
+		}
+		if got := clientAddr(r, trusted); got != c.want {
+			t.Errorf("clientAddr(%s, XFF %q) = %s, want %s", c.remote, c.xff, got, c.want)
+		}
+	}
+}
+
+// fakeReservations answers GetReservation, for TLS tests that need no Redis.
+type fakeReservations struct {
+	reservationsv1.UnimplementedReservationServiceServer
+}
+
+func (fakeReservations) GetReservation(_ context.Context, r *reservationsv1.GetReservationRequest) (*reservationsv1.GetReservationResponse, error) {
+	return &reservationsv1.GetReservationResponse{Reservation: &reservationsv1.Reservation{ReservationId: r.GetReservationId(), Status: "missing"}}, nil
+}
+
+// TestGatewayTLS serves HTTPS at the gateway and calls a service that requires mutual TLS:
+// a gateway with the client certificate gets through; one without gets 503.
+func TestGatewayTLS(t *testing.T) {
+	t.Parallel()
+	pki := tlstest.New(t)
+	s, err := server.New(server.Options{Name: "fake-reservations", Logger: testLogger(t),
+		TLS: server.TLS{CertFile: pki.ServerCert, KeyFile: pki.ServerKey, CAFile: pki.CA}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reservationsv1.RegisterReservationServiceServer(s.GRPC(), fakeReservations{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	runGateway := func(backend server.TLS) string {
+		ctx, cancel := context.WithCancel(context.Background())
+		addrc := make(chan net.Addr, 1)
+		errc := make(chan error, 1)
+		go func() {
+			errc <- Run(ctx, Options{Backends: Backends{Reservations: s.Addr().String()}, Logger: testLogger(t), Addr: "127.0.0.1:0",
+				Security: Security{TLS: server.TLS{CertFile: pki.ServerCert, KeyFile: pki.ServerKey}, BackendTLS: backend}},
+				func(a net.Addr) { addrc <- a })
+		}()
+		t.Cleanup(func() { cancel(); <-errc })
+		select {
+		case a := <-addrc:
+			return a.String()
+		case err := <-errc:
+			t.Fatalf("gateway Run: %v", err)
+		}
+		return ""
+	}
+	pool := x509.NewCertPool()
+	caPEM, _ := os.ReadFile(pki.CA)
+	pool.AppendCertsFromPEM(caPEM)
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	get := func(url string) (int, error) {
+		res, err := client.Get(url)
+		if err != nil {
+			return 0, err
+		}
+		defer res.Body.Close()
+		_, _ = io.Copy(io.Discard, res.Body)
+		return res.StatusCode, nil
+	}
+
+	addr := runGateway(server.TLS{CAFile: pki.CA, CertFile: pki.ClientCert, KeyFile: pki.ClientKey})
+	if code, err := get("https://" + addr + "/reservations/tls-check"); err != nil || code != 200 {
+		t.Fatalf("GET over HTTPS through mutual TLS = %d %v, want 200", code, err)
+	}
+	if code, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + addr + "/healthz"); err == nil && code.StatusCode < 400 {
+		t.Fatalf("plain HTTP to the HTTPS gateway = %d, want refused", code.StatusCode)
+	}
+	noCert := runGateway(server.TLS{CAFile: pki.CA})
+	if code, err := get("https://" + noCert + "/reservations/tls-check"); err != nil || code != 503 {
+		t.Fatalf("gateway without a client certificate = %d %v, want 503 (the service refuses it)", code, err)
+	}
+}
