@@ -151,14 +151,30 @@ func (p *page) eval(expr string, out any) {
 }
 
 // waitFor waits until the JavaScript expression is truthy; what describes it in the failure.
+// It evaluates the expression again and again rather than in one in-page poll, so it keeps
+// working across a navigation.
 func (p *page) waitFor(what, expr string, within time.Duration) {
 	p.t.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, within+5*time.Second)
-	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[json.RawMessage](expr, chromedp.WithPollingTimeout(within), chromedp.WithPollingInterval(20*time.Millisecond))); err != nil {
-		status, _ := chromedp.Run(p.ctx, chromedp.Evaluate[string](`Array.from(document.querySelectorAll('[role=status], [role=alert]'), e => e.textContent).join(' | ')`))
-		p.t.Fatalf("%s: %s: not true within %v (%v); status: %s", p.name, what, within, err, status)
+	deadline := time.Now().Add(within)
+	check := `!!(` + expr + `)`
+	var lastErr error
+	for {
+		ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](check))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		lastErr = err
+		if time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond) // polling the condition, bounded by the deadline
 	}
+	ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+	defer cancel()
+	status, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`Array.from(document.querySelectorAll('[role=status], [role=alert]'), e => e.textContent.trim()).filter(Boolean).join(' | ')`))
+	p.t.Fatalf("%s: %s: not true within %v (last error: %v); the page says: %s", p.name, what, within, lastErr, status)
 }
 
 // screenshot saves the page as docs/screenshots/<name>.png when VIGIL_SCREENSHOTS is set.

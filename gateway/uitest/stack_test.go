@@ -29,22 +29,32 @@ type stack struct {
 	url string
 }
 
+// stackOptions tune the services; zero values are the services' defaults.
+type stackOptions struct {
+	// idleTTL is how long a room lives without leader activity (Room and Lobby agree on it).
+	idleTTL time.Duration
+}
+
 // startStack starts every service the pages use and the gateway, each through its real Run
 // or New, and stops them when the test ends.
-func startStack(t *testing.T) *stack {
+func startStack(t *testing.T, opts ...stackOptions) *stack {
 	t.Helper()
 	rc := redisx.Config{URL: redistest.URL(t)}
 	prefix := redistest.Prefix(t)
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	var o stackOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
 
 	chatAddr := startService(t, "chat", func(ctx context.Context, ready func(net.Addr)) error {
 		return chat.Run(ctx, chat.Options{Redis: rc, Prefix: prefix + ":chat", Logger: log}, ready)
 	})
 	lobbyAddr := startService(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
-		return lobby.Run(ctx, lobby.Options{Redis: rc, Prefix: prefix + ":lobby", Logger: log}, ready)
+		return lobby.Run(ctx, lobby.Options{Redis: rc, Prefix: prefix + ":lobby", IdleTTL: o.idleTTL, Logger: log}, ready)
 	})
 	roomAddr := startService(t, "room", func(ctx context.Context, ready func(net.Addr)) error {
-		return room.Run(ctx, room.Options{Redis: rc, Prefix: prefix + ":room", LobbyAddr: lobbyAddr, Logger: log}, ready)
+		return room.Run(ctx, room.Options{Redis: rc, Prefix: prefix + ":room", LobbyAddr: lobbyAddr, IdleTTL: o.idleTTL, Logger: log}, ready)
 	})
 	g, err := gateway.New(context.Background(), gateway.Options{
 		Backends: gateway.Backends{Chat: chatAddr, Lobby: lobbyAddr, Room: roomAddr},

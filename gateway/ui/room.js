@@ -1,0 +1,418 @@
+// The practice room page: room.html?code=<code>. The browser that created the room holds its
+// leader token and leads; everyone else follows. Each person picks their own copy of the video
+// (played from a blob: URL, never uploaded). The leader's player is the truth: its play, pause
+// and seek events, and a heartbeat every second while playing, go out as sync frames that the
+// server stamps with its clock ("at"). A viewer aims at positionMs + (serverNow - at) and
+// corrects drift: by nudging playbackRate when close, by seeking when far.
+import {
+  $, ChatPanel, api, clientId, clock, el, forgetLeaderToken, leaderToken, saveName, savedName, setStatus, socketURL,
+} from './common.js';
+
+const HEARTBEAT_MS = 1000; // leader: resend position while playing
+const FOLLOW_MS = 100; // viewer: how often drift is checked
+const SEEK_OVER_MS = 1000; // drift beyond this is fixed by seeking
+const NUDGE_OVER_MS = 25; // drift beyond this is fixed by playbackRate
+const SEEK_LEAD_MS = 80; // a seek lands a little ahead: the player takes time to resume
+
+const params = new URLSearchParams(location.search);
+const code = (params.get('code') || '').trim().toLowerCase();
+const token = params.get('as') === 'viewer' ? '' : leaderToken(code);
+const role = token ? 'leader' : 'viewer';
+const video = $('player');
+
+const room = {
+  playback: null, // {playing, positionMs, at}
+  marks: [],
+  video: null, // {title, durationMs}
+  viewers: 0,
+  leaderPresent: false,
+  formation: null,
+};
+let ws = null;
+let ended = false;
+let opened = false;
+let failures = 0;
+let retryTimer = 0;
+let adopted = false; // leader: took the room's saved position once
+let fileName = '';
+
+// Server clock: offset = serverTime - localTime. A sync frame stamped at `at` and received now
+// gives at - now = offset - latency, so the largest recent sample is the best estimate.
+const offsetSamples = [];
+let offset = 0;
+function sampleOffset(at) {
+  if (typeof at !== 'number') return;
+  offsetSamples.push(at - Date.now());
+  if (offsetSamples.length > 30) offsetSamples.shift();
+  offset = Math.max(...offsetSamples);
+}
+const serverNow = () => Date.now() + offset;
+
+// ---- rendering -------------------------------------------------------------------------
+
+function renderInfo() {
+  const v = room.video;
+  const parts = [];
+  if (v) parts.push(`Video: ${v.title} (${clock(v.durationMs)})`);
+  parts.push(`Room code: ${code}`);
+  parts.push(role === 'leader' ? 'You lead this room.' : 'You follow the leader.');
+  $('room-info').textContent = parts.join(' · ');
+}
+
+function renderOccupancy() {
+  const n = room.viewers;
+  $('occupancy').textContent = `${n} viewer${n === 1 ? '' : 's'} · leader ${room.leaderPresent ? 'present' : 'away'}`;
+}
+
+function renderMarks() {
+  const list = $('marks');
+  list.replaceChildren(...room.marks.map((m) => {
+    const label = `${clock(m.positionMs)}${m.label ? ' ' + m.label : ''}`;
+    if (role === 'leader') {
+      return el('li', {}, el('button', { type: 'button', text: label, 'aria-label': `Go to mark ${label}`, onclick: () => seekTo(m.positionMs) }));
+    }
+    return el('li', { text: label });
+  }));
+  $('no-marks').hidden = room.marks.length > 0;
+}
+
+function renderFormation() {
+  const f = room.formation;
+  const has = f !== null && f !== undefined;
+  $('formation-box').hidden = !has;
+  $('formation').textContent = has ? JSON.stringify(f, null, 2) : '';
+}
+
+function showError(msg) { $('room-error').textContent = msg || ''; }
+
+function showEnded(text) {
+  ended = true;
+  clearTimeout(retryTimer);
+  $('ended-text').textContent = text;
+  $('ended').hidden = false;
+  setStatus($('conn'), 'Disconnected: the room is closed.', 'bad');
+  $('leader-controls').hidden = true;
+  $('viewer-controls').hidden = true;
+  $('file').disabled = true;
+  video.pause();
+  if (ws) { try { ws.close(1000, 'room closed'); } catch { /* already closed */ } }
+  if (role === 'leader') forgetLeaderToken(code);
+}
+
+function endedSentence(reason) {
+  if (reason === 'expired') return 'This room has expired: nobody led it for a long while, so it was closed. Pick another room or open a new one.';
+  if (reason === 'ended') return 'The leader ended this room. Pick another room or open a new one.';
+  return 'This room does not exist or has closed. Pick another room or open a new one.';
+}
+
+// ---- socket ----------------------------------------------------------------------------
+
+function connect() {
+  if (ended) return;
+  setStatus($('conn'), opened ? 'Reconnecting…' : 'Connecting…', 'warn');
+  const s = new WebSocket(socketURL(`/rooms/${encodeURIComponent(code)}/websocket`, { role, clientId: clientId(), token: token || undefined }));
+  ws = s;
+  let thisOpened = false;
+  s.onopen = () => {
+    thisOpened = opened = true;
+    failures = 0;
+    setStatus($('conn'), role === 'leader' ? 'Connected: you are leading.' : 'Connected: following the leader.', 'ok');
+  };
+  s.onmessage = (ev) => {
+    let f;
+    try { f = JSON.parse(ev.data); } catch { return; }
+    onFrame(f);
+  };
+  s.onclose = async (ev) => {
+    if (ws !== s) return;
+    ws = null;
+    if (ev.code === 4000) { showEnded(endedSentence(ev.reason)); return; }
+    if (ended) return;
+    failures++;
+    if (!thisOpened) {
+      // Refused before it opened: the room may be gone, or the leader key refused (401).
+      try {
+        await api('GET', `/lobby/rooms/${encodeURIComponent(code)}`);
+        if (role === 'leader' && failures >= 2) {
+          showError('The room did not accept your leader key, so you are not leading. Open the room as a viewer instead.');
+          $('leader-controls').hidden = true;
+          $('conn').replaceChildren(el('a', { href: `room.html?code=${encodeURIComponent(code)}&as=viewer`, text: 'Open this room as a viewer' }));
+          return;
+        }
+      } catch (err) {
+        if (err.status === 404) { showEnded(endedSentence('')); return; }
+      }
+    }
+    const wait = Math.min(5000, 300 * 2 ** Math.min(failures, 5));
+    setStatus($('conn'), `Disconnected. Reconnecting in ${Math.ceil(wait / 1000)} s…`, 'bad');
+    retryTimer = setTimeout(connect, wait);
+  };
+}
+
+function send(frame) {
+  if (!ws || ws.readyState !== WebSocket.OPEN) {
+    showError('Not connected right now; that did not reach the viewers. It will once the page reconnects.');
+    return false;
+  }
+  ws.send(JSON.stringify(frame));
+  return true;
+}
+
+function onFrame(f) {
+  switch (f.type) {
+    case 'state':
+      room.playback = f.playback || null;
+      room.marks = f.marks || [];
+      room.video = f.video || room.video;
+      room.viewers = f.viewers ?? room.viewers;
+      room.leaderPresent = !!f.leaderPresent;
+      room.formation = f.formation ?? null;
+      renderInfo(); renderOccupancy(); renderMarks(); renderFormation(); checkFile();
+      if (role === 'leader') adopt();
+      break;
+    case 'sync':
+      sampleOffset(f.at);
+      if (role === 'viewer') room.playback = { playing: !!f.playing, positionMs: f.positionMs || 0, at: f.at };
+      break;
+    case 'mark':
+      room.marks.push(f);
+      renderMarks();
+      break;
+    case 'formation':
+      room.formation = f.formation ?? null;
+      renderFormation();
+      break;
+    case 'reload':
+      if (f.video) { room.video = f.video; renderInfo(); checkFile(); }
+      if (role === 'viewer') reloadPlayer();
+      break;
+    case 'occupancy':
+      room.viewers = f.viewers ?? 0;
+      room.leaderPresent = !!f.leaderPresent;
+      renderOccupancy();
+      break;
+    case 'ended':
+      showEnded(endedSentence(f.reason));
+      break;
+    case 'error':
+      showError(f.error || f.message || 'The room refused that.');
+      break;
+    default:
+  }
+}
+
+// ---- the video file --------------------------------------------------------------------
+
+$('file').addEventListener('change', () => {
+  const f = $('file').files[0];
+  if (!f) return;
+  if (video.src) URL.revokeObjectURL(video.src);
+  fileName = f.name;
+  adopted = false;
+  video.src = URL.createObjectURL(f);
+  video.load();
+});
+
+video.addEventListener('loadedmetadata', () => {
+  checkFile();
+  if (role === 'leader') {
+    $('leader-hint').textContent = `Leading with ${fileName}. Viewers follow what your player does.`;
+    setLeaderEnabled(true);
+    $('seek').max = String(video.duration || 0);
+    adopt();
+  } else {
+    follow();
+  }
+});
+
+video.addEventListener('error', () => {
+  showError('This browser cannot play that file. Pick another copy of the video (WebM or MP4 usually work).');
+});
+
+/** checkFile warns when the picked file's length differs from the room's video. */
+function checkFile() {
+  const w = $('file-warning');
+  if (!room.video || !Number.isFinite(video.duration) || !video.duration) { w.textContent = ''; return; }
+  const diff = Math.abs(video.duration * 1000 - room.video.durationMs);
+  w.textContent = diff > 2000
+    ? `Your file is ${clock(video.duration * 1000)} long but the room's video is ${clock(room.video.durationMs)}: check that it is the same video.`
+    : '';
+}
+
+function reloadPlayer() {
+  if (!video.src) return;
+  const note = $('follow');
+  note.textContent = 'The leader asked everyone to reload the video; reloading.';
+  const src = video.src;
+  video.removeAttribute('src');
+  video.load();
+  video.src = src;
+  video.load();
+}
+
+// ---- leader ----------------------------------------------------------------------------
+
+function setLeaderEnabled(on) {
+  for (const id of ['play', 'pause', 'back', 'fwd', 'seek', 'mark', 'mark-label']) $(id).disabled = !on;
+}
+
+function positionMs() { return Math.round(video.currentTime * 1000); }
+
+function sendSync() {
+  if (role !== 'leader' || !video.src || video.readyState < 1) return;
+  send({ type: 'sync', playing: !video.paused && !video.ended, positionMs: positionMs() });
+}
+
+/** adopt puts the leader's player where the room is (after a reload of the page). */
+function adopt() {
+  if (adopted || !room.playback || !video.src || video.readyState < 1) return;
+  adopted = true;
+  const p = room.playback;
+  const target = p.playing ? p.positionMs + (serverNow() - p.at) : p.positionMs;
+  if (target > 0) video.currentTime = Math.min(target, video.duration * 1000 || target) / 1000;
+  if (p.playing) video.play().catch(() => setStatus($('follow'), 'Press Play to continue leading.', 'warn'));
+}
+
+function seekTo(ms) {
+  video.currentTime = Math.max(0, Math.min(ms, (video.duration || 0) * 1000)) / 1000;
+}
+
+function updateClock() {
+  $('clock').textContent = `${clock(video.currentTime * 1000)} / ${clock((video.duration || 0) * 1000)}`;
+  if (document.activeElement !== $('seek')) $('seek').value = String(video.currentTime);
+}
+
+if (role === 'leader') {
+  $('leader-controls').hidden = false;
+  setLeaderEnabled(false);
+  for (const ev of ['play', 'pause', 'seeked', 'ended']) video.addEventListener(ev, sendSync);
+  video.addEventListener('timeupdate', updateClock);
+  setInterval(() => { if (!video.paused) sendSync(); }, HEARTBEAT_MS);
+  $('play').addEventListener('click', () => video.play().catch((err) => showError(`The player refused to play: ${err.message}`)));
+  $('pause').addEventListener('click', () => video.pause());
+  $('back').addEventListener('click', () => seekTo(positionMs() - 5000));
+  $('fwd').addEventListener('click', () => seekTo(positionMs() + 5000));
+  $('seek').addEventListener('input', () => { $('clock').textContent = `${clock($('seek').value * 1000)} / ${clock((video.duration || 0) * 1000)}`; });
+  $('seek').addEventListener('change', () => seekTo($('seek').value * 1000));
+  $('mark-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    if (send({ type: 'mark', positionMs: positionMs(), label: $('mark-label').value.trim() })) $('mark-label').value = '';
+  });
+  $('reload').addEventListener('click', () => send({ type: 'reload' }));
+  $('end').addEventListener('click', async () => {
+    if (!confirm('End this room for everyone? Viewers will be told it ended.')) return;
+    try {
+      await api('DELETE', `/lobby/rooms/${encodeURIComponent(code)}`, undefined, { Authorization: `Bearer ${token}` });
+      showEnded(endedSentence('ended'));
+    } catch (err) {
+      showError(err.message);
+    }
+  });
+}
+
+// ---- viewer ----------------------------------------------------------------------------
+
+let drift = 0; // ms, player minus target; read by the follow status and the tests
+
+function playNow() {
+  video.play().then(() => { $('start').hidden = true; }).catch((err) => {
+    if (err.name === 'NotAllowedError') {
+      $('start').hidden = false;
+      setStatus($('follow'), 'Your browser wants a tap before playing: press Start following.', 'warn');
+    }
+  });
+}
+
+/** follow steers the viewer's player toward the leader's position. */
+function follow() {
+  if (role !== 'viewer' || ended || !video.src || video.readyState < 1) return;
+  const p = room.playback;
+  if (!p) { setStatus($('follow'), 'Waiting for the leader to start.', 'warn'); return; }
+  const durMs = (video.duration || Infinity) * 1000;
+  const target = Math.min(p.playing ? p.positionMs + (serverNow() - p.at) : p.positionMs, durMs);
+  drift = video.currentTime * 1000 - target;
+  if (!p.playing || target >= durMs) {
+    if (!video.paused) video.pause();
+    video.playbackRate = 1;
+    if (Math.abs(drift) > NUDGE_OVER_MS && !video.seeking) video.currentTime = target / 1000;
+    setStatus($('follow'), `Paused by the leader at ${clock(target)}.`, 'ok');
+    return;
+  }
+  if (video.seeking) return;
+  if (video.paused) {
+    video.currentTime = (target + SEEK_LEAD_MS) / 1000;
+    playNow();
+    return;
+  }
+  if (Math.abs(drift) > SEEK_OVER_MS) {
+    video.playbackRate = 1;
+    video.currentTime = (target + SEEK_LEAD_MS) / 1000;
+  } else if (Math.abs(drift) > NUDGE_OVER_MS) {
+    // Close the gap in about half a second.
+    video.playbackRate = Math.min(2, Math.max(0.5, 1 - drift / 500));
+  } else {
+    video.playbackRate = 1;
+  }
+  setStatus($('follow'), `Following the leader (${drift >= 0 ? '+' : ''}${Math.round(drift)} ms).`, 'ok');
+}
+
+if (role === 'viewer') {
+  $('viewer-controls').hidden = false;
+  setInterval(follow, FOLLOW_MS);
+  $('start').addEventListener('click', () => { follow(); playNow(); });
+}
+
+$('mute').addEventListener('click', () => {
+  video.muted = !video.muted;
+  $('mute').textContent = video.muted ? 'Unmute' : 'Mute';
+  $('mute').setAttribute('aria-pressed', String(video.muted));
+});
+
+// ---- chat ------------------------------------------------------------------------------
+
+function startChat(name) {
+  $('chat-name').hidden = true;
+  window.vigilChat = new ChatPanel($('chat'), { room: `room-${code}`, userId: clientId(), username: name });
+}
+
+$('chat-name').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const name = $('chat-name-input').value.trim();
+  if (!name || name.length > 64) {
+    $('chat-name-error').textContent = 'Give your name (1–64 characters) to chat.';
+    return;
+  }
+  saveName(name);
+  startChat(name);
+});
+
+// ---- start -----------------------------------------------------------------------------
+
+/** For the browser tests and the curious: the room as this page sees it. */
+window.vigilRoom = { room, video, role, get drift() { return drift; }, get offset() { return offset; } };
+
+async function start() {
+  if (!/^[a-z0-9](?:[a-z0-9-]{1,38}[a-z0-9])$/.test(code)) {
+    showEnded('This link has no valid room code. Pick a room from the list.');
+    return;
+  }
+  renderInfo();
+  try {
+    const r = await api('GET', `/lobby/rooms/${encodeURIComponent(code)}`);
+    const info = r.room || r;
+    $('room-name').textContent = info.name;
+    document.title = `${info.name} · Vigil`;
+    room.video = info.video;
+    room.viewers = info.viewers;
+    room.leaderPresent = info.leaderPresent;
+    renderInfo(); renderOccupancy();
+  } catch (err) {
+    if (err.status === 404) { showEnded(endedSentence('')); return; }
+    showError(err.message);
+  }
+  connect();
+  if (savedName()) startChat(savedName());
+  else $('chat-name').hidden = false;
+}
+
+start();

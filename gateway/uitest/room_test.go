@@ -1,0 +1,200 @@
+package uitest
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+)
+
+// playerSample is a page's player position and the browser's clock when it was read.
+type playerSample struct {
+	PosMs   float64 `json:"pos"`
+	AtMs    float64 `json:"at"`
+	Paused  bool    `json:"paused"`
+	Seeking bool    `json:"seeking"`
+}
+
+const sampleJS = `(() => { const v = document.getElementById('player');
+	return {pos: v.currentTime * 1000, at: performance.timeOrigin + performance.now(), paused: v.paused, seeking: v.seeking}; })()`
+
+func (p *page) sample() playerSample {
+	p.t.Helper()
+	var s playerSample
+	p.eval(sampleJS, &s)
+	return s
+}
+
+// gap is how far the viewer's player is from the leader's, both taken to the same instant (the
+// tabs share one browser clock; a playing leader advances 1 ms per ms).
+func gap(leader, viewer playerSample) float64 {
+	lead := leader.PosMs
+	if !leader.Paused {
+		lead += viewer.AtMs - leader.AtMs
+	}
+	return viewer.PosMs - lead
+}
+
+// lobbyCellJS reads a cell of the lobby row of a room: its text, or null while the row is missing.
+func lobbyCellJS(code, class string) string {
+	return fmt.Sprintf(`(document.querySelector('tr[data-code=%s] td.%s') || {textContent: null}).textContent`, jsString(code), class)
+}
+
+// TestPracticeRoom: a leader opens a room from the lobby and plays a video; a viewer on another
+// browser profile follows within 250 ms through play, seek and pause; the lobby shows the
+// viewer count change; marks and chat reach both; ending the room tells the viewer plainly.
+func TestPracticeRoom(t *testing.T) {
+	t.Parallel()
+	s := startStack(t)
+	browser := newBrowser(t)
+	videoFile := testVideo(t)
+
+	lobby := newPage(t, browser, "lobby")
+	lobby.open(s.url + "/ui/")
+	lobby.waitFor("lobby loaded", `document.getElementById('rooms-status').textContent.includes('open')`, 10*time.Second)
+
+	// The leader opens a room from the lobby's form; picking the file fills title and length.
+	leader := newPage(t, browser, "leader")
+	leader.open(s.url + "/ui/")
+	leader.run(
+		chromedp.SendKeys(chromedp.ID("room-name"), "Tuesday practice"),
+		chromedp.SetUploadFiles(chromedp.ID("video-file"), []string{videoFile}),
+	)
+	leader.waitFor("length filled from the file", `document.getElementById('video-length').value === '0:30'`, 10*time.Second)
+	var title string
+	leader.eval(`document.getElementById('video-title').value`, &title)
+	if title != "practice" {
+		t.Errorf("title filled from the file = %q, want %q", title, "practice")
+	}
+	leader.run(chromedp.Click(chromedp.CSS(`#create button[type=submit]`)))
+	leader.waitFor("in the room", `location.pathname.endsWith('/room.html') && document.getElementById('room-name').textContent === 'Tuesday practice'`, 10*time.Second)
+	var loc string
+	leader.eval(`location.href`, &loc)
+	u, err := url.Parse(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := u.Query().Get("code")
+	leader.run(
+		chromedp.SetUploadFiles(chromedp.ID("file"), []string{videoFile}),
+		chromedp.SendKeys(chromedp.ID("chat-name-input"), "Lea"+kb.Enter),
+	)
+	leader.waitFor("leader controls enabled", `!document.getElementById('play').disabled && document.getElementById('conn').textContent.includes('leading')`, 10*time.Second)
+
+	lobby.waitFor("room listed with its leader", lobbyCellJS(code, "leader")+` === 'present' && `+lobbyCellJS(code, "viewers")+` === '0'`, 10*time.Second)
+
+	// A viewer, in another browser profile, picks the room from the lobby.
+	viewer := newPage(t, browser, "viewer")
+	viewer.open(s.url + "/ui/")
+	viewer.waitFor("room listed", `!!document.querySelector('tr[data-code=`+jsString(code)+`] a.room-link')`, 10*time.Second)
+	viewer.run(chromedp.Click(chromedp.CSS(`tr[data-code="` + code + `"] a.room-link`)))
+	viewer.waitFor("connected as a viewer", `document.getElementById('conn').textContent.includes('following')`, 10*time.Second)
+	viewer.run(
+		chromedp.SetUploadFiles(chromedp.ID("file"), []string{videoFile}),
+		chromedp.SendKeys(chromedp.ID("chat-name-input"), "Vic"+kb.Enter),
+	)
+	lobby.waitFor("lobby shows 1 viewer", lobbyCellJS(code, "viewers")+` === '1'`, 10*time.Second)
+	leader.waitFor("leader sees 1 viewer", `document.getElementById('occupancy').textContent.startsWith('1 viewer ')`, 10*time.Second)
+	lobby.screenshot("lobby")
+
+	// Play: the viewer's player starts and stays within 250 ms of the leader's.
+	leader.run(chromedp.Click(chromedp.ID("play")))
+	viewer.waitFor("viewer playing", `(() => { const v = document.getElementById('player'); return !v.paused && v.currentTime > 0.3; })()`, 10*time.Second)
+	viewer.waitFor("viewer settled", `Math.abs(window.vigilRoom.drift) < 50`, 10*time.Second)
+	worst := followFor(t, leader, viewer, 4*time.Second)
+	t.Logf("while playing, the viewer was at most %.0f ms from the leader", worst)
+
+	// Seek forward 5 s: the viewer follows.
+	leader.run(chromedp.Click(chromedp.ID("fwd")))
+	viewer.waitFor("viewer followed the seek", `document.getElementById('player').currentTime > 9`, 10*time.Second)
+	viewer.waitFor("viewer settled after the seek", `Math.abs(window.vigilRoom.drift) < 50`, 10*time.Second)
+	worst = followFor(t, leader, viewer, 2*time.Second)
+	t.Logf("after a seek, the viewer was at most %.0f ms from the leader", worst)
+
+	// A mark reaches the viewer; chat goes both ways.
+	leader.run(chromedp.SendKeys(chromedp.ID("mark-label"), "chorus"+kb.Enter))
+	viewer.waitFor("mark shown", `Array.from(document.querySelectorAll('#marks li')).some(li => li.textContent.endsWith(' chorus'))`, 10*time.Second)
+	leader.run(chromedp.SendKeys(chromedp.ID("chat-input-room-"+code), "from the top"+kb.Enter))
+	viewer.waitForMessage("from the top")
+	viewer.run(chromedp.SendKeys(chromedp.ID("chat-input-room-"+code), "ready"+kb.Enter))
+	leader.waitForMessage("ready")
+	leader.waitForMessage("from the top")
+	leader.screenshot("room-leader")
+	viewer.screenshot("room-viewer")
+
+	// Pause: the viewer stops where the leader stopped.
+	leader.run(chromedp.Click(chromedp.ID("pause")))
+	viewer.waitFor("viewer paused", `document.getElementById('player').paused && !document.getElementById('player').seeking`, 10*time.Second)
+	viewer.waitFor("viewer at the leader's position", `Math.abs(window.vigilRoom.drift) <= 25`, 10*time.Second)
+	l, v := leader.sample(), viewer.sample()
+	if g := gap(l, v); math.Abs(g) > 250 {
+		t.Errorf("paused: viewer at %.0f ms, leader at %.0f ms: %.0f ms apart, want within 250", v.PosMs, l.PosMs, g)
+	}
+
+	// The phone-sized view of a viewer.
+	viewer.run(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
+	viewer.screenshot("room-phone")
+	viewer.run(chromedp.EmulateReset())
+
+	// The leader ends the room: the viewer is told so plainly, the lobby drops it.
+	leader.eval(`window.confirm = () => true`, new(any))
+	leader.run(chromedp.Click(chromedp.ID("end")))
+	viewer.waitFor("ended notice", `!document.getElementById('ended').hidden && document.getElementById('ended-text').textContent.startsWith('The leader ended this room')`, 10*time.Second)
+	lobby.waitFor("room gone from the lobby", `!document.querySelector('tr[data-code=`+jsString(code)+`]')`, 10*time.Second)
+	var controlsHidden bool
+	viewer.eval(`document.getElementById('viewer-controls').hidden && document.getElementById('file').disabled`, &controlsHidden)
+	if !controlsHidden {
+		t.Error("the viewer's controls stay usable after the room ended")
+	}
+	viewer.screenshot("room-ended")
+}
+
+// followFor samples both players for d and fails when the viewer is more than 250 ms from the
+// leader; it returns the largest gap seen.
+func followFor(t *testing.T, leader, viewer *page, d time.Duration) float64 {
+	t.Helper()
+	worst := 0.0
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var bad []string
+	for end := time.Now().Add(d); time.Now().Before(end); <-tick.C {
+		l, v := leader.sample(), viewer.sample()
+		if l.Paused || v.Paused {
+			t.Fatalf("a player stopped while following: leader paused=%v, viewer paused=%v", l.Paused, v.Paused)
+		}
+		g := gap(l, v)
+		worst = math.Max(worst, math.Abs(g))
+		if math.Abs(g) > 250 {
+			bad = append(bad, fmt.Sprintf("viewer %.0f ms vs leader %.0f ms (%+.0f)", v.PosMs, l.PosMs, g))
+		}
+	}
+	if len(bad) > 0 {
+		t.Fatalf("viewer more than 250 ms from the leader: %s", strings.Join(bad, "; "))
+	}
+	return worst
+}
+
+// TestExpiredRoom: a room whose leader never acts expires, and its page says so plainly.
+func TestExpiredRoom(t *testing.T) {
+	t.Parallel()
+	s := startStack(t, stackOptions{idleTTL: 3 * time.Second})
+	browser := newBrowser(t)
+	var created struct {
+		Code string `json:"code"`
+	}
+	postJSON(t, "POST", s.gateway.URL+"/lobby/rooms", map[string]any{"name": "Short lived", "video": map[string]any{"title": "Warm-up", "durationMs": 60000}}, &created, 201)
+
+	viewer := newPage(t, browser, "viewer")
+	viewer.open(s.url + "/ui/room.html?code=" + created.Code)
+	viewer.waitFor("connected", `document.getElementById('conn').textContent.includes('following')`, 10*time.Second)
+	viewer.waitFor("expired notice", `!document.getElementById('ended').hidden && document.getElementById('ended-text').textContent.startsWith('This room has expired')`, 15*time.Second)
+
+	// Coming back to the link later says the room is gone, not an error.
+	viewer.open(s.url + "/ui/room.html?code=" + created.Code)
+	viewer.waitFor("gone notice", `!document.getElementById('ended').hidden && document.getElementById('ended-text').textContent.startsWith('This room does not exist or has closed')`, 10*time.Second)
+}
