@@ -305,31 +305,35 @@ func run(redisURL string, clients int, d time.Duration, nconns int) error {
 	measure("warmup", clients, time.Second, grpcPair(many("w"), 0))
 	measure("warmup", clients, time.Second, restPair(many("w"), 0))
 
-	fmt.Printf("clients=%d duration=%s gomaxprocs=%d redis=%s\n\n", clients, d, runtimeProcs(), redisURL)
-	for _, contended := range []bool{false, true} {
-		var rows []result
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Printf("clients=%d duration=%s gomaxprocs=%d redis=%s loadavg=%s\n", clients, d, runtimeProcs(), redisURL, strings.TrimSpace(string(load)))
+	for _, w := range []struct {
+		title     string
+		clients   int
+		contended bool
+	}{
+		{"Uncontended, 1 client (latency of one pair, nothing queued)", 1, false},
+		{fmt.Sprintf("Uncontended, %d clients, each on its own resources", clients), clients, false},
+		{fmt.Sprintf("Contended: one resource, %d clients", clients), clients, true},
+	} {
 		res := func(name string) func(c, i int) string {
-			if contended {
+			if w.contended {
 				return one("c-" + name)
 			}
-			return many("u-" + name)
+			return many(fmt.Sprintf("u%d-%s", w.clients, name))
 		}
 		wait := int64(0)
-		if contended {
+		if w.contended {
 			wait = 60000
 		}
-		rows = append(rows,
-			measure("vigil gRPC", clients, d, grpcPair(res("grpc"), wait)),
-			measure("vigil REST (gateway)", clients, d, restPair(res("rest"), wait)),
-			measure("redsync (in-process)", clients, d, redsyncPair(res("rs"), contended)),
-			measure("bsm/redislock (in-process)", clients, d, redislockPair(res("rl"), contended)),
-			measure("raw EVALSHA pair (ceiling)", clients, d, rawPair(res("raw"), contended)),
-		)
-		title := "Uncontended (each client on its own resources)"
-		if contended {
-			title = fmt.Sprintf("Contended (one resource, %d clients)", clients)
+		rows := []result{
+			measure("vigil gRPC", w.clients, d, grpcPair(res("grpc"), wait)),
+			measure("vigil REST (gateway)", w.clients, d, restPair(res("rest"), wait)),
+			measure("redsync (in-process)", w.clients, d, redsyncPair(res("rs"), w.contended)),
+			measure("bsm/redislock (in-process)", w.clients, d, redislockPair(res("rl"), w.contended)),
+			measure("raw EVALSHA pair (ceiling)", w.clients, d, rawPair(res("raw"), w.contended)),
 		}
-		printTable(title, rows)
+		printTable(w.title, rows)
 	}
 	cancel()
 	<-svcDone
