@@ -17,9 +17,9 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 
 // testQueue is a Queue on the shared test Redis under this test's own prefix. Its namespace is
 // the prefix too, so the package-wide Prometheus counters are per test.
-func testQueue(t *testing.T, o Options) (*Queue, *redis.Client) {
+func testQueue(t *testing.T, o Options) (*Queue, redis.UniversalClient) {
 	t.Helper()
-	rdb, prefix := redistest.Client(t)
+	rdb, prefix := redistest.Universal(t) // a Redis Cluster when VIGIL_TEST_REDIS_CLUSTER is set
 	if o.Prefix == "" {
 		o.Prefix = prefix
 	}
@@ -34,7 +34,7 @@ func testQueue(t *testing.T, o Options) (*Queue, *redis.Client) {
 }
 
 // twin is another Queue (another "process") on the same keys as q, with options o.
-func twin(t *testing.T, q *Queue, rdb *redis.Client, o Options) *Queue {
+func twin(t *testing.T, q *Queue, rdb redis.UniversalClient, o Options) *Queue {
 	t.Helper()
 	o.Prefix, o.Namespace = q.o.Prefix, q.o.Namespace
 	q2, err := New(rdb, o)
@@ -141,10 +141,19 @@ func pending(t *testing.T, q *Queue) int64 {
 func acked(q *Queue) int { return int(testutil.ToFloat64(q.metrics.acked)) }
 
 // subscribed reports whether some scheduler listens for q's wake-up hints.
-func subscribed(t *testing.T, rdb *redis.Client, q *Queue) bool {
+func subscribed(t *testing.T, rdb redis.UniversalClient, q *Queue) bool {
 	t.Helper()
 	ch := wakeChannel(q.o.Prefix, q.o.Namespace)
-	n, err := rdb.PubSubNumSub(context.Background(), ch).Result()
+	var node redis.UniversalClient = rdb
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		// A cluster client subscribes on the master of the channel's slot; NUMSUB is per node.
+		m, err := cc.MasterForKey(context.Background(), ch)
+		if err != nil {
+			t.Fatalf("master for %s: %v", ch, err)
+		}
+		node = m
+	}
+	n, err := node.PubSubNumSub(context.Background(), ch).Result()
 	if err != nil {
 		t.Fatalf("PUBSUB NUMSUB: %v", err)
 	}

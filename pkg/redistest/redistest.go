@@ -44,6 +44,9 @@ func Main(m *testing.M) {
 	if shared.srv != nil {
 		shared.srv.terminate()
 	}
+	if sharedCluster.c != nil {
+		sharedCluster.c.terminate()
+	}
 	os.Exit(code)
 }
 

@@ -112,9 +112,11 @@ func IsNoScript(err error) bool {
 	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
 }
 
-// Pipelined runs fill in a pipeline and executes it. If any command failed with NOSCRIPT
-// (Redis restarted, or a new cluster node), it loads scripts and runs the pipeline once more;
-// callers only queue idempotent scripts, so running one twice is harmless.
+// Pipelined runs fill in a pipeline and executes it. Commands that failed with NOSCRIPT (Redis
+// restarted, a new cluster node, or a cluster node that never ran the script) are sent again,
+// alone, after the scripts are loaded; their results land in the commands fill queued. Only
+// those are re-sent: on a cluster, the rest of the pipeline already ran on other nodes, and
+// running a script twice would lose its first answer (whether it changed anything).
 func Pipelined(ctx context.Context, c redis.UniversalClient, scripts []*Script, fill func(p redis.Pipeliner)) ([]redis.Cmder, error) {
 	cmds, err := c.Pipelined(ctx, func(p redis.Pipeliner) error { fill(p); return nil })
 	if !anyNoScript(cmds) {
@@ -125,8 +127,29 @@ func Pipelined(ctx context.Context, c redis.UniversalClient, scripts []*Script, 
 			return nil, err
 		}
 	}
-	cmds, err = c.Pipelined(ctx, func(p redis.Pipeliner) error { fill(p); return nil })
-	return cmds, pipelineErr(err)
+	var failed []*redis.Cmd
+	var again []*redis.Cmd
+	_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, cmd := range cmds {
+			if orig, ok := cmd.(*redis.Cmd); ok && IsNoScript(orig.Err()) {
+				failed = append(failed, orig)
+				again = append(again, p.Do(ctx, orig.Args()...))
+			}
+		}
+		return nil
+	})
+	for i, orig := range failed {
+		orig.SetVal(again[i].Val())
+		orig.SetErr(again[i].Err())
+	}
+	err = nil
+	for _, cmd := range cmds {
+		if cerr := cmd.Err(); cerr != nil && !errors.Is(cerr, redis.Nil) {
+			err = cerr
+			break
+		}
+	}
+	return cmds, err
 }
 
 func anyNoScript(cmds []redis.Cmder) bool {

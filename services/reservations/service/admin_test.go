@@ -20,12 +20,13 @@ import (
 // registers: a hold is found with its alarm at its expiry, a missing one is not found.
 func TestAdminLooksUpAReservationAndItsAlarm(t *testing.T) {
 	t.Parallel()
-	_, prefix := redistest.Client(t)
+	_, prefix := redistest.Universal(t)
+	url, cluster := redistest.Target(t) // a Redis Cluster when VIGIL_TEST_REDIS_CLUSTER is set
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, Options{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix}, func(a net.Addr) { addr <- a.String() })
+		done <- Run(ctx, Options{Redis: redisx.Config{URL: url, ClusterAddrs: cluster}, Prefix: prefix}, func(a net.Addr) { addr <- a.String() })
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	conn, err := grpc.NewClient(<-addr, grpc.WithTransportCredentials(insecure.NewCredentials()))

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -37,7 +38,7 @@ func runChild() {
 	lease, _ := time.ParseDuration(os.Getenv("CHILD_LEASE"))
 	err := Run(context.Background(), Options{
 		GRPCAddr: os.Getenv("CHILD_ADDR"),
-		Redis:    redisx.Config{URL: os.Getenv("CHILD_REDIS")},
+		Redis:    redisx.Config{URL: os.Getenv("CHILD_REDIS"), ClusterAddrs: redisx.ParseClusterAddrs(os.Getenv("CHILD_REDIS_CLUSTER"))},
 		Prefix:   os.Getenv("CHILD_PREFIX"),
 		Lease:    lease,
 		Logger:   slog.New(slog.NewJSONHandler(os.Stdout, nil)),
@@ -92,14 +93,16 @@ func (f *firings) Write(p []byte) (int, error) {
 func TestKilledReplicaExpiresEachHoldOnce(t *testing.T) {
 	t.Parallel()
 	const holds = 10_000
-	_, prefix := redistest.Client(t)
-	url := redistest.URL(t)
+	_, prefix := redistest.Universal(t)
+	url, cluster := redistest.Target(t) // a Redis Cluster when VIGIL_TEST_REDIS_CLUSTER is set
+	cfg := redisx.Config{URL: url, ClusterAddrs: cluster}
 	addr := freeAddr(t)
 
 	// Replica A: a child process with a short lease, so its unfinished claims come back soon.
 	a := &firings{first: make(chan struct{}), ready: make(chan struct{})}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=1", "CHILD_ADDR="+addr, "CHILD_REDIS="+url,
+	cmd.Env = append(os.Environ(), childEnv+"=1", "CHILD_ADDR="+addr, "CHILD_REDIS="+cfg.URL,
+		"CHILD_REDIS_CLUSTER="+strings.Join(cfg.ClusterAddrs, ","),
 		"CHILD_PREFIX="+prefix, "CHILD_LEASE=1s")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -175,7 +178,7 @@ func TestKilledReplicaExpiresEachHoldOnce(t *testing.T) {
 	bdone := make(chan error, 1)
 	baddr := make(chan string, 1)
 	go func() {
-		bdone <- Run(bctx, Options{Redis: redisx.Config{URL: url}, Prefix: prefix,
+		bdone <- Run(bctx, Options{Redis: cfg, Prefix: prefix,
 			Logger: slog.New(slog.NewJSONHandler(b, nil))}, func(a net.Addr) { baddr <- a.String() })
 	}()
 	bconn, err := grpc.NewClient(<-baddr, grpc.WithTransportCredentials(insecure.NewCredentials()))

@@ -17,7 +17,7 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 
 func newStore(t *testing.T) *Store {
 	t.Helper()
-	rdb, prefix := redistest.Client(t)
+	rdb, prefix := redistest.Universal(t) // a Redis Cluster when VIGIL_TEST_REDIS_CLUSTER is set
 	q, err := alarm.New(rdb, alarm.Options{Prefix: prefix, Namespace: "reservations", Shards: 4})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,42 @@
+package redisx
+
+import (
+	"context"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vigil-dev/vigil/pkg/redistest"
+)
+
+// TestPipelinedResendsOnlyNoScript queues a loaded script and one Redis has never seen: the
+// loaded one must run once (on a cluster, the rest of a pipeline has already run on other nodes
+// when one node answers NOSCRIPT), the other once after it is loaded.
+func TestPipelinedResendsOnlyNoScript(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.Universal(t)
+	ctx := context.Background()
+	loaded := NewScript("return redis.call('INCR', KEYS[1])")
+	unseen := NewScript("return redis.call('INCRBY', KEYS[1], 10) -- " + prefix)
+	if err := loaded.Load(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
+	a, b := prefix+":a", prefix+":b"
+	var ca, cb *redis.Cmd
+	_, err := Pipelined(ctx, rdb, []*Script{loaded, unseen}, func(p redis.Pipeliner) {
+		ca = loaded.Queue(ctx, p, []string{a})
+		cb = unseen.Queue(ctx, p, []string{b})
+	})
+	if err != nil {
+		t.Fatalf("Pipelined: %v", err)
+	}
+	if v, err := ca.Int(); v != 1 || err != nil {
+		t.Fatalf("loaded script answered %d, %v; want 1, nil", v, err)
+	}
+	if v, err := cb.Int(); v != 10 || err != nil {
+		t.Fatalf("unseen script answered %d, %v; want 10, nil", v, err)
+	}
+	if v := rdb.Get(ctx, a).Val(); v != "1" {
+		t.Fatalf("%s = %s after one pipeline, want 1: the loaded script ran twice", a, v)
+	}
+}
