@@ -94,6 +94,8 @@ function showEnded(text) {
   $('leader-controls').hidden = true;
   $('viewer-controls').hidden = true;
   $('file').disabled = true;
+  $('occupancy').textContent = 'Room closed.';
+  $('follow').textContent = '';
   video.pause();
   if (ws) { try { ws.close(1000, 'room closed'); } catch { /* already closed */ } }
   if (role === 'leader') forgetLeaderToken(code);
@@ -175,8 +177,11 @@ function onFrame(f) {
       if (role === 'viewer') room.playback = { playing: !!f.playing, positionMs: f.positionMs || 0, at: f.at };
       break;
     case 'mark':
-      room.marks.push(f);
-      renderMarks();
+      // The leader already shows its own marks (see the mark form).
+      if (!room.marks.some((m) => m.positionMs === f.positionMs && m.label === f.label)) {
+        room.marks.push(f);
+        renderMarks();
+      }
       break;
     case 'formation':
       room.formation = f.formation ?? null;
@@ -296,7 +301,12 @@ if (role === 'leader') {
   $('seek').addEventListener('change', () => seekTo($('seek').value * 1000));
   $('mark-form').addEventListener('submit', (e) => {
     e.preventDefault();
-    if (send({ type: 'mark', positionMs: positionMs(), label: $('mark-label').value.trim() })) $('mark-label').value = '';
+    const mark = { type: 'mark', positionMs: positionMs(), label: $('mark-label').value.trim() };
+    if (send(mark)) {
+      $('mark-label').value = '';
+      room.marks.push({ ...mark, at: serverNow() });
+      renderMarks();
+    }
   });
   $('reload').addEventListener('click', () => send({ type: 'reload' }));
   $('end').addEventListener('click', async () => {
@@ -335,7 +345,7 @@ function follow() {
     if (!video.paused) video.pause();
     video.playbackRate = 1;
     if (Math.abs(drift) > NUDGE_OVER_MS && !video.seeking) video.currentTime = target / 1000;
-    setStatus($('follow'), `Paused by the leader at ${clock(target)}.`, 'ok');
+    setStatus($('follow'), !p.playing && p.positionMs === 0 ? 'Waiting for the leader to start.' : `Paused by the leader at ${clock(target)}.`, 'ok');
     return;
   }
   if (video.seeking) return;

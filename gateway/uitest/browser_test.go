@@ -163,6 +163,9 @@ func (p *page) waitFor(what, expr string, within time.Duration) {
 		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](check))
 		cancel()
 		if err == nil && ok {
+			if d := time.Until(deadline); within-d > 2*time.Second {
+				p.t.Logf("%s: %s took %v", p.name, what, (within - d).Round(time.Millisecond))
+			}
 			return
 		}
 		lastErr = err
@@ -283,4 +286,44 @@ func (p *page) waitForMessage(body string) {
 	p.t.Helper()
 	p.waitFor(fmt.Sprintf("message %q shown", body),
 		`Array.from(document.querySelectorAll('ol.messages li .body')).some(e => e.textContent === `+jsString(body)+`)`, 10*time.Second)
+}
+
+// unlabelledJS lists the visible form controls and links that have no accessible name.
+const unlabelledJS = `Array.from(document.querySelectorAll('input, button, select, textarea, a[href]'))
+	.filter(e => !e.closest('[hidden]') && e.type !== 'hidden')
+	.filter(e => !((e.labels && e.labels.length && e.labels[0].textContent.trim()) || e.getAttribute('aria-label') || (e.tagName !== 'INPUT' && e.textContent.trim())))
+	.map(e => e.id || e.outerHTML.slice(0, 80))`
+
+// checkPlain checks what the issue asks of every page: each control has a name a screen
+// reader can say, and the page fits a phone-sized screen without sideways scrolling. shot,
+// when not empty, names a phone-sized screenshot.
+func (p *page) checkPlain(shot string) {
+	p.t.Helper()
+	var unlabelled []string
+	p.eval(unlabelledJS, &unlabelled)
+	if len(unlabelled) > 0 {
+		p.t.Errorf("%s: controls without an accessible name: %v", p.name, unlabelled)
+	}
+	p.run(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
+	defer p.run(chromedp.EmulateViewport(1280, 900))
+	p.waitFor("laid out for a phone", `window.innerWidth === 390`, 5*time.Second)
+	var overflow struct {
+		Scroll int `json:"scroll"`
+		Inner  int `json:"inner"`
+	}
+	p.eval(`({scroll: document.documentElement.scrollWidth, inner: window.innerWidth})`, &overflow)
+	if overflow.Scroll > overflow.Inner {
+		p.t.Errorf("%s: on a 390 px wide screen the page is %d px wide: it scrolls sideways", p.name, overflow.Scroll)
+	}
+	if shot != "" {
+		p.screenshot(shot)
+	}
+}
+
+// close closes the tab, as a person leaving does.
+func (p *page) close() {
+	p.t.Helper()
+	if err := chromedp.Cancel(p.ctx); err != nil {
+		p.t.Fatalf("%s: close tab: %v", p.name, err)
+	}
 }

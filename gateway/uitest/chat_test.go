@@ -57,6 +57,7 @@ func TestChatPage(t *testing.T) {
 		t.Errorf("input after sending = %q, want it cleared", inputAfter)
 	}
 	alice.screenshot("chat")
+	bob.checkPlain("")
 
 	// A network blip: every socket drops and reconnects are refused for a while. A message
 	// posted meanwhile arrives once the pages are back, exactly once.

@@ -101,6 +101,14 @@ func TestPracticeRoom(t *testing.T) {
 	lobby.waitFor("lobby shows 1 viewer", lobbyCellJS(code, "viewers")+` === '1'`, 10*time.Second)
 	leader.waitFor("leader sees 1 viewer", `document.getElementById('occupancy').textContent.startsWith('1 viewer ')`, 10*time.Second)
 	lobby.screenshot("lobby")
+	lobby.checkPlain("lobby-phone")
+
+	// A second viewer comes and goes: the lobby counts 2, then 1 again.
+	second := newPage(t, browser, "second viewer")
+	second.open(s.url + "/ui/room.html?code=" + code)
+	lobby.waitFor("lobby shows 2 viewers", lobbyCellJS(code, "viewers")+` === '2'`, 10*time.Second)
+	second.close()
+	lobby.waitFor("lobby back to 1 viewer", lobbyCellJS(code, "viewers")+` === '1'`, 15*time.Second)
 
 	// Play: the viewer's player starts and stays within 250 ms of the leader's.
 	leader.run(chromedp.Click(chromedp.ID("play")))
@@ -124,11 +132,12 @@ func TestPracticeRoom(t *testing.T) {
 	viewer.run(chromedp.SendKeys(chromedp.ID("chat-input-room-"+code), "ready"+kb.Enter))
 	leader.waitForMessage("ready")
 	leader.waitForMessage("from the top")
+	leader.waitFor("leader shows its mark", `Array.from(document.querySelectorAll('#marks li')).some(li => li.textContent.endsWith(' chorus'))`, 5*time.Second)
 	leader.screenshot("room-leader")
 	viewer.screenshot("room-viewer")
 
-	// Pause: the viewer stops where the leader stopped.
-	leader.run(chromedp.Click(chromedp.ID("pause")))
+	// Pause, with the keyboard: the viewer stops where the leader stopped.
+	leader.run(chromedp.Focus(chromedp.ID("pause")), chromedp.KeyEvent(kb.Enter))
 	viewer.waitFor("viewer paused", `document.getElementById('player').paused && !document.getElementById('player').seeking`, 10*time.Second)
 	viewer.waitFor("viewer at the leader's position", `Math.abs(window.vigilRoom.drift) <= 25`, 10*time.Second)
 	l, v := leader.sample(), viewer.sample()
@@ -136,15 +145,13 @@ func TestPracticeRoom(t *testing.T) {
 		t.Errorf("paused: viewer at %.0f ms, leader at %.0f ms: %.0f ms apart, want within 250", v.PosMs, l.PosMs, g)
 	}
 
-	// The phone-sized view of a viewer.
-	viewer.run(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
-	viewer.screenshot("room-phone")
-	viewer.run(chromedp.EmulateReset())
+	leader.checkPlain("")
+	viewer.checkPlain("room-phone")
 
 	// The leader ends the room: the viewer is told so plainly, the lobby drops it.
 	leader.eval(`window.confirm = () => true`, new(any))
 	leader.run(chromedp.Click(chromedp.ID("end")))
-	viewer.waitFor("ended notice", `!document.getElementById('ended').hidden && document.getElementById('ended-text').textContent.startsWith('The leader ended this room')`, 10*time.Second)
+	viewer.waitFor("ended notice", `!document.getElementById('ended').hidden && document.getElementById('ended-text').textContent.startsWith('The leader ended this room') && document.getElementById('occupancy').textContent === 'Room closed.'`, 10*time.Second)
 	lobby.waitFor("room gone from the lobby", `!document.querySelector('tr[data-code=`+jsString(code)+`]')`, 10*time.Second)
 	var controlsHidden bool
 	viewer.eval(`document.getElementById('viewer-controls').hidden && document.getElementById('file').disabled`, &controlsHidden)
