@@ -119,8 +119,10 @@ type chatBridge struct {
 func newChatBridge(conn *grpc.ClientConn, log *slog.Logger, lim wsLimits) *chatBridge {
 	return &chatBridge{
 		conn: conn, client: chatv1.NewChatServiceClient(conn), log: log, lim: lim.withDefaults(),
-		postPrefix: randomHex(8) + "-", joinTimeout: 10 * time.Second, postTimeout: 10 * time.Second,
-		rooms: map[string]*chatRoom{},
+		postPrefix: randomHex(8) + "-", joinTimeout: 10 * time.Second,
+		// Shorter than the pong timeout: the reader goroutine, which reads pongs, waits on a post.
+		postTimeout: min(8*time.Second, lim.withDefaults().PongTimeout*4/5),
+		rooms:       map[string]*chatRoom{},
 	}
 }
 
@@ -219,7 +221,11 @@ func (b *chatBridge) serveMember(roomName string, since *int64, m *chatMember) {
 		m.sock.Close(websocket.StatusTryAgainLater, "chat is unavailable; reconnect shortly")
 		return
 	}
-	defer b.leave(room, m)
+	defer func() {
+		b.leave(room, m)
+		m.sock.markClosed()
+		_ = m.sock.c.CloseNow()
+	}()
 	for {
 		data, err := m.sock.Read()
 		if err != nil {
@@ -279,8 +285,6 @@ func (b *chatBridge) leave(r *chatRoom, m *chatMember) {
 	r.mu.Lock()
 	delete(r.members, m)
 	r.mu.Unlock()
-	m.sock.markClosed()
-	_ = m.sock.c.CloseNow()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r.refs--

@@ -91,6 +91,7 @@ func server(args []string) error {
 			})
 		})
 		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 		errc <- http.ListenAndServe(*stats, mux)
 	}()
 	fmt.Fprintf(os.Stderr, "chatbench server: gateway %s, chat %s, stats %s\n", *addr, *chatAddr, *stats)
