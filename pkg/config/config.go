@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vigil-dev/vigil/pkg/tracing"
 )
 
 // Env returns the environment variable key, or def when it is unset or empty.
@@ -64,8 +66,9 @@ func Logger(format, level string) *slog.Logger {
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(strings.ToUpper(level)))
 	opts := &slog.HandlerOptions{Level: lvl}
+	// Lines logged with a traced context carry its traceId and spanId (see pkg/tracing).
 	if format == "text" {
-		return slog.New(slog.NewTextHandler(os.Stderr, opts))
+		return slog.New(tracing.LogHandler(slog.NewTextHandler(os.Stderr, opts)))
 	}
-	return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	return slog.New(tracing.LogHandler(slog.NewJSONHandler(os.Stderr, opts)))
 }

@@ -71,6 +71,7 @@ func Open(ctx context.Context, cfg Config) (redis.UniversalClient, error) {
 	default:
 		return nil, errors.New("redis: set a URL or cluster addresses")
 	}
+	c.AddHook(observeHook{})
 	if err := c.Ping(ctx).Err(); err != nil {
 		_ = c.Close()
 		return nil, fmt.Errorf("redis ping: %w", err)
@@ -84,7 +85,11 @@ type Script struct {
 }
 
 // NewScript wraps Lua source. Construct scripts once, at store construction.
-func NewScript(src string) *Script { return &Script{s: redis.NewScript(src)} }
+func NewScript(src string) *Script {
+	s := &Script{s: redis.NewScript(src)}
+	nameScript(src, s.s.Hash())
+	return s
+}
 
 // Run evaluates the script by SHA and falls back to sending its source on NOSCRIPT.
 func (s *Script) Run(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {

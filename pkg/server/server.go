@@ -24,6 +24,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
+
+	"github.com/vigil-dev/vigil/pkg/tracing"
 )
 
 // Options configure a Server. Every zero value has the default given in its comment.
@@ -112,6 +114,11 @@ func New(o Options) (*Server, error) {
 			recovery.StreamServerInterceptor(recoveryOpt),
 		),
 	}, append(secure, o.ServerOptions...)...)
+	// Traced only when the environment asks for it (pkg/tracing); nothing is added otherwise.
+	if err := tracing.Setup(context.Background(), o.Name); err != nil {
+		logger.Warn("tracing is off", "event", "tracing_error", "err", err)
+	}
+	opts = append(opts, tracing.ServerOptions()...)
 	s := &Server{o: o, lis: lis, grpc: grpc.NewServer(opts...), health: health.NewServer(), metrics: serverMetrics}
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
@@ -204,4 +211,7 @@ func (s *Server) drain() {
 		s.o.Logger.Warn("drain deadline passed; cutting open calls", "event", "drain_timeout", "service", s.o.Name)
 		s.grpc.Stop()
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	tracing.Flush(ctx)
 }
