@@ -25,6 +25,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/vigil-dev/vigil/pkg/tracing"
 )
 
 //go:embed openapi/vigil.swagger.json
@@ -117,6 +119,11 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 			return nil, err
 		}
 	}
+	// Traced only when the environment asks for it (pkg/tracing); nothing is added otherwise.
+	if err := tracing.Setup(ctx, "gateway"); err != nil {
+		o.Logger.Warn("tracing is off", "event", "tracing_error", "err", err)
+	}
+	o.DialOptions = append(o.DialOptions, tracing.DialOptions()...)
 	g := &Gateway{o: o, conns: map[string]*grpc.ClientConn{}, log: o.Logger}
 	m := &apiMarshaler{allowEmpty: map[protoreflect.FullName]bool{}, fieldErrors: map[protoreflect.FullName]string{}}
 	successCodes := map[string]int{}
@@ -178,7 +185,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		_, _ = w.Write(openapiJSON)
 	})
 	mux.Handle("/", g.limitBody(gw))
-	g.handler = g.secure(mux)
+	g.handler = tracing.HTTPHandler(g.secure(mux), "gateway")
 	return g, nil
 }
 
