@@ -51,12 +51,12 @@ func runBench(ctx context.Context, args []string) error {
 		printBenchUsage(os.Stderr)
 		return fmt.Errorf("%w: unknown benchmark %q", errUsage, args[0])
 	}
-	before := loadAverage()
+	before := benchLoadAverage()
 	rep, out, err := b.run(ctx, args[1:])
 	if err != nil {
 		return err
 	}
-	rep.note("load average (1 min) before %s, after %s on %d CPUs: other work on the machine skews every number", before, loadAverage(), runtime.NumCPU())
+	rep.note("load average (1 min) before %s, after %s on %d CPUs: other work on the machine skews every number", before, benchLoadAverage(), runtime.NumCPU())
 	if out.json {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
@@ -138,7 +138,7 @@ type benchResult struct {
 	Unit string `json:"unit"`
 }
 
-func newReport(name string) *benchReport {
+func newBenchReport(name string) *benchReport {
 	return &benchReport{Benchmark: name, Started: time.Now().UTC().Format(time.RFC3339), Settings: map[string]any{}}
 }
 
@@ -147,7 +147,7 @@ func (r *benchReport) add(key, name string, value float64, unit string) {
 }
 
 // addLatencies adds p50, p99 and max of samples (in ms).
-func (r *benchReport) addLatencies(key, name string, l *latencies) {
+func (r *benchReport) addLatencies(key, name string, l *benchLatencies) {
 	r.add(key+"_p50_ms", name+" p50", l.percentile(50), "ms")
 	r.add(key+"_p99_ms", name+" p99", l.percentile(99), "ms")
 	r.add(key+"_max_ms", name+" max", l.percentile(100), "ms")
@@ -172,7 +172,7 @@ func (r *benchReport) writeTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "measurement\tvalue\tunit\t")
 	for _, res := range r.Results {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", res.Name, formatValue(res.Value), res.Unit)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", res.Name, benchFormatValue(res.Value), res.Unit)
 	}
 	_ = tw.Flush()
 	for _, n := range r.Notes {
@@ -180,10 +180,10 @@ func (r *benchReport) writeTable(w io.Writer) {
 	}
 }
 
-func formatValue(v float64) string {
+func benchFormatValue(v float64) string {
 	switch {
 	case v >= 1000:
-		return groupThousands(fmt.Sprintf("%.0f", v))
+		return benchGroupThousands(fmt.Sprintf("%.0f", v))
 	case v >= 100:
 		return fmt.Sprintf("%.1f", v)
 	default:
@@ -191,7 +191,7 @@ func formatValue(v float64) string {
 	}
 }
 
-func groupThousands(s string) string {
+func benchGroupThousands(s string) string {
 	var b strings.Builder
 	for i, c := range s {
 		if i > 0 && (len(s)-i)%3 == 0 {
@@ -202,28 +202,28 @@ func groupThousands(s string) string {
 	return b.String()
 }
 
-// latencies collects durations from many goroutines and reports percentiles in ms.
-type latencies struct {
+// benchLatencies collects durations from many goroutines and reports percentiles in ms.
+type benchLatencies struct {
 	mu     sync.Mutex
 	ms     []float64
 	sorted bool
 }
 
-func (l *latencies) add(d time.Duration) {
+func (l *benchLatencies) add(d time.Duration) {
 	l.mu.Lock()
 	l.ms = append(l.ms, float64(d)/float64(time.Millisecond))
 	l.sorted = false
 	l.mu.Unlock()
 }
 
-func (l *latencies) len() int {
+func (l *benchLatencies) len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.ms)
 }
 
 // percentile p in [0,100] by the nearest-rank method; 0 when empty.
-func (l *latencies) percentile(p float64) float64 {
+func (l *benchLatencies) percentile(p float64) float64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.ms) == 0 {
@@ -237,8 +237,8 @@ func (l *latencies) percentile(p float64) float64 {
 	return l.ms[min(max(rank, 0), len(l.ms)-1)]
 }
 
-// progress prints a status line to stderr every interval until stop is called.
-func progress(every time.Duration, line func() string) (stop func()) {
+// benchProgress prints a status line to stderr every interval until stop is called.
+func benchProgress(every time.Duration, line func() string) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
@@ -258,8 +258,8 @@ func progress(every time.Duration, line func() string) (stop func()) {
 	return func() { once.Do(func() { close(done); <-finished }) }
 }
 
-// loadAverage is the 1-minute load average, or "?" where /proc/loadavg is missing.
-func loadAverage() string {
+// benchLoadAverage is the 1-minute load average, or "?" where /proc/loadavg is missing.
+func benchLoadAverage() string {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
 		return "?"
@@ -270,8 +270,8 @@ func loadAverage() string {
 	return "?"
 }
 
-// stage announces a benchmark stage on stderr.
-func stage(format string, args ...any) {
+// benchStage announces a benchmark stage on stderr.
+func benchStage(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "vigil bench: "+format+"\n", args...)
 }
 

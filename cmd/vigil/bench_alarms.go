@@ -63,7 +63,7 @@ func benchAlarms(ctx context.Context, args []string) (*benchReport, benchOutput,
 	prefix := benchPrefix()
 	defer b.deletePrefix(context.WithoutCancel(ctx), prefix)
 
-	rep := newReport("alarms")
+	rep := newBenchReport("alarms")
 	rep.Redis = b.about
 	rep.Settings["count"] = o.count
 	rep.Settings["shards"] = o.shards
@@ -71,11 +71,11 @@ func benchAlarms(ctx context.Context, args []string) (*benchReport, benchOutput,
 	rep.Settings["rate"] = o.rate
 	rep.Settings["duration"] = o.duration.String()
 
-	var unpipelined, pipelined ceiling
+	var unpipelined, pipelined redisCeiling
 	if o.ceilRequests > 0 {
 		for _, depth := range []int{1, 16} {
-			stage("raw ceiling: redis-benchmark EVALSHA compare-and-set, %d requests, %d clients, pipeline %d", o.ceilRequests, o.ceilClients, depth)
-			c, err := measureCeiling(ctx, b, prefix, o.ceilRequests, o.ceilClients, depth)
+			benchStage("raw ceiling: redis-benchmark EVALSHA compare-and-set, %d requests, %d clients, pipeline %d", o.ceilRequests, o.ceilClients, depth)
+			c, err := measureRedisCeiling(ctx, b, prefix, o.ceilRequests, o.ceilClients, depth)
 			if err != nil {
 				return nil, benchOutput{}, err
 			}
@@ -130,14 +130,14 @@ func benchAlarms(ctx context.Context, args []string) (*benchReport, benchOutput,
 	return rep, benchOutput{json: o.json}, nil
 }
 
-// expiryHandler is the benchmark's alarm handler: one pipelined transition script per firing
+// benchExpiryHandler is the benchmark's alarm handler: one pipelined transition script per firing
 // of the batch, like the reservations service's expiry.
-type expiryHandler struct {
+type benchExpiryHandler struct {
 	rdb           redis.UniversalClient
 	q             *alarm.Queue
 	script        *redisx.Script
-	lateness      latencies // transition applied − due
-	claimLateness latencies // handler called − due
+	lateness      benchLatencies // transition applied − due
+	claimLateness benchLatencies // handler called − due
 	claims        atomic.Int64
 	expired       atomic.Int64 // transitions that changed an object: exactly one per object
 	handled       atomic.Int64 // distinct objects whose transition succeeded (changed or not)
@@ -146,22 +146,24 @@ type expiryHandler struct {
 	doneOnce      sync.Once
 }
 
-// newExpiryHandler expects the objects idPrefix+0 .. idPrefix+(want-1).
-func newExpiryHandler(rdb redis.UniversalClient, q *alarm.Queue, want int) *expiryHandler {
-	return &expiryHandler{rdb: rdb, q: q, script: redisx.NewScript(benchExpireLua), seen: make([]atomic.Bool, want), done: make(chan struct{})}
+// newBenchExpiryHandler expects the objects idPrefix+0 .. idPrefix+(want-1).
+func newBenchExpiryHandler(rdb redis.UniversalClient, q *alarm.Queue, want int) *benchExpiryHandler {
+	return &benchExpiryHandler{rdb: rdb, q: q, script: redisx.NewScript(benchExpireLua), seen: make([]atomic.Bool, want), done: make(chan struct{})}
 }
 
-func objectKey(q *alarm.Queue, shard int, id string) string { return q.Keys(shard).Tag + ":obj:" + id }
+func benchObjectKey(q *alarm.Queue, shard int, id string) string {
+	return q.Keys(shard).Tag + ":obj:" + id
+}
 
 // HandleAlarms applies the expiry of every firing in one pipeline.
-func (h *expiryHandler) HandleAlarms(ctx context.Context, batch []alarm.Firing) []error {
+func (h *benchExpiryHandler) HandleAlarms(ctx context.Context, batch []alarm.Firing) []error {
 	called := time.Now()
 	now := strconv.FormatInt(called.UnixMilli(), 10)
 	cmds := make([]*redis.Cmd, len(batch))
 	// A failed pipeline fails its commands too: each firing's outcome is its command's.
 	_, _ = redisx.Pipelined(ctx, h.rdb, []*redisx.Script{h.script}, func(p redis.Pipeliner) {
 		for i, f := range batch {
-			cmds[i] = h.script.Queue(ctx, p, []string{objectKey(h.q, f.Shard, f.ID)}, now)
+			cmds[i] = h.script.Queue(ctx, p, []string{benchObjectKey(h.q, f.Shard, f.ID)}, now)
 		}
 	})
 	applied := time.Now()
@@ -190,74 +192,74 @@ func (h *expiryHandler) HandleAlarms(ctx context.Context, batch []alarm.Firing) 
 	return errs
 }
 
-// drainResult is what the drain measured.
-type drainResult struct {
+// alarmsDrain is what the drain measured.
+type alarmsDrain struct {
 	elapsed                 time.Duration // from the common due time until the last transition was applied
-	lateness, claimLateness *latencies
+	lateness, claimLateness *benchLatencies
 	expired                 int
 	claims                  int64
 }
 
 // drainAlarms loads count held objects whose alarms are all due at one instant T, starts the
 // schedulers before T, and measures until every object has expired.
-func drainAlarms(ctx context.Context, b *benchRedis, prefix string, o alarmsBench) (drainResult, error) {
+func drainAlarms(ctx context.Context, b *benchRedis, prefix string, o alarmsBench) (alarmsDrain, error) {
 	q, err := alarm.New(b.rdb, alarm.Options{
 		Prefix: prefix, Namespace: "drain", Shards: o.shards, BatchSize: o.batch,
 		Lease: time.Minute, Logger: config.Logger("text", "warn"),
 	})
 	if err != nil {
-		return drainResult{}, err
+		return alarmsDrain{}, err
 	}
 	// The due instant leaves room to load every object first; the schedulers then sleep
 	// until it, as they would for real.
 	due := time.Now().Add(2*time.Second + time.Duration(o.count)*20*time.Microsecond).Truncate(time.Millisecond)
-	stage("drain: loading %d held objects with alarms due at %s", o.count, due.Format("15:04:05.000"))
-	if err := loadHeld(ctx, b.rdb, q, "o", o.count, due); err != nil {
-		return drainResult{}, err
+	benchStage("drain: loading %d held objects with alarms due at %s", o.count, due.Format("15:04:05.000"))
+	if err := benchLoadHeld(ctx, b.rdb, q, "o", o.count, due); err != nil {
+		return alarmsDrain{}, err
 	}
 	if slack := time.Until(due); slack < 200*time.Millisecond {
-		return drainResult{}, fmt.Errorf("loading took too long: only %v left before the due time; try a smaller --count", slack)
+		return alarmsDrain{}, fmt.Errorf("loading took too long: only %v left before the due time; try a smaller --count", slack)
 	}
 
-	h := newExpiryHandler(b.rdb, q, o.count)
+	h := newBenchExpiryHandler(b.rdb, q, o.count)
 	runCtx, stopRun := context.WithCancel(ctx)
 	runDone := make(chan error, 1)
 	go func() { runDone <- q.Run(runCtx, h) }()
 	defer func() { stopRun(); <-runDone }()
-	stage("drain: schedulers running; waiting for the due time (%v)", time.Until(due).Round(time.Millisecond))
-	stop := progress(250*time.Millisecond, func() string {
+	benchStage("drain: schedulers running; waiting for the due time (%v)", time.Until(due).Round(time.Millisecond))
+	stop := benchProgress(250*time.Millisecond, func() string {
 		return fmt.Sprintf("drain: %d/%d handled", h.handled.Load(), o.count)
 	})
 	select {
 	case <-h.done:
 	case <-ctx.Done():
 		stop()
-		return drainResult{}, ctx.Err()
+		return alarmsDrain{}, ctx.Err()
 	case <-time.After(time.Until(due) + 5*time.Minute):
 		stop()
-		return drainResult{}, fmt.Errorf("drain: only %d of %d handled after 5 minutes", h.handled.Load(), o.count)
+		return alarmsDrain{}, fmt.Errorf("drain: only %d of %d handled after 5 minutes", h.handled.Load(), o.count)
 	}
 	stop()
 	elapsed := time.Duration(h.lateness.percentile(100) * float64(time.Millisecond))
-	stage("drain: done in %v", elapsed.Round(time.Millisecond))
+	benchStage("drain: done in %v", elapsed.Round(time.Millisecond))
 
-	expired, err := verifyExpiredOnce(ctx, b.rdb, q, "o", o.count)
+	expired, err := benchVerifyExpiredOnce(ctx, b.rdb, q, "o", o.count)
 	if err != nil {
-		return drainResult{}, err
+		return alarmsDrain{}, err
 	}
-	return drainResult{elapsed: elapsed, lateness: &h.lateness, claimLateness: &h.claimLateness, expired: expired, claims: h.claims.Load()}, nil
+	return alarmsDrain{elapsed: elapsed, lateness: &h.lateness, claimLateness: &h.claimLateness, expired: expired, claims: h.claims.Load()}, nil
 }
 
-// loadHeld creates count held objects named prefix+i, each with expiresAt and its alarm at due,
+// benchLoadHeld creates count held objects named prefix+i, each with expiresAt and its alarm at due,
 // in pipelines of 1,000 objects.
-func loadHeld(ctx context.Context, rdb redis.UniversalClient, q *alarm.Queue, prefix string, count int, due time.Time) error {
+func benchLoadHeld(ctx context.Context, rdb redis.UniversalClient, q *alarm.Queue, prefix string, count int, due time.Time) error {
 	ms := due.UnixMilli()
 	for start := 0; start < count; start += 1000 {
 		_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i := start; i < min(start+1000, count); i++ {
 				id := prefix + strconv.Itoa(i)
 				shard := q.ShardOf(id)
-				p.HSet(ctx, objectKey(q, shard, id), "status", "held", "expiresAt", ms)
+				p.HSet(ctx, benchObjectKey(q, shard, id), "status", "held", "expiresAt", ms)
 				p.ZAdd(ctx, q.Keys(shard).Alarms, redis.Z{Score: float64(ms), Member: id})
 			}
 			return nil
@@ -269,15 +271,15 @@ func loadHeld(ctx context.Context, rdb redis.UniversalClient, q *alarm.Queue, pr
 	return nil
 }
 
-// verifyExpiredOnce checks that every object expired exactly once and returns how many did.
-func verifyExpiredOnce(ctx context.Context, rdb redis.UniversalClient, q *alarm.Queue, prefix string, count int) (int, error) {
+// benchVerifyExpiredOnce checks that every object expired exactly once and returns how many did.
+func benchVerifyExpiredOnce(ctx context.Context, rdb redis.UniversalClient, q *alarm.Queue, prefix string, count int) (int, error) {
 	expired := 0
 	for start := 0; start < count; start += 1000 {
 		var cmds []*redis.SliceCmd
 		_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i := start; i < min(start+1000, count); i++ {
 				id := prefix + strconv.Itoa(i)
-				cmds = append(cmds, p.HMGet(ctx, objectKey(q, q.ShardOf(id), id), "status", "expirationCount"))
+				cmds = append(cmds, p.HMGet(ctx, benchObjectKey(q, q.ShardOf(id), id), "status", "expirationCount"))
 			}
 			return nil
 		})
@@ -295,36 +297,36 @@ func verifyExpiredOnce(ctx context.Context, rdb redis.UniversalClient, q *alarm.
 	return expired, nil
 }
 
-// steadyResult is what the steady run measured.
-type steadyResult struct {
-	lateness, claimLateness *latencies
+// alarmsSteady is what the steady run measured.
+type alarmsSteady struct {
+	lateness, claimLateness *benchLatencies
 	expired                 int
 }
 
 // steadyAlarms sets rate alarms per second for the duration, each lead before it is due and due
 // 1/rate after the previous one, through Queue.Set (so wake-up hints are part of it), and
 // measures each one's lateness.
-func steadyAlarms(ctx context.Context, b *benchRedis, prefix string, o alarmsBench) (steadyResult, error) {
+func steadyAlarms(ctx context.Context, b *benchRedis, prefix string, o alarmsBench) (alarmsSteady, error) {
 	q, err := alarm.New(b.rdb, alarm.Options{
 		Prefix: prefix, Namespace: "steady", Shards: o.shards, BatchSize: o.batch,
 		Lease: time.Minute, Logger: config.Logger("text", "warn"),
 	})
 	if err != nil {
-		return steadyResult{}, err
+		return alarmsSteady{}, err
 	}
 	total := int(float64(o.rate) * o.duration.Seconds())
 	if total <= 0 {
-		return steadyResult{}, errors.New("steady: --rate × --duration is less than one alarm")
+		return alarmsSteady{}, errors.New("steady: --rate × --duration is less than one alarm")
 	}
-	h := newExpiryHandler(b.rdb, q, total)
+	h := newBenchExpiryHandler(b.rdb, q, total)
 	runCtx, stopRun := context.WithCancel(ctx)
 	runDone := make(chan error, 1)
 	go func() { runDone <- q.Run(runCtx, h) }()
 	defer func() { stopRun(); <-runDone }()
 
-	stage("steady: %d alarms/s for %v (%d alarms), each set %v ahead", o.rate, o.duration, total, o.lead)
+	benchStage("steady: %d alarms/s for %v (%d alarms), each set %v ahead", o.rate, o.duration, total, o.lead)
 	var created atomic.Int64
-	stop := progress(time.Second, func() string {
+	stop := benchProgress(time.Second, func() string {
 		return fmt.Sprintf("steady: %d set, %d handled, p99 so far %.2f ms", created.Load(), h.handled.Load(), h.lateness.percentile(99))
 	})
 	defer stop()
@@ -339,30 +341,30 @@ func steadyAlarms(ctx context.Context, b *benchRedis, prefix string, o alarmsBen
 			select {
 			case <-timer.C:
 			case <-ctx.Done():
-				return steadyResult{}, ctx.Err()
+				return alarmsSteady{}, ctx.Err()
 			}
 		}
 		id := "s" + strconv.Itoa(i)
 		dueMs := due.UnixMilli() + 1 // Set rounds up; the object's expiresAt must agree
-		if err := b.rdb.HSet(ctx, objectKey(q, q.ShardOf(id), id), "status", "held", "expiresAt", dueMs).Err(); err != nil {
-			return steadyResult{}, fmt.Errorf("steady: create object: %w", err)
+		if err := b.rdb.HSet(ctx, benchObjectKey(q, q.ShardOf(id), id), "status", "held", "expiresAt", dueMs).Err(); err != nil {
+			return alarmsSteady{}, fmt.Errorf("steady: create object: %w", err)
 		}
 		if err := q.Set(ctx, id, time.UnixMilli(dueMs)); err != nil {
-			return steadyResult{}, fmt.Errorf("steady: %w", err)
+			return alarmsSteady{}, fmt.Errorf("steady: %w", err)
 		}
 		created.Add(1)
 	}
 	select {
 	case <-h.done:
 	case <-ctx.Done():
-		return steadyResult{}, ctx.Err()
+		return alarmsSteady{}, ctx.Err()
 	case <-time.After(time.Minute):
-		return steadyResult{}, fmt.Errorf("steady: only %d of %d handled a minute after the last was due", h.handled.Load(), total)
+		return alarmsSteady{}, fmt.Errorf("steady: only %d of %d handled a minute after the last was due", h.handled.Load(), total)
 	}
 	stop()
-	expired, err := verifyExpiredOnce(ctx, b.rdb, q, "s", total)
+	expired, err := benchVerifyExpiredOnce(ctx, b.rdb, q, "s", total)
 	if err != nil {
-		return steadyResult{}, err
+		return alarmsSteady{}, err
 	}
-	return steadyResult{lateness: &h.lateness, claimLateness: &h.claimLateness, expired: expired}, nil
+	return alarmsSteady{lateness: &h.lateness, claimLateness: &h.claimLateness, expired: expired}, nil
 }

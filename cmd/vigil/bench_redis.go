@@ -53,7 +53,7 @@ func openBenchRedis(ctx context.Context, f benchFlags) (*benchRedis, error) {
 			}
 		}
 	}
-	b.about = fmt.Sprintf("redis %s at %s (%s)", version, redactURL(b.url), persistence)
+	b.about = fmt.Sprintf("redis %s at %s (%s)", version, benchRedactURL(b.url), persistence)
 	return b, nil
 }
 
@@ -85,7 +85,7 @@ func (b *benchRedis) deletePrefix(ctx context.Context, prefix string) {
 	}
 }
 
-func redactURL(u string) string {
+func benchRedactURL(u string) string {
 	if at := strings.LastIndex(u, "@"); at >= 0 {
 		if scheme := strings.Index(u, "://"); scheme >= 0 && scheme < at {
 			return u[:scheme+3] + "***" + u[at:]
@@ -156,40 +156,40 @@ func startThrowawayRedis(ctx context.Context, aof string) (url string, stop func
 			return "", nil, errors.New("redis-server did not answer within 15s")
 		}
 	}
-	stage("started a throwaway redis-server on %s (AOF %s)", addr, aof)
+	benchStage("started a throwaway redis-server on %s (AOF %s)", addr, aof)
 	return "redis://" + addr + "/0", stop, nil
 }
 
-// casLua is the raw ceiling's compare-and-set script.
+// benchCASLua is the raw ceiling's compare-and-set script.
 //
 //go:embed bench_cas.lua
-var casLua string
+var benchCASLua string
 
-// ceiling is what redis-benchmark measured for one pipeline depth.
-type ceiling struct {
+// redisCeiling is what redis-benchmark measured for one pipeline depth.
+type redisCeiling struct {
 	pipeline int
 	rps      float64
 	p50, p99 float64 // ms per request as redis-benchmark's clients saw it
 }
 
-// measureCeiling runs redis-benchmark against the target with EVALSHA of casLua, on keys under
+// measureRedisCeiling runs redis-benchmark against the target with EVALSHA of casLua, on keys under
 // prefix, with the given pipeline depth.
-func measureCeiling(ctx context.Context, b *benchRedis, prefix string, requests, clients, pipeline int) (ceiling, error) {
+func measureRedisCeiling(ctx context.Context, b *benchRedis, prefix string, requests, clients, pipeline int) (redisCeiling, error) {
 	bin, err := exec.LookPath("redis-benchmark")
 	if err != nil {
-		return ceiling{}, errors.New("redis-benchmark not found (Debian package redis-tools)")
+		return redisCeiling{}, errors.New("redis-benchmark not found (Debian package redis-tools)")
 	}
 	opt, err := redis.ParseURL(b.url)
 	if err != nil {
-		return ceiling{}, fmt.Errorf("redis-benchmark needs a redis:// URL: %w", err)
+		return redisCeiling{}, fmt.Errorf("redis-benchmark needs a redis:// URL: %w", err)
 	}
-	sha, err := b.rdb.ScriptLoad(ctx, casLua).Result()
+	sha, err := b.rdb.ScriptLoad(ctx, benchCASLua).Result()
 	if err != nil {
-		return ceiling{}, fmt.Errorf("load the CAS script: %w", err)
+		return redisCeiling{}, fmt.Errorf("load the CAS script: %w", err)
 	}
 	host, port, err := net.SplitHostPort(opt.Addr)
 	if err != nil {
-		return ceiling{}, err
+		return redisCeiling{}, err
 	}
 	args := []string{"-h", host, "-p", port, "-n", strconv.Itoa(requests), "-c", strconv.Itoa(clients),
 		"-P", strconv.Itoa(pipeline), "-r", "100000", "--csv"}
@@ -210,7 +210,7 @@ func measureCeiling(ctx context.Context, b *benchRedis, prefix string, requests,
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return ceiling{}, fmt.Errorf("redis-benchmark: %v: %s", err, strings.TrimSpace(stderr.String()))
+		return redisCeiling{}, fmt.Errorf("redis-benchmark: %v: %s", err, strings.TrimSpace(stderr.String()))
 	}
 	return parseRedisBenchmarkCSV(stdout.String(), pipeline)
 }
@@ -219,10 +219,10 @@ func measureCeiling(ctx context.Context, b *benchRedis, prefix string, requests,
 //
 //	"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
 //	"EVALSHA ...","84033.61","0.390","0.064","0.327","0.703","0.999","2.495"
-func parseRedisBenchmarkCSV(out string, pipeline int) (ceiling, error) {
+func parseRedisBenchmarkCSV(out string, pipeline int) (redisCeiling, error) {
 	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
 	if err != nil || len(rows) < 2 {
-		return ceiling{}, fmt.Errorf("unexpected redis-benchmark output %q", out)
+		return redisCeiling{}, fmt.Errorf("unexpected redis-benchmark output %q", out)
 	}
 	col := map[string]int{}
 	for i, h := range rows[0] {
@@ -236,9 +236,9 @@ func parseRedisBenchmarkCSV(out string, pipeline int) (ceiling, error) {
 		}
 		return strconv.ParseFloat(last[i], 64)
 	}
-	c := ceiling{pipeline: pipeline}
+	c := redisCeiling{pipeline: pipeline}
 	if c.rps, err = get("rps"); err != nil {
-		return ceiling{}, err
+		return redisCeiling{}, err
 	}
 	c.p50, _ = get("p50_latency_ms")
 	c.p99, _ = get("p99_latency_ms")
