@@ -5,6 +5,8 @@ go 1.26.0
 require (
 	github.com/vigil-dev/vigil/gateway v0.0.0
 	github.com/vigil-dev/vigil/pkg v0.0.0
+	github.com/vigil-dev/vigil/services/lobby v0.0.0
+	github.com/vigil-dev/vigil/services/locks v0.0.0
 	github.com/vigil-dev/vigil/services/reservations v0.0.0
 	golang.org/x/sync v0.24.0
 )
@@ -36,5 +38,7 @@ require (
 replace (
 	github.com/vigil-dev/vigil/gateway => ../../gateway
 	github.com/vigil-dev/vigil/pkg => ../../pkg
+	github.com/vigil-dev/vigil/services/lobby => ../../services/lobby
+	github.com/vigil-dev/vigil/services/locks => ../../services/locks
 	github.com/vigil-dev/vigil/services/reservations => ../../services/reservations
 )

@@ -17,8 +17,15 @@ const usage = `vigil: run and operate Vigil
 Usage:
   vigil dev [flags]      run every service and the gateway in one process
   vigil bench <what>     measure a component (see vigil bench -h)
+  vigil alarms list|dead|replay|discard|get
+                         see what is scheduled, late or dead in each domain; act on dead letters
+  vigil reservations get|create <id>
+  vigil locks get|acquire|release <resource>
+  vigil rooms list
 
-Run "vigil <command> -h" for a command's flags.
+Run "vigil <command> -h" for a command's flags. Operator commands print tables, or JSON with
+--json, and exit 0 done, 1 failed, 2 bad usage, 3 not found, 4 refused or check failed,
+5 service unavailable.
 `
 
 func main() {
@@ -40,12 +47,18 @@ func run(ctx context.Context, args []string) int {
 		err = runDev(ctx, args[1:])
 	case "bench":
 		err = runBench(ctx, args[1:])
+	case "alarms", "reservations", "locks", "rooms":
+		err = runOps(ctx, args[0], args[1:], os.Stdout, os.Stderr)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return 0
 	default:
 		fmt.Fprintf(os.Stderr, "vigil: unknown command %q\n\n%s", args[0], usage)
 		return 2
+	}
+	if code, ok := opsExitCode(err); ok {
+		fmt.Fprintln(os.Stderr, "vigil:", err)
+		return code
 	}
 	switch {
 	case err == nil:

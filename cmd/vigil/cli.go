@@ -1,0 +1,272 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/vigil-dev/vigil/pkg/alarmadmin"
+	"github.com/vigil-dev/vigil/pkg/config"
+)
+
+// The operator commands (alarms, reservations, locks, rooms) talk to the domain services over
+// gRPC with the generated clients. They print tables for people and, with --json, one JSON
+// document for scripts, and they end with an exit code scripts can branch on:
+//
+//	0 done   1 failed   2 bad usage   3 not found   4 refused or check failed   5 unavailable
+const (
+	exitNotFound    = 3
+	exitRefused     = 4
+	exitUnavailable = 5
+)
+
+// exitError is an error that sets the process's exit status.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// opsExitCode is the exit status for an operator command's error; ok is false for errors that
+// are not an operator command's (main handles those).
+func opsExitCode(err error) (code int, ok bool) {
+	var xe *exitError
+	if errors.As(err, &xe) {
+		return xe.code, true
+	}
+	return 0, false
+}
+
+// rpcError turns a failed call into a sentence and the exit status its code calls for. It is
+// the one place gRPC codes become exit codes.
+func rpcError(what string, err error) error {
+	st := status.Convert(err)
+	msg := fmt.Sprintf("%s: %s", what, st.Message())
+	switch st.Code() {
+	case codes.NotFound:
+		return &exitError{exitNotFound, errors.New(msg)}
+	case codes.InvalidArgument, codes.OutOfRange:
+		return &exitError{2, errors.New(msg)}
+	case codes.FailedPrecondition, codes.AlreadyExists, codes.Aborted, codes.PermissionDenied, codes.Unauthenticated:
+		return &exitError{exitRefused, errors.New(msg)}
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return &exitError{exitUnavailable, fmt.Errorf("%s: the service did not answer (%s); is it running, and is the address right?", what, st.Code())}
+	case codes.Unimplemented:
+		return &exitError{exitNotFound, fmt.Errorf("%s: the service does not offer this call", what)}
+	}
+	return &exitError{1, errors.New(msg)}
+}
+
+// domainAddrs are the gRPC addresses of the services, with their flags, env variables (the
+// gateway's names) and the ports of the deployment's compose file.
+var domainAddrs = []struct{ domain, env, def string }{
+	{"reservations", "VIGIL_RESERVATIONS_ADDR", "127.0.0.1:7001"},
+	{"locks", "VIGIL_LOCKS_ADDR", "127.0.0.1:7002"},
+	{"lobby", "VIGIL_LOBBY_ADDR", "127.0.0.1:7004"},
+	{"room", "VIGIL_ROOM_ADDR", "127.0.0.1:7005"},
+}
+
+// alarmDomains are the domains that keep alarms, in the order the commands list them.
+var alarmDomains = []string{"reservations", "locks", "room"}
+
+// cli is what every operator command shares: where the services are, how to print, and the
+// connections it opened.
+type cli struct {
+	addrs   map[string]*string
+	json    bool
+	timeout time.Duration
+	out     io.Writer
+	errOut  io.Writer
+	conns   map[string]*grpc.ClientConn
+}
+
+// newCLI adds the shared flags to fs.
+func newCLI(fs *flag.FlagSet, out, errOut io.Writer) *cli {
+	c := &cli{addrs: map[string]*string{}, out: out, errOut: errOut, conns: map[string]*grpc.ClientConn{}}
+	for _, d := range domainAddrs {
+		c.addrs[d.domain] = config.String(fs, d.domain+"-addr", d.env, d.def, "gRPC address of the "+d.domain+" service")
+	}
+	fs.BoolVar(&c.json, "json", false, "print JSON for scripts instead of a table")
+	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "give up on a call after this long")
+	fs.SetOutput(errOut)
+	return c
+}
+
+// parse parses flags placed before, between or after the positional arguments, and returns
+// the positional ones.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w: %v", errUsage, err)
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// conn is the connection to domain's service, dialled once (lazily: errors show on the call).
+func (c *cli) conn(domain string) (*grpc.ClientConn, error) {
+	if cc, ok := c.conns[domain]; ok {
+		return cc, nil
+	}
+	addr, ok := c.addrs[domain]
+	if !ok {
+		return nil, &exitError{2, fmt.Errorf("%w: unknown domain %q; use one of %s", errUsage, domain, strings.Join(alarmDomains, ", "))}
+	}
+	cc, err := grpc.NewClient(*addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, &exitError{2, fmt.Errorf("%w: %s address %q: %v", errUsage, domain, *addr, err)}
+	}
+	c.conns[domain] = cc
+	return cc, nil
+}
+
+func (c *cli) close() {
+	for _, cc := range c.conns {
+		_ = cc.Close()
+	}
+}
+
+// call bounds one RPC by --timeout.
+func (c *cli) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.timeout)
+}
+
+// printJSON writes v as indented JSON; proto messages look as they do at the gateway.
+func (c *cli) printJSON(v any) error {
+	if m, ok := v.(proto.Message); ok {
+		b, err := protojson.Marshal(alarmadmin.Struct(m))
+		if err != nil {
+			return err
+		}
+		v = json.RawMessage(b)
+	}
+	enc := json.NewEncoder(c.out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// table prints rows under a header, aligned.
+func (c *cli) table(header []string, rows [][]string) {
+	tw := tabwriter.NewWriter(c.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	_ = tw.Flush()
+}
+
+// msgJSON is a message as a JSON value (for embedding in a --json document).
+func msgJSON(m proto.Message) json.RawMessage {
+	if m == nil || !m.ProtoReflect().IsValid() {
+		return json.RawMessage("null")
+	}
+	b, err := protojson.Marshal(alarmadmin.Struct(m))
+	if err != nil {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+// progress reports a long operation on stderr: rewriting one line on a terminal, a line every
+// tenth of the way otherwise, so logs of scripted runs stay short.
+type progress struct {
+	w     io.Writer
+	what  string
+	total int
+	tty   bool
+	last  int
+}
+
+func (c *cli) progress(what string, total int) *progress {
+	tty := false
+	if f, ok := c.errOut.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			tty = true
+		}
+	}
+	return &progress{w: c.errOut, what: what, total: total, tty: tty, last: -1}
+}
+
+// step reports that done of total are done.
+func (p *progress) step(done int) {
+	if p.total < 2 {
+		return
+	}
+	if p.tty {
+		fmt.Fprintf(p.w, "\r%s %d/%d", p.what, done, p.total)
+		if done == p.total {
+			fmt.Fprintln(p.w)
+		}
+		return
+	}
+	if tenth := done * 10 / p.total; tenth != p.last {
+		p.last = tenth
+		fmt.Fprintf(p.w, "%s %d/%d\n", p.what, done, p.total)
+	}
+}
+
+// ms formats a time in ms since the epoch for a table; 0 is "-".
+func ms(t int64) string {
+	if t == 0 {
+		return "-"
+	}
+	return time.UnixMilli(t).UTC().Format("2006-01-02 15:04:05.000")
+}
+
+// dur formats a duration in ms for a table.
+func dur(d int64) string {
+	return (time.Duration(d) * time.Millisecond).String()
+}
+
+// runOps runs an operator command: alarms, reservations, locks or rooms.
+func runOps(ctx context.Context, cmd string, args []string, out, errOut io.Writer) error {
+	switch cmd {
+	case "alarms":
+		return runAlarms(ctx, args, out, errOut)
+	case "reservations":
+		return runReservations(ctx, args, out, errOut)
+	case "locks":
+		return runLocks(ctx, args, out, errOut)
+	case "rooms":
+		return runRooms(ctx, args, out, errOut)
+	}
+	return fmt.Errorf("%w: unknown command %q", errUsage, cmd)
+}
+
+// subcommand splits "<sub> [args]" and checks sub is one of subs.
+func subcommand(cmd string, args []string, subs ...string) (string, []string, error) {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		return "", nil, fmt.Errorf("%w: vigil %s %s [flags] (add -h after one for its flags)", errUsage, cmd, strings.Join(subs, "|"))
+	}
+	for _, s := range subs {
+		if args[0] == s {
+			return s, args[1:], nil
+		}
+	}
+	return "", nil, fmt.Errorf("%w: vigil %s has no %q; use %s", errUsage, cmd, args[0], strings.Join(subs, ", "))
+}

@@ -1,0 +1,305 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/vigil-dev/vigil/pkg/alarm"
+	"github.com/vigil-dev/vigil/pkg/alarmadmin"
+	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
+	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/redisx"
+	lobby "github.com/vigil-dev/vigil/services/lobby/service"
+	locks "github.com/vigil-dev/vigil/services/locks/service"
+	reservations "github.com/vigil-dev/vigil/services/reservations/service"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// start runs one service in-process and returns its address; the test's cleanup stops it.
+func start(t *testing.T, name string, run func(ctx context.Context, ready func(net.Addr)) error) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, func(a net.Addr) { addr <- a.String() }) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case a := <-addr:
+		return a
+	case err := <-done:
+		t.Fatalf("%s did not start: %v", name, err)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s did not start within 30s", name)
+	}
+	return ""
+}
+
+// startStack starts reservations, locks and lobby on one Redis under this test's prefix, and
+// a "room" admin backend whose queue has no scheduler (so its alarms stay overdue).
+func startStack(t *testing.T) (flags []string, prefix, url string, roomQueue *alarm.Queue) {
+	t.Helper()
+	rdb, prefix := redistest.Client(t)
+	url = redistest.URL(t)
+	rc := redisx.Config{URL: url}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	res := start(t, "reservations", func(ctx context.Context, ready func(net.Addr)) error {
+		return reservations.Run(ctx, reservations.Options{Redis: rc, Prefix: prefix, Logger: quiet}, ready)
+	})
+	lk := start(t, "locks", func(ctx context.Context, ready func(net.Addr)) error {
+		return locks.Run(ctx, locks.Options{Redis: rc, Prefix: prefix, Logger: quiet}, ready)
+	})
+	lb := start(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
+		return lobby.Run(ctx, lobby.Options{Redis: rc, Prefix: prefix, Logger: quiet}, ready)
+	})
+	q, err := alarm.New(rdb, alarm.Options{Prefix: prefix, Namespace: "room", Shards: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	alarmadmin.Register(s, q, nil, quiet)
+	go func() { _ = s.Serve(lis) }()
+	t.Cleanup(s.Stop)
+	flags = []string{"--reservations-addr", res, "--locks-addr", lk, "--lobby-addr", lb, "--room-addr", lis.Addr().String()}
+	return flags, prefix, url, q
+}
+
+// vigil runs one operator command as main does and returns its output and exit status.
+func vigil(t *testing.T, flags []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	// The stack's addresses go first, so an address given by the test overrides them.
+	cmdArgs := append(append([]string{args[1]}, flags...), args[2:]...)
+	err := runOps(context.Background(), args[0], cmdArgs, &out, &errOut)
+	switch c, ok := opsExitCode(err); {
+	case ok:
+		code = c
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		code = 0
+	case errors.Is(err, errUsage):
+		code = 2
+	default:
+		code = 1
+	}
+	if err != nil {
+		errOut.WriteString("vigil: " + err.Error() + "\n")
+	}
+	return out.String(), errOut.String(), code
+}
+
+func wantExit(t *testing.T, code, want int, args []string, stdout, stderr string) {
+	t.Helper()
+	if code != want {
+		t.Fatalf("vigil %s exited %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, want, stdout, stderr)
+	}
+}
+
+// must is vigil with the exit status checked.
+func must(t *testing.T, flags []string, want int, args ...string) (stdout, stderr string) {
+	t.Helper()
+	stdout, stderr, code := vigil(t, flags, args...)
+	wantExit(t, code, want, args, stdout, stderr)
+	return stdout, stderr
+}
+
+func decode(t *testing.T, s string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatalf("output is not one JSON document: %v\n%s", err, s)
+	}
+	return m
+}
+
+// deadLetter writes a dead letter exactly as the queue's retry script does.
+func deadLetter(t *testing.T, url, prefix, ns, id, why string) {
+	t.Helper()
+	rdb, err := redisx.Open(context.Background(), redisx.Config{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	q, err := alarm.New(rdb, alarm.Options{Prefix: prefix, Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := q.KeysOf(id)
+	info, _ := json.Marshal(map[string]any{"id": id, "shard": q.ShardOf(id), "attempts": 7, "error": why})
+	ctx := context.Background()
+	if err := rdb.ZAdd(ctx, k.Dead, redis.Z{Score: float64(time.Now().UnixMilli()), Member: id}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.HSet(ctx, k.DeadInfo, id, string(info)).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReservationsCommands(t *testing.T) {
+	t.Parallel()
+	flags, _, _, _ := startStack(t)
+
+	out, _ := must(t, flags, 0, "reservations", "create", "seat-1", "--ttl", "60s")
+	if !strings.Contains(out, "held") || !strings.Contains(out, "expiresAt") {
+		t.Fatalf("reservations create printed:\n%s\nwant a table with status held", out)
+	}
+	out, _ = must(t, flags, 0, "reservations", "get", "seat-1", "--json")
+	doc := decode(t, out)
+	r := doc["reservation"].(map[string]any)
+	a := doc["alarm"].(map[string]any)
+	if r["status"] != "held" || a["dueAt"] != r["expiresAt"] || doc["deadLetter"] != nil {
+		t.Fatalf("reservations get --json = %s; want held, its alarm due at expiresAt, no dead letter", out)
+	}
+	must(t, flags, exitNotFound, "reservations", "get", "never-made")
+	must(t, flags, 2, "reservations", "create", "Bad_Id")
+	must(t, flags, 2, "reservations", "create", "seat-2", "--ttl", "1.5s")
+	must(t, flags, 2, "reservations", "frobnicate")
+
+	out, _ = must(t, flags, 0, "alarms", "get", "--domain", "reservations", "seat-1")
+	if !strings.Contains(out, "status") || !strings.Contains(out, "held") || !strings.Contains(out, "alarm") {
+		t.Fatalf("alarms get printed:\n%s\nwant the reservation's fields and its alarm", out)
+	}
+	must(t, flags, exitNotFound, "alarms", "get", "--domain", "reservations", "nothing-here")
+}
+
+func TestAlarmsCommands(t *testing.T) {
+	t.Parallel()
+	flags, prefix, url, roomQ := startStack(t)
+
+	// A healthy system: something scheduled, nothing late, nothing dead; --check passes.
+	must(t, flags, 0, "reservations", "create", "seat-9", "--ttl", "600s")
+	out, _ := must(t, flags, 0, "alarms", "list", "--domain", "reservations", "--check")
+	if !strings.Contains(out, "reservations  1 ") || !strings.Contains(out, "OLDEST-OVERDUE") {
+		t.Fatalf("alarms list printed:\n%s\nwant reservations with 1 pending", out)
+	}
+	out, _ = must(t, flags, 0, "alarms", "list", "--domain", "reservations", "--shards", "--next", "2")
+	if !strings.Contains(out, "seat-9@") {
+		t.Fatalf("alarms list --shards printed:\n%s\nwant seat-9 among the next alarms", out)
+	}
+
+	// Late: the room queue has no scheduler, so its alarm stays overdue.
+	if err := roomQ.Set(context.Background(), "room-abc", time.Now().Add(-5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := vigil(t, flags, "alarms", "list", "--check", "--late", "1s", "--json")
+	wantExit(t, code, exitRefused, []string{"alarms list --check"}, out, stderr)
+	doc := decode(t, out)
+	if p := fmt.Sprint(doc["problems"]); !strings.Contains(p, `room: alarm "room-abc" is`) || !strings.Contains(stderr, "late") {
+		t.Fatalf("alarms list --check --json problems = %s, stderr %q; want room-abc reported late", p, stderr)
+	}
+	must(t, flags, 0, "alarms", "list", "--domain", "room", "--check", "--late", "1h")
+
+	// Dead letters: listed with their error, replayed or refused per id, then all at once with
+	// progress.
+	deadLetter(t, url, prefix, "reservations", "stuck-1", "payment gateway timed out")
+	out, _ = must(t, flags, 0, "alarms", "dead")
+	if !strings.Contains(out, "stuck-1") || !strings.Contains(out, "payment gateway timed out") || !strings.Contains(out, "7") {
+		t.Fatalf("alarms dead printed:\n%s\nwant stuck-1 with 7 attempts and its error", out)
+	}
+	_, stderr, code = vigil(t, flags, "alarms", "list", "--domain", "reservations", "--check")
+	wantExit(t, code, exitRefused, []string{"alarms list --check (dead)"}, "", stderr)
+	if !strings.Contains(stderr, "1 dead-lettered") {
+		t.Fatalf("alarms list --check stderr = %q; want the dead letter named", stderr)
+	}
+	out, _ = must(t, flags, exitNotFound, "alarms", "replay", "--domain", "reservations", "stuck-1", "not-dead")
+	if !strings.Contains(out, "replayed") || !strings.Contains(out, "not a dead letter") {
+		t.Fatalf("alarms replay printed:\n%s\nwant stuck-1 replayed and not-dead refused", out)
+	}
+	waitDead(t, flags, "reservations", 0) // the replayed alarm fired and was acknowledged
+
+	for i := range 30 {
+		deadLetter(t, url, prefix, "reservations", fmt.Sprintf("bulk-%02d", i), "boom")
+	}
+	out, stderr = must(t, flags, 0, "alarms", "discard", "--domain", "reservations", "--all", "--json")
+	if n := len(decode(t, out)["discarded"].([]any)); n != 30 || !strings.Contains(stderr, "discarded 30/30") {
+		t.Fatalf("alarms discard --all = %d discarded, stderr %q; want 30 with progress to 30/30", n, stderr)
+	}
+	waitDead(t, flags, "reservations", 0)
+
+	must(t, flags, 2, "alarms", "replay", "stuck-1")                                        // no domain
+	must(t, flags, 2, "alarms", "replay", "--domain", "reservations")                       // no ids
+	must(t, flags, 2, "alarms", "list", "--domain", "nowhere")                              // unknown domain
+	must(t, flags, 2, "alarms", "list", "--next", "1000", "--domain", "reservations")       // out of range
+	must(t, flags, exitNotFound, "alarms", "list", "--domain", "lobby")                     // keeps no alarms
+	must(t, flags, exitUnavailable, "alarms", "dead", "--reservations-addr", "127.0.0.1:1") // down
+}
+
+// waitDead waits until domain has want dead letters.
+func waitDead(t *testing.T, flags []string, domain string, want int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, _ := must(t, flags, 0, "alarms", "dead", "--domain", domain, "--json")
+		n := len(decode(t, out)["deadLetters"].([]any))
+		if n == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s has %d dead letters after 10s, want %d", domain, n, want)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the condition, bounded by the deadline
+	}
+}
+
+func TestLocksAndRoomsCommands(t *testing.T) {
+	t.Parallel()
+	flags, _, _, _ := startStack(t)
+
+	out, _ := must(t, flags, 0, "locks", "acquire", "printer", "--owner", "alice", "--ttl", "30s")
+	if !strings.Contains(out, "true") {
+		t.Fatalf("locks acquire printed:\n%s\nwant acquired true", out)
+	}
+	out, _ = must(t, flags, exitRefused, "locks", "acquire", "printer", "--owner", "bob", "--json")
+	if doc := decode(t, out); doc["acquired"] != false || doc["holder"] != "alice" {
+		t.Fatalf("locks acquire by bob --json = %s; want not acquired, held by alice", out)
+	}
+	out, _ = must(t, flags, 0, "locks", "get", "printer", "--json")
+	if doc := decode(t, out); doc["held"] != true || doc["owner"] != "alice" || doc["fencingToken"] == nil {
+		t.Fatalf("locks get --json = %s; want held by alice with a fencing token", out)
+	}
+	must(t, flags, exitRefused, "locks", "release", "printer", "--owner", "bob")
+	must(t, flags, 0, "locks", "release", "printer", "--owner", "alice")
+	out, _ = must(t, flags, 0, "locks", "get", "printer")
+	if !strings.Contains(out, "false") {
+		t.Fatalf("locks get after release printed:\n%s\nwant held false", out)
+	}
+	must(t, flags, 2, "locks", "acquire", "printer") // no owner
+	must(t, flags, 2, "locks", "get", "NOT OK")
+
+	conn, err := grpc.NewClient(flags[5], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := lobbyv1.NewLobbyServiceClient(conn).CreateRoom(context.Background(), &lobbyv1.CreateRoomRequest{
+		Name: "Tuesday practice", Video: &lobbyv1.Video{Title: "Swan Lake act 2", DurationMs: 60_000},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	out, _ = must(t, flags, 0, "rooms", "list")
+	if !strings.Contains(out, "Tuesday practice") || !strings.Contains(out, "1 rooms, 0 viewers") {
+		t.Fatalf("rooms list printed:\n%s\nwant the room and a total line", out)
+	}
+	out, _ = must(t, flags, 0, "rooms", "list", "--json")
+	if rooms := decode(t, out)["rooms"].([]any); len(rooms) != 1 || rooms[0].(map[string]any)["name"] != "Tuesday practice" {
+		t.Fatalf("rooms list --json = %s; want the one room", out)
+	}
+	must(t, flags, exitUnavailable, "rooms", "list", "--lobby-addr", "127.0.0.1:1")
+}
