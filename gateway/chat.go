@@ -321,8 +321,10 @@ type chatRoom struct {
 // chatEntry is one message, encoded once for every socket.
 type chatEntry struct {
 	id int64
-	// obj is the message as a JSON object; frame is the message frame.
-	obj, frame []byte
+	// obj is the message as a JSON object; frame is the message frame, framed once for every
+	// socket.
+	obj   []byte
+	frame wsFrame
 }
 
 type pendingPost struct {
@@ -494,7 +496,7 @@ func (r *chatRoom) deliverLocked(m *chatv1.ChatMessage) {
 		r.recent = append(r.recent[:0:0], r.recent[len(r.recent)-keep:]...)
 	}
 	for mem := range r.members {
-		mem.sock.Send(e.frame)
+		mem.sock.SendFrame(e.frame)
 	}
 }
 
@@ -506,10 +508,10 @@ func encodeChatEntry(m *chatv1.ChatMessage) chatEntry {
 		Body   string `json:"body"`
 		TS     int64  `json:"ts"`
 	}{m.GetId(), m.GetUser(), m.GetUserId(), m.GetBody(), m.GetTs()})
-	frame := make([]byte, 0, len(obj)+17)
-	frame = append(frame, `{"type":"message",`...)
-	frame = append(frame, obj[1:]...)
-	return chatEntry{id: m.GetId(), obj: obj, frame: frame}
+	payload := make([]byte, 0, len(obj)+17)
+	payload = append(payload, `{"type":"message",`...)
+	payload = append(payload, obj[1:]...)
+	return chatEntry{id: m.GetId(), obj: obj, frame: textFrame(payload)}
 }
 
 func historyFrame(entries []chatEntry) []byte {

@@ -7,16 +7,19 @@ package gateway
 //
 // It is built for many idle sockets: the caller runs ONE reader goroutine per socket; a writer
 // goroutine exists only while frames are queued; pings run on a timer; the HTTP server's 8 KiB
-// of connection buffers are swapped for small ones; and a burst of queued frames leaves in one
-// write to the kernel (the connection is "corked" while the burst is written).
+// of connection buffers are swapped for small ones. And for fan-out: a server frame is not
+// masked, so a message is framed once (textFrame) and the same bytes go to every socket; a
+// burst of queued frames leaves in one writev.
 //
-// API: acceptSocket upgrades; (*wsSocket).Read is for the reader goroutine; Send queues a frame
-// from anywhere without blocking; Allow applies the rate limit; Close ends the socket.
+// API: acceptSocket upgrades; (*wsSocket).Read is for the reader goroutine; Send (a payload) and
+// SendFrame (a frame built once by textFrame, for fan-out) queue from anywhere without
+// blocking; Allow applies the rate limit; Close ends the socket.
 
 import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"net"
 	"net/http"
@@ -106,7 +109,7 @@ func refuseNonWebSocket(w http.ResponseWriter) {
 // wsSocket is one accepted WebSocket.
 type wsSocket struct {
 	c    *websocket.Conn
-	nc   *corkConn
+	nc   *sockConn
 	lim  *wsLimits
 	ping *time.Timer
 
@@ -115,7 +118,7 @@ type wsSocket struct {
 	refill time.Time
 
 	mu      sync.Mutex
-	queue   [][]byte
+	queue   []wsFrame
 	writing bool
 	closed  bool
 }
@@ -183,10 +186,33 @@ func (s *wsSocket) Allow() bool {
 	return true
 }
 
-// Send queues a frame without blocking. It returns false when the socket is closed or its
+// wsFrame is a complete server-to-client WebSocket frame, header and payload.
+type wsFrame []byte
+
+// textFrame frames payload as one unmasked text frame.
+func textFrame(payload []byte) wsFrame {
+	n := len(payload)
+	f := make([]byte, 0, n+10)
+	f = append(f, 0x81) // FIN, text
+	switch {
+	case n < 126:
+		f = append(f, byte(n))
+	case n < 1<<16:
+		f = append(f, 126, byte(n>>8), byte(n))
+	default:
+		f = append(f, 127)
+		f = binary.BigEndian.AppendUint64(f, uint64(n))
+	}
+	return append(f, payload...)
+}
+
+// Send queues payload as a text frame; see SendFrame.
+func (s *wsSocket) Send(payload []byte) bool { return s.SendFrame(textFrame(payload)) }
+
+// SendFrame queues a frame without blocking. It returns false when the socket is closed or its
 // queue is full; a full queue closes the socket with 1013 (the client should reconnect and
-// resume). frame is shared, not copied: callers must not change it afterwards.
-func (s *wsSocket) Send(frame []byte) bool {
+// resume). f is shared, not copied: callers must not change it afterwards.
+func (s *wsSocket) SendFrame(f wsFrame) bool {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -199,7 +225,7 @@ func (s *wsSocket) Send(frame []byte) bool {
 		go s.close(closeTryAgainLater, "slow consumer: reconnect and resume with since")
 		return false
 	}
-	s.queue = append(s.queue, frame)
+	s.queue = append(s.queue, f)
 	start := !s.writing
 	s.writing = true
 	s.mu.Unlock()
@@ -210,7 +236,7 @@ func (s *wsSocket) Send(frame []byte) bool {
 }
 
 // writeLoop writes queued frames until the queue is empty, then ends: no goroutine waits on an
-// idle socket. Each burst leaves in one write to the kernel.
+// idle socket. Each burst leaves in one writev.
 func (s *wsSocket) writeLoop() {
 	for {
 		s.mu.Lock()
@@ -222,7 +248,7 @@ func (s *wsSocket) writeLoop() {
 			return
 		}
 		s.mu.Unlock()
-		if err := s.writeBatch(batch); err != nil {
+		if err := s.nc.writeFrames(batch, s.lim.WriteTimeout); err != nil {
 			s.markClosed()
 			_ = s.c.CloseNow()
 			s.mu.Lock()
@@ -231,19 +257,6 @@ func (s *wsSocket) writeLoop() {
 			return
 		}
 	}
-}
-
-func (s *wsSocket) writeBatch(batch [][]byte) error {
-	s.nc.cork()
-	for _, f := range batch {
-		// Corked writes only fill a buffer, so they need no deadline (and skip the library's
-		// per-write timer); uncork's network write has one.
-		if err := s.c.Write(context.Background(), websocket.MessageText, f); err != nil {
-			_ = s.nc.uncork(s.lim.WriteTimeout)
-			return err
-		}
-	}
-	return s.nc.uncork(s.lim.WriteTimeout)
 }
 
 // Close sends the close frame (after what is queued is abandoned) and closes the socket. It
@@ -271,11 +284,11 @@ func (s *wsSocket) markClosed() {
 // returns.
 type smallBufHijacker struct {
 	http.ResponseWriter
-	conn *corkConn
+	conn *sockConn
 }
 
-// smallBufSize is the buffer of a socket's reader and writer. Frames larger than it are read
-// and written straight through; writes are batched by corkConn anyway.
+// smallBufSize is the buffer of a socket's reader and of the library's writer (which writes
+// only control frames: data frames bypass it). Larger frames are read straight through.
 const smallBufSize = 512
 
 // Hijack implements http.Hijacker.
@@ -284,7 +297,7 @@ func (h *smallBufHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	cc := &corkConn{Conn: nc}
+	cc := &sockConn{Conn: nc}
 	if n := brw.Reader.Buffered(); n > 0 {
 		b, _ := brw.Reader.Peek(n)
 		cc.ahead = bytes.Clone(b)
@@ -296,22 +309,16 @@ func (h *smallBufHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // Unwrap lets http.ResponseController reach the server's writer.
 func (h *smallBufHijacker) Unwrap() http.ResponseWriter { return h.ResponseWriter }
 
-// corkConn is a socket's connection. While corked, writes collect in a pooled buffer and leave
-// in one write at uncork; otherwise they go straight through. Reads first return what the HTTP
-// server had read ahead before the upgrade.
-type corkConn struct {
+// sockConn is a socket's connection. Reads first return what the HTTP server had read ahead
+// before the upgrade. Writes are serialised, so the library's control frames (ping, close) and
+// the bridge's data frames never interleave.
+type sockConn struct {
 	net.Conn
 	ahead []byte
-
-	wmu    sync.Mutex // serialises writes to Conn, so corked bytes never interleave
-	mu     sync.Mutex // guards corked and buf
-	corked bool
-	buf    *bytes.Buffer
+	wmu   sync.Mutex
 }
 
-var corkBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-func (c *corkConn) Read(p []byte) (int, error) {
+func (c *sockConn) Read(p []byte) (int, error) {
 	if len(c.ahead) > 0 {
 		n := copy(p, c.ahead)
 		c.ahead = c.ahead[n:]
@@ -323,50 +330,23 @@ func (c *corkConn) Read(p []byte) (int, error) {
 	return c.Conn.Read(p)
 }
 
-func (c *corkConn) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	if c.corked {
-		c.buf.Write(p)
-		c.mu.Unlock()
-		return len(p), nil
-	}
-	c.mu.Unlock()
+// Write is the library's path: its frames fit its 512-byte buffer, so each is one Write.
+func (c *sockConn) Write(p []byte) (int, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	return c.Conn.Write(p)
 }
 
-func (c *corkConn) cork() {
-	c.mu.Lock()
-	c.corked = true
-	if c.buf == nil {
-		c.buf = corkBufs.Get().(*bytes.Buffer)
+// writeFrames writes whole frames in one writev, within timeout.
+func (c *sockConn) writeFrames(frames []wsFrame, timeout time.Duration) error {
+	bufs := make(net.Buffers, len(frames))
+	for i, f := range frames {
+		bufs[i] = f
 	}
-	c.mu.Unlock()
-}
-
-// uncork writes what collected while corked, within timeout.
-func (c *corkConn) uncork(timeout time.Duration) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	c.mu.Lock()
-	buf := c.buf
-	c.buf, c.corked = nil, false
-	c.mu.Unlock()
-	if buf == nil {
-		return nil
-	}
-	defer func() {
-		if buf.Cap() <= 64<<10 {
-			buf.Reset()
-			corkBufs.Put(buf)
-		}
-	}()
-	if buf.Len() == 0 {
-		return nil
-	}
 	_ = c.Conn.SetWriteDeadline(time.Now().Add(timeout))
-	_, err := c.Conn.Write(buf.Bytes())
+	_, err := bufs.WriteTo(c.Conn)
 	_ = c.Conn.SetWriteDeadline(time.Time{})
 	if err != nil {
 		return errors.Join(errors.New("websocket write"), err)
