@@ -185,7 +185,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		_, _ = w.Write(openapiJSON)
 	})
 	mux.Handle("/", g.limitBody(gw))
-	g.handler = tracing.HTTPHandler(g.secure(mux), "gateway")
+	g.handler = observe(g.secure(mux))
 	return g, nil
 }
 
