@@ -61,6 +61,9 @@ func TestPracticeRoom(t *testing.T) {
 	// The leader opens a room from the lobby's form; picking the file fills title and length.
 	leader := newPage(t, browser, "leader")
 	leader.open(s.url + "/ui/")
+	// A form sent incomplete says what to fix.
+	leader.run(chromedp.Click(chromedp.CSS(`#create button[type=submit]`)))
+	leader.waitFor("readable form error", `document.getElementById('create-error').textContent === 'Give the room a name.' && document.activeElement.id === 'room-name'`, 5*time.Second)
 	leader.run(
 		chromedp.SendKeys(chromedp.ID("room-name"), "Tuesday practice"),
 		chromedp.SetUploadFiles(chromedp.ID("video-file"), []string{videoFile}),
@@ -144,6 +147,12 @@ func TestPracticeRoom(t *testing.T) {
 	if g := gap(l, v); math.Abs(g) > 250 {
 		t.Errorf("paused: viewer at %.0f ms, leader at %.0f ms: %.0f ms apart, want within 250", v.PosMs, l.PosMs, g)
 	}
+
+	// Reload: the viewer's player reloads its file and comes back to the leader's position.
+	viewer.eval(`window.reloads = 0; document.getElementById('player').addEventListener('emptied', () => window.reloads++); true`, new(bool))
+	leader.run(chromedp.Click(chromedp.ID("reload")))
+	viewer.waitFor("viewer reloaded", `window.reloads > 0 && document.getElementById('player').readyState >= 1`, 10*time.Second)
+	viewer.waitFor("viewer back at the leader's position", `Math.abs(window.vigilRoom.drift) <= 25 && !document.getElementById('player').seeking`, 10*time.Second)
 
 	leader.checkPlain("")
 	viewer.checkPlain("room-phone")
