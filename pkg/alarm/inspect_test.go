@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // TestInspectFollowsAnAlarmToTheDeadLetters walks one alarm from overdue, to claimed, to a
@@ -76,6 +78,9 @@ func TestInspectFollowsAnAlarmToTheDeadLetters(t *testing.T) {
 	batch, lease, _, err = q.claimDue(ctx, shard)
 	if err != nil || len(batch) == 0 {
 		t.Fatalf("claimDue after the lease = %v, %v", batch, err)
+	}
+	if n := testutil.ToFloat64(q.metrics.refired); n != 1 {
+		t.Fatalf("vigil_alarms_refired_total after the lease ran out = %v, want 1", n)
 	}
 	for _, f := range batch {
 		if f.ID != "late" {

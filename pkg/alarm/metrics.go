@@ -21,6 +21,10 @@ var (
 	alarmRetried = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "vigil_alarms_retried_total", Help: "Alarms whose handler failed and that will be retried.",
 	}, []string{"ns"})
+	alarmRefired = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vigil_alarms_refired_total",
+		Help: "Alarms claimed again after an earlier attempt: retries after a failure plus leases that ran out (a crashed or stuck scheduler). Lease expiries = refired - retried.",
+	}, []string{"ns"})
 	alarmDead = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "vigil_alarms_dead_lettered_total", Help: "Alarms moved to the dead-letter set after their last retry.",
 	}, []string{"ns"})
@@ -30,11 +34,12 @@ var (
 type queueMetrics struct {
 	lateness                      prometheus.Observer
 	claimed, acked, retried, dead prometheus.Counter
+	refired                       prometheus.Counter
 }
 
 func metricsFor(ns string) *queueMetrics {
 	registerOnce.Do(func() {
-		prometheus.MustRegister(alarmLateness, alarmClaimed, alarmAcked, alarmRetried, alarmDead)
+		prometheus.MustRegister(alarmLateness, alarmClaimed, alarmAcked, alarmRetried, alarmRefired, alarmDead)
 	})
 	return &queueMetrics{
 		lateness: alarmLateness.WithLabelValues(ns),
@@ -42,5 +47,6 @@ func metricsFor(ns string) *queueMetrics {
 		acked:    alarmAcked.WithLabelValues(ns),
 		retried:  alarmRetried.WithLabelValues(ns),
 		dead:     alarmDead.WithLabelValues(ns),
+		refired:  alarmRefired.WithLabelValues(ns),
 	}
 }

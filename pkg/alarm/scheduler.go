@@ -150,6 +150,9 @@ func (q *Queue) claimDue(ctx context.Context, shard int) (batch []Firing, lease 
 		due := time.UnixMilli(int64(math.Floor(dueF)))
 		batch = append(batch, Firing{ID: id, Shard: shard, Attempt: int(attempt), Due: due})
 		q.metrics.lateness.Observe(now.Sub(due).Seconds())
+		if attempt > 1 {
+			q.metrics.refired.Inc()
+		}
 	}
 	q.metrics.claimed.Add(float64(len(batch)))
 	return batch, lease, next, nil

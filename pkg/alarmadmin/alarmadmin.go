@@ -37,11 +37,13 @@ type Server struct {
 	log    *slog.Logger
 }
 
-// New serves q's admin calls; lookup, when not nil, finds the objects LookupObject shows.
+// New serves q's admin calls; lookup, when not nil, finds the objects LookupObject shows. It
+// also adds q's state to the process's Prometheus metrics (see metrics.go).
 func New(q *alarm.Queue, lookup Lookup, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
+	watch(q)
 	return &Server{q: q, lookup: lookup, log: log}
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -26,7 +27,10 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 func setup(t *testing.T, o alarm.Options, known map[string]proto.Message) (*alarm.Queue, adminv1.AlarmAdminServiceClient) {
 	t.Helper()
 	rdb, prefix := redistest.Client(t)
-	o.Prefix, o.Namespace = prefix, "tests"
+	o.Prefix = prefix
+	if o.Namespace == "" {
+		o.Namespace = "tests"
+	}
 	q, err := alarm.New(rdb, o)
 	if err != nil {
 		t.Fatal(err)
@@ -243,4 +247,39 @@ func TestLookupObjectShowsStateAlarmAndDeadLetter(t *testing.T) {
 	wantCode(t, "LookupObject(bad-id)", err, codes.InvalidArgument)
 	_, err = c.LookupObject(ctx, &adminv1.LookupObjectRequest{})
 	wantCode(t, "LookupObject(empty id)", err, codes.InvalidArgument)
+}
+
+func TestQueueStateIsExported(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	now := time.UnixMilli(1_900_000_000_000)
+	q, _ := setup(t, alarm.Options{Namespace: "gauges", Shards: 4, Now: func() time.Time { return now }}, nil)
+	for id, due := range map[string]time.Time{"a": now.Add(-3 * time.Second), "b": now.Add(-time.Second), "c": now.Add(time.Minute)} {
+		if err := q.Set(ctx, id, due); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == "ns" && lp.GetValue() == "gauges" && m.GetGauge() != nil {
+					got[mf.GetName()] = m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	want := map[string]float64{
+		"vigil_alarm_queue_up": 1, "vigil_alarms_pending": 3, "vigil_alarms_overdue": 2, "vigil_alarms_in_flight": 0,
+		"vigil_alarms_dead_letters": 0, "vigil_alarm_oldest_overdue_seconds": 3,
+	}
+	for name, v := range want {
+		if got[name] != v {
+			t.Errorf("%s{ns=gauges} = %v, want %v", name, got[name], v)
+		}
+	}
 }
