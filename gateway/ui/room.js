@@ -92,7 +92,7 @@ function showEnded(text) {
   $('ended').hidden = false;
   setStatus($('conn'), 'Disconnected: the room is closed.', 'bad');
   $('leader-controls').hidden = true;
-  $('viewer-controls').hidden = true;
+  $('player-controls').hidden = true;
   $('file').disabled = true;
   $('occupancy').textContent = 'Room closed.';
   $('follow').textContent = '';
@@ -367,7 +367,6 @@ function follow() {
 }
 
 if (role === 'viewer') {
-  $('viewer-controls').hidden = false;
   setInterval(follow, FOLLOW_MS);
   $('start').addEventListener('click', () => { follow(); playNow(); });
 }

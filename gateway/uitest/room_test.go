@@ -163,7 +163,7 @@ func TestPracticeRoom(t *testing.T) {
 	viewer.waitFor("ended notice", `!document.getElementById('ended').hidden && document.getElementById('ended-text').textContent.startsWith('The leader ended this room') && document.getElementById('occupancy').textContent === 'Room closed.'`, 10*time.Second)
 	lobby.waitFor("room gone from the lobby", `!document.querySelector('tr[data-code=`+jsString(code)+`]')`, 10*time.Second)
 	var controlsHidden bool
-	viewer.eval(`document.getElementById('viewer-controls').hidden && document.getElementById('file').disabled`, &controlsHidden)
+	viewer.eval(`document.getElementById('player-controls').hidden && document.getElementById('file').disabled`, &controlsHidden)
 	if !controlsHidden {
 		t.Error("the viewer's controls stay usable after the room ended")
 	}
@@ -208,6 +208,7 @@ func TestExpiredRoom(t *testing.T) {
 	viewer := newPage(t, browser, "viewer")
 	viewer.open(s.url + "/ui/room.html?code=" + created.Code)
 	viewer.waitFor("connected", `document.getElementById('conn').textContent.includes('following')`, 10*time.Second)
+	viewer.waitFor("occupancy shown", `document.getElementById('occupancy').textContent === '1 viewer · leader away'`, 10*time.Second)
 	viewer.waitFor("expired notice", `!document.getElementById('ended').hidden && document.getElementById('ended-text').textContent.startsWith('This room has expired')`, 15*time.Second)
 
 	// Coming back to the link later says the room is gone, not an error.
