@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strings"
@@ -33,6 +34,7 @@ const benchUsage = `Usage: vigil bench <what> [flags]
 
 Measures a component and prints a results table (or JSON with --json); progress goes to stderr.
 Without --redis-url each run starts a throwaway redis-server on a free port.
+VIGIL_BENCH_CPUPROFILE=file writes a Go CPU profile of the whole run.
 
 What:
 `
@@ -52,6 +54,17 @@ func runBench(ctx context.Context, args []string) error {
 		return fmt.Errorf("%w: unknown benchmark %q", errUsage, args[0])
 	}
 	before := benchLoadAverage()
+	if path := os.Getenv("VIGIL_BENCH_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	rep, out, err := b.run(ctx, args[1:])
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -119,11 +120,14 @@ func benchAlarms(ctx context.Context, args []string) (*benchReport, benchOutput,
 		}
 		rep.addLatencies("steady_lateness", fmt.Sprintf("steady %d/s lateness", o.rate), s.lateness)
 		rep.addLatencies("steady_claim_lateness", fmt.Sprintf("steady %d/s claim lateness", o.rate), s.claimLateness)
+		rep.addLatencies("noise_timer", "noise floor: Go timer oversleep", s.timerNoise)
+		rep.addLatencies("noise_ping", "noise floor: Redis PING round trip", s.pingNoise)
 		verdict := "met"
 		if p99 := s.lateness.percentile(99); p99 >= 5 {
 			verdict = "MISSED"
 		}
 		rep.note("target steady p99 lateness < 5 ms: %s", verdict)
+		rep.note("noise floor: during the steady run a probe slept 1-10 ms at a time and pinged Redis; a queue cannot fire later than its own process gets the CPU and Redis answers")
 		rep.note("steady verified: %d alarms handled, %d expired exactly once", s.lateness.len(), s.expired)
 	}
 	rep.note("lateness = when the alarm's transition had been applied in Redis minus its due time; claim lateness = when the handler got it")
@@ -300,6 +304,7 @@ func benchVerifyExpiredOnce(ctx context.Context, rdb redis.UniversalClient, q *a
 // alarmsSteady is what the steady run measured.
 type alarmsSteady struct {
 	lateness, claimLateness *benchLatencies
+	timerNoise, pingNoise   *benchLatencies
 	expired                 int
 }
 
@@ -325,6 +330,11 @@ func steadyAlarms(ctx context.Context, b *benchRedis, prefix string, o alarmsBen
 	defer func() { stopRun(); <-runDone }()
 
 	benchStage("steady: %d alarms/s for %v (%d alarms), each set %v ahead", o.rate, o.duration, total, o.lead)
+	var timerNoise, pingNoise benchLatencies
+	probeCtx, stopProbe := context.WithCancel(ctx)
+	probeDone := make(chan struct{})
+	go func() { defer close(probeDone); probeNoise(probeCtx, b.rdb, &timerNoise, &pingNoise) }()
+	defer func() { stopProbe(); <-probeDone }()
 	var created atomic.Int64
 	stop := benchProgress(time.Second, func() string {
 		return fmt.Sprintf("steady: %d set, %d handled, p99 so far %.2f ms", created.Load(), h.handled.Load(), h.lateness.percentile(99))
@@ -366,5 +376,29 @@ func steadyAlarms(ctx context.Context, b *benchRedis, prefix string, o alarmsBen
 	if err != nil {
 		return alarmsSteady{}, err
 	}
-	return alarmsSteady{lateness: &h.lateness, claimLateness: &h.claimLateness, expired: expired}, nil
+	stopProbe()
+	<-probeDone
+	return alarmsSteady{lateness: &h.lateness, claimLateness: &h.claimLateness, timerNoise: &timerNoise, pingNoise: &pingNoise, expired: expired}, nil
+}
+
+// probeNoise measures what the machine allows until ctx ends: how much later than asked a Go
+// timer fires, and how long a Redis PING takes. Both bound any alarm's lateness from below.
+func probeNoise(ctx context.Context, rdb redis.UniversalClient, timer, ping *benchLatencies) {
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for ctx.Err() == nil {
+		d := time.Millisecond + time.Duration(rand.Int64N(int64(9*time.Millisecond)))
+		asked := time.Now().Add(d)
+		t.Reset(d)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		timer.add(time.Since(asked))
+		start := time.Now()
+		if rdb.Ping(ctx).Err() == nil {
+			ping.add(time.Since(start))
+		}
+	}
 }
