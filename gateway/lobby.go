@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"net/http"
+	"strconv"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc"
@@ -23,6 +24,11 @@ func lobbyDomain(addr string) domain {
 		rest: func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
 			return lobbyv1.RegisterLobbyServiceHandler(ctx, mux, conn)
 		},
+		// GET /lobby/rooms is served directly (see serveRoomList); the grpc-gateway rule stays
+		// for the OpenAPI document and is shadowed by this more specific route.
+		sockets: func(g *Gateway, mux *http.ServeMux, conn *grpc.ClientConn) {
+			mux.HandleFunc("GET /lobby/rooms", serveRoomList(g, lobbyv1.NewLobbyServiceClient(conn)))
+		},
 		created: map[string]int{
 			"/vigil.lobby.v1.LobbyService/CreateRoom": http.StatusCreated,
 		},
@@ -33,4 +39,70 @@ func lobbyDomain(addr string) domain {
 			"vigil.lobby.v1.Video.duration_ms":       "video.durationMs must be an integer from 1 through 86400000.",
 		},
 	}
+}
+
+// serveRoomList answers GET /lobby/rooms in place of the generic grpc-gateway route: the list
+// is the lobby's hot, large answer (10,000 rooms are ~2 MiB of JSON), and the generic JSON
+// dialect renders through protojson and a map round trip, about 30 times slower than writing
+// the rooms directly. The JSON is the same: docs/API.md's room objects, numbers as numbers.
+func serveRoomList(g *Gateway, client lobbyv1.LobbyServiceClient) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		res, err := client.ListRooms(r.Context(), &lobbyv1.ListRoomsRequest{})
+		if err != nil {
+			g.writeRPCError(r.Context(), nil, nil, w, r, err)
+			return
+		}
+		rooms := res.GetRooms()
+		b := make([]byte, 0, 64+len(rooms)*192)
+		b = append(b, `{"rooms":[`...)
+		for i, rm := range rooms {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendRoomJSON(b, rm)
+		}
+		b = append(b, "]}\n"...)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b)
+	}
+}
+
+// appendRoomJSON appends a lobby room as docs/API.md gives it.
+func appendRoomJSON(b []byte, rm *lobbyv1.Room) []byte {
+	b = append(b, `{"code":`...)
+	b = appendJSONString(b, rm.GetCode())
+	b = append(b, `,"name":`...)
+	b = appendJSONString(b, rm.GetName())
+	b = append(b, `,"video":{"title":`...)
+	b = appendJSONString(b, rm.GetVideo().GetTitle())
+	b = append(b, `,"durationMs":`...)
+	b = strconv.AppendInt(b, rm.GetVideo().GetDurationMs(), 10)
+	b = append(b, `},"viewers":`...)
+	b = strconv.AppendInt(b, int64(rm.GetViewers()), 10)
+	b = append(b, `,"leaderPresent":`...)
+	b = strconv.AppendBool(b, rm.GetLeaderPresent())
+	b = append(b, `,"lastActivity":`...)
+	b = strconv.AppendInt(b, rm.GetLastActivity(), 10)
+	b = append(b, `,"createdAt":`...)
+	b = strconv.AppendInt(b, rm.GetCreatedAt(), 10)
+	return append(b, '}')
+}
+
+// appendJSONString appends s as a JSON string. UTF-8 passes through; quotes, backslashes and
+// control characters are escaped.
+func appendJSONString(b []byte, s string) []byte {
+	const hexDigits = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
 }

@@ -294,3 +294,45 @@ func TestLobbyRESTErrors(t *testing.T) {
 		t.Errorf("GET a missing room = %d %s, want 404", r.code, r.raw)
 	}
 }
+
+func TestLobbyListJSON(t *testing.T) {
+	t.Parallel()
+	gw := startRoomStack(t, time.Hour)
+	names := []string{`Ana's "best" \ crew`, "Équipe ☃"}
+	for _, n := range names {
+		body, _ := json.Marshal(map[string]any{"name": n, "video": map[string]any{"title": n + " video", "durationMs": 60000}})
+		if r := call(t, "POST", gw+"/lobby/rooms", string(body)); r.code != http.StatusCreated {
+			t.Fatalf("POST /lobby/rooms %s = %d %s", body, r.code, r.raw)
+		}
+	}
+	r := call(t, "GET", gw+"/lobby/rooms", "")
+	rooms, _ := r.body["rooms"].([]any)
+	if r.code != http.StatusOK || len(rooms) != 2 {
+		t.Fatalf("GET /lobby/rooms = %d %s, want 2 rooms", r.code, r.raw)
+	}
+	// Most recently active first: the second room was created last (or in the same ms).
+	for i, raw := range rooms {
+		rm := raw.(map[string]any)
+		want := []string{"code", "name", "video", "viewers", "leaderPresent", "lastActivity", "createdAt"}
+		for _, k := range want {
+			if _, ok := rm[k]; !ok {
+				t.Fatalf("room %d lacks %q: %s", i, k, r.raw)
+			}
+		}
+		if _, ok := rm["lastActivity"].(json.Number); !ok {
+			t.Fatalf("lastActivity is not a number: %s", r.raw)
+		}
+		if v := rm["video"].(map[string]any); v["title"] != rm["name"].(string)+" video" || v["durationMs"] != json.Number("60000") {
+			t.Fatalf("room %d video = %v", i, v)
+		}
+	}
+	got := map[string]bool{}
+	for _, raw := range rooms {
+		got[raw.(map[string]any)["name"].(string)] = true
+	}
+	for _, n := range names {
+		if !got[n] {
+			t.Fatalf("GET /lobby/rooms lost the name %q: %s", n, r.raw)
+		}
+	}
+}

@@ -3,6 +3,7 @@ module github.com/vigil-dev/vigil/services/room
 go 1.26.0
 
 require (
+	github.com/coder/websocket v1.8.15
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/vigil-dev/vigil/pkg v0.0.0
 	golang.org/x/sync v0.24.0
@@ -82,3 +83,7 @@ replace github.com/vigil-dev/vigil/pkg => ../../pkg
 require github.com/vigil-dev/vigil/services/lobby v0.0.0
 
 replace github.com/vigil-dev/vigil/services/lobby => ../lobby
+
+require github.com/vigil-dev/vigil/gateway v0.0.0
+
+replace github.com/vigil-dev/vigil/gateway => ../../gateway

@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 
 	"github.com/vigil-dev/vigil/services/lobby/internal/domain"
 	"github.com/vigil-dev/vigil/services/lobby/internal/store"
@@ -23,6 +26,15 @@ type App struct {
 	now     func() time.Time
 	idleFor time.Duration // idle TTL plus grace: past it a room is hidden and pruned
 	log     *slog.Logger
+
+	// The list is cached by the lobby's version (bumped by every change), so a listing of an
+	// unchanged lobby costs one GET instead of reading every room; concurrent reloads share
+	// one read.
+	loads   singleflight.Group
+	mu      sync.Mutex
+	cached  []domain.Room // most recently active first; shared, never modified
+	version int64
+	loaded  bool
 }
 
 // New returns the lobby on st. A room not touched for idleTTL+grace is hidden and pruned.
@@ -55,16 +67,41 @@ func (a *App) Create(ctx context.Context, name string, v *domain.Video) (domain.
 	return domain.Room{}, "", errors.New("no free room code after 8 draws")
 }
 
-// List returns the open rooms, most recently active first, pruning abandoned ones.
+// List returns the open rooms, most recently active first, pruning abandoned ones. The slice
+// is shared: callers must not modify it.
 func (a *App) List(ctx context.Context) ([]domain.Room, error) {
-	rooms, pruned, err := a.st.List(ctx, a.cutoff(), pruneBatch)
+	v, err := a.st.Version(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if pruned > 0 {
-		a.log.InfoContext(ctx, "idle rooms pruned", "event", "rooms_pruned", "count", pruned)
+	cutoff := a.cutoff()
+	a.mu.Lock()
+	rooms, hit := a.cached, a.loaded && a.version == v
+	a.mu.Unlock()
+	// A cached room that has gone idle past the cutoff sends the listing to Redis, which
+	// prunes it (the list is ordered by activity, so the last room is the oldest).
+	if hit && (len(rooms) == 0 || rooms[len(rooms)-1].LastActivity >= cutoff) {
+		return rooms, nil
 	}
-	return rooms, nil
+	res, err, _ := a.loads.Do("list", func() (any, error) {
+		rooms, v, pruned, err := a.st.List(ctx, a.cutoff(), pruneBatch)
+		if err != nil {
+			return nil, err
+		}
+		if pruned > 0 {
+			a.log.InfoContext(ctx, "idle rooms pruned", "event", "rooms_pruned", "count", pruned)
+		}
+		a.mu.Lock()
+		if !a.loaded || v >= a.version {
+			a.cached, a.version, a.loaded = rooms, v, true
+		}
+		a.mu.Unlock()
+		return rooms, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res.([]domain.Room), nil
 }
 
 // Get returns one room.

@@ -5,6 +5,7 @@
 -- KEYS[4]  seq: hash, code -> last applied occupancy sequence number
 -- KEYS[5]  viewers: hash, code -> viewer count
 -- KEYS[6]  leaders: hash, code -> leader session count
+-- KEYS[7]  version: bumped by every change of the lobby, so readers can cache the list
 -- ARGV[1]  code
 -- ARGV[2]  now (ms)
 -- ARGV[3]  info
@@ -18,4 +19,5 @@ redis.call('HSET', KEYS[3], ARGV[1], ARGV[4])
 redis.call('HSET', KEYS[4], ARGV[1], 0)
 redis.call('HSET', KEYS[5], ARGV[1], 0)
 redis.call('HSET', KEYS[6], ARGV[1], 0)
+redis.call('INCR', KEYS[7])
 return 1

@@ -4,6 +4,7 @@
 -- KEYS[2]  seq
 -- KEYS[3]  viewers
 -- KEYS[4]  leaders
+-- KEYS[5]  version
 -- ARGV[1]  code
 -- ARGV[2]  the delta's sequence number
 -- ARGV[3]  viewers delta
@@ -27,4 +28,5 @@ end
 if redis.call('HINCRBY', KEYS[4], ARGV[1], ARGV[4]) < 0 then
   redis.call('HSET', KEYS[4], ARGV[1], 0)
 end
+redis.call('INCR', KEYS[5])
 return 1

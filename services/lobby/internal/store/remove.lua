@@ -1,5 +1,5 @@
 -- remove.lua: drop rooms from the lobby; missing ones are no error.
--- KEYS[1..6]  activity, info, token, seq, viewers, leaders (as in create.lua)
+-- KEYS[1..7]  activity, info, token, seq, viewers, leaders, version (as in create.lua)
 -- ARGV[1..n]  codes
 -- Returns     how many of the codes were there.
 local n = 0
@@ -8,5 +8,8 @@ for i = 1, #ARGV do
   for k = 2, 6 do
     redis.call('HDEL', KEYS[k], ARGV[i])
   end
+end
+if n > 0 then
+  redis.call('INCR', KEYS[7])
 end
 return n

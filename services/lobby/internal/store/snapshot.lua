@@ -3,6 +3,7 @@
 -- KEYS[2]  seq
 -- KEYS[3]  viewers
 -- KEYS[4]  leaders
+-- KEYS[5]  version
 -- ARGV[1]  code
 -- ARGV[2]  the snapshot's sequence number
 -- ARGV[3]  viewers
@@ -18,4 +19,5 @@ end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
 redis.call('HSET', KEYS[4], ARGV[1], ARGV[4])
+redis.call('INCR', KEYS[5])
 return 1

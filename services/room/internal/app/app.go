@@ -142,12 +142,14 @@ func (a *App) join(ctx context.Context, s *hub.Session, seed *lobbyv1.Room) (sto
 	if err != nil {
 		return store.State{}, err
 	}
+	s.SetCounted(true)
 	a.link.Delta(s.Code, ch)
 	return st, nil
 }
 
 // Close closes a session: it leaves the count first, then the hub.
 func (a *App) Close(s *hub.Session) {
+	s.SetCounted(false)
 	ctx, cancel := context.WithTimeout(context.Background(), lobbyTimeout)
 	defer cancel()
 	ch, err := a.st.Leave(ctx, s.Code, s.ID, a.c.Now().UnixMilli())

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 
@@ -53,10 +54,15 @@ type Session struct {
 	// Events delivers the room's events in order; the consumer skips versions its state has.
 	Events chan Event
 
-	once   sync.Once
-	done   chan struct{}
-	reason string
+	once    sync.Once
+	done    chan struct{}
+	reason  string
+	counted atomic.Bool
 }
+
+// SetCounted marks whether the session is open in the store (counted in the room's
+// occupancy); only counted sessions have their leases renewed and are reported missing.
+func (s *Session) SetCounted(c bool) { s.counted.Store(c) }
 
 // Done is closed when the hub ends the session; Reason then says why.
 func (s *Session) Done() <-chan struct{} { return s.done }
@@ -212,17 +218,22 @@ func (h *Hub) subscription(ctx context.Context, code string) error {
 	return nil
 }
 
-// Sessions lists the local session ids by room, for lease renewal.
+// Sessions lists the local counted session ids by room, for lease renewal. A session still
+// joining (or already closing) is left out: the store would rightly report it missing.
 func (h *Hub) Sessions() map[string][]string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := make(map[string][]string, len(h.rooms))
 	for code, room := range h.rooms {
 		ids := make([]string, 0, len(room))
-		for id := range room {
-			ids = append(ids, id)
+		for id, s := range room {
+			if s.counted.Load() {
+				ids = append(ids, id)
+			}
 		}
-		out[code] = ids
+		if len(ids) > 0 {
+			out[code] = ids
+		}
 	}
 	return out
 }

@@ -1,0 +1,269 @@
+// Command roombench measures the lobby domain on a real Redis: how soon an occupancy change
+// (a viewer's socket joining or leaving through the gateway) shows in the Lobby, alone and with
+// many rooms churning at once, and how long listing 10,000 rooms takes over gRPC and over
+// HTTP. It runs the Lobby, a Room replica and the gateway in-process; results are for
+// docs/BENCHMARKS.md. It is not part of the test suite.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/vigil-dev/vigil/gateway"
+	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
+	"github.com/vigil-dev/vigil/pkg/redisx"
+	lobbyservice "github.com/vigil-dev/vigil/services/lobby/service"
+	roomservice "github.com/vigil-dev/vigil/services/room/service"
+)
+
+func main() {
+	redisURL := flag.String("redis-url", "redis://127.0.0.1:6379/0", "Redis to benchmark on (keys under a fresh prefix)")
+	churn := flag.Int("churn", 500, "joins and leaves per room in the churn runs")
+	parallel := flag.Int("parallel", 16, "rooms churning at once in the loaded run")
+	rooms := flag.Int("rooms", 10000, "rooms in the lobby for the listing run")
+	lists := flag.Int("lists", 200, "listings to time")
+	flag.Parse()
+	if err := run(*redisURL, *churn, *parallel, *rooms, *lists); err != nil {
+		fmt.Fprintln(os.Stderr, "roombench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(redisURL string, churn, parallel, rooms, lists int) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	prefix := fmt.Sprintf("bench-%d", time.Now().UnixNano())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	start := func(name string, f func(ready func(net.Addr)) error) string {
+		addr := make(chan string, 1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(func(a net.Addr) { addr <- a.String() }); err != nil {
+				fmt.Fprintln(os.Stderr, name+":", err)
+				os.Exit(1)
+			}
+		}()
+		return <-addr
+	}
+	lobbyAddr := start("lobby", func(ready func(net.Addr)) error {
+		return lobbyservice.Run(ctx, lobbyservice.Options{Redis: redisx.Config{URL: redisURL}, Prefix: prefix, Logger: log}, ready)
+	})
+	roomAddr := start("room", func(ready func(net.Addr)) error {
+		return roomservice.Run(ctx, roomservice.Options{Redis: redisx.Config{URL: redisURL}, Prefix: prefix, LobbyAddr: lobbyAddr, Logger: log}, ready)
+	})
+	gwAddr := start("gateway", func(ready func(net.Addr)) error {
+		return gateway.Run(ctx, gateway.Options{Addr: "127.0.0.1:0", Backends: gateway.Backends{Lobby: lobbyAddr, Room: roomAddr}, Logger: log}, ready)
+	})
+	conn, err := grpc.NewClient(lobbyAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	lobby := lobbyv1.NewLobbyServiceClient(conn)
+	gw := "http://" + gwAddr
+
+	fmt.Printf("occupancy change -> visible in the lobby's list (viewer sockets through the gateway; ListRooms polled every 1 ms)\n")
+	wctx, stopWatch := context.WithCancel(ctx)
+	w := watch(wctx, lobby)
+	one, err := churnRoom(ctx, lobby, w, gw, churn, "solo")
+	if err != nil {
+		return err
+	}
+	report("1 room, sequential", one)
+	var mu sync.Mutex
+	var all []time.Duration
+	g, gctx := errgroup.WithContext(ctx)
+	for i := range parallel {
+		g.Go(func() error {
+			d, err := churnRoom(gctx, lobby, w, gw, churn, fmt.Sprintf("p%d", i))
+			mu.Lock()
+			all = append(all, d...)
+			mu.Unlock()
+			return err
+		})
+	}
+	began := time.Now()
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	report(fmt.Sprintf("%d rooms at once (%.0f changes/s)", parallel, float64(len(all))/time.Since(began).Seconds()), all)
+
+	stopWatch()
+	fmt.Printf("\nlisting %d rooms\n", rooms)
+	if err := fill(ctx, lobby, rooms); err != nil {
+		return err
+	}
+	var grpcTimes, httpTimes []time.Duration
+	var n int
+	for range lists {
+		t0 := time.Now()
+		res, err := lobby.ListRooms(ctx, &lobbyv1.ListRoomsRequest{})
+		if err != nil {
+			return err
+		}
+		grpcTimes = append(grpcTimes, time.Since(t0))
+		n = len(res.GetRooms())
+	}
+	report(fmt.Sprintf("ListRooms over gRPC (%d rooms)", n), grpcTimes)
+	var size int
+	for range lists {
+		t0 := time.Now()
+		res, err := http.Get(gw + "/lobby/rooms")
+		if err != nil {
+			return err
+		}
+		body, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil || res.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET /lobby/rooms: %d %v", res.StatusCode, err)
+		}
+		httpTimes = append(httpTimes, time.Since(t0))
+		size = len(body)
+	}
+	report(fmt.Sprintf("GET /lobby/rooms through the gateway (%d KiB of JSON)", size>>10), httpTimes)
+	return nil
+}
+
+// watcher polls the lobby's list every millisecond, as a lobby page would, and wakes the
+// churners waiting for a room's count: one light poller instead of one per room.
+type watcher struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	viewers map[string]int32
+	err     error
+}
+
+func watch(ctx context.Context, lobby lobbyv1.LobbyServiceClient) *watcher {
+	w := &watcher{viewers: map[string]int32{}}
+	w.cond = sync.NewCond(&w.mu)
+	go func() {
+		for ctx.Err() == nil {
+			res, err := lobby.ListRooms(ctx, &lobbyv1.ListRoomsRequest{})
+			w.mu.Lock()
+			w.err = err
+			for _, r := range res.GetRooms() {
+				w.viewers[r.GetCode()] = r.GetViewers()
+			}
+			w.cond.Broadcast()
+			w.mu.Unlock()
+			time.Sleep(time.Millisecond) // poll interval: the resolution of the measurement
+		}
+	}()
+	return w
+}
+
+// waitFor waits until the lobby's list shows the room with viewers, and returns the time
+// since t0.
+func (w *watcher) waitFor(code string, viewers int32, t0 time.Time) (time.Duration, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.viewers[code] != viewers {
+		if w.err != nil {
+			return 0, w.err
+		}
+		if time.Since(t0) > 10*time.Second {
+			return 0, fmt.Errorf("room %s: %d viewers after 10s, want %d", code, w.viewers[code], viewers)
+		}
+		w.cond.Wait()
+	}
+	return time.Since(t0), nil
+}
+
+// churnRoom opens a room with its leader, then joins and leaves viewers one after another, and
+// times each change until GetRoom shows it.
+func churnRoom(ctx context.Context, lobby lobbyv1.LobbyServiceClient, w *watcher, gw string, n int, name string) ([]time.Duration, error) {
+	created, err := lobby.CreateRoom(ctx, &lobbyv1.CreateRoomRequest{Name: name, Video: &lobbyv1.Video{Title: "v", DurationMs: 1000}})
+	if err != nil {
+		return nil, err
+	}
+	code := created.GetCode()
+	ws := "ws" + strings.TrimPrefix(gw, "http") + "/rooms/" + code + "/websocket?"
+	leader, _, err := websocket.Dial(ctx, ws+"role=leader&clientId=lead&token="+created.GetLeaderToken(), nil)
+	if err != nil {
+		return nil, err
+	}
+	defer leader.CloseNow()
+	go drain(leader)
+	if _, err := w.waitFor(code, 0, time.Now()); err != nil {
+		return nil, err
+	}
+	var out []time.Duration
+	var open []*websocket.Conn
+	for i := range n {
+		// Up to 5 viewers at a time: join until 5, then leave and join alternately.
+		if len(open) == 5 {
+			t0 := time.Now()
+			c := open[0]
+			open = open[1:]
+			_ = c.Close(websocket.StatusNormalClosure, "")
+			d, err := w.waitFor(code, int32(len(open)), t0)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, d)
+		}
+		t0 := time.Now()
+		c, _, err := websocket.Dial(ctx, ws+fmt.Sprintf("role=viewer&clientId=v%d", i), nil)
+		if err != nil {
+			return nil, err
+		}
+		go drain(c)
+		open = append(open, c)
+		d, err := w.waitFor(code, int32(len(open)), t0)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	for _, c := range open {
+		_ = c.CloseNow()
+	}
+	return out, nil
+}
+
+func drain(c *websocket.Conn) {
+	for {
+		if _, _, err := c.Read(context.Background()); err != nil {
+			return
+		}
+	}
+}
+
+func fill(ctx context.Context, lobby lobbyv1.LobbyServiceClient, n int) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(32)
+	for i := range n {
+		g.Go(func() error {
+			_, err := lobby.CreateRoom(ctx, &lobbyv1.CreateRoomRequest{
+				Name: fmt.Sprintf("Practice room %d", i), Video: &lobbyv1.Video{Title: "Routine for the spring show", DurationMs: 215_000},
+			})
+			return err
+		})
+	}
+	return g.Wait()
+}
+
+func report(what string, ds []time.Duration) {
+	slices.Sort(ds)
+	q := func(p float64) time.Duration { return ds[min(len(ds)-1, int(p*float64(len(ds))))] }
+	fmt.Printf("  %-60s n=%-6d p50 %-10v p99 %-10v max %v\n", what, len(ds), q(0.50).Round(10*time.Microsecond), q(0.99).Round(10*time.Microsecond), ds[len(ds)-1].Round(10*time.Microsecond))
+}
