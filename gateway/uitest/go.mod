@@ -9,6 +9,7 @@ require (
 	github.com/vigil-dev/vigil/pkg v0.0.0
 	github.com/vigil-dev/vigil/services/chat v0.0.0
 	github.com/vigil-dev/vigil/services/lobby v0.0.0
+	github.com/vigil-dev/vigil/services/reservations v0.0.0
 	github.com/vigil-dev/vigil/services/room v0.0.0
 )
 
@@ -58,7 +59,7 @@ require (
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
-	github.com/redis/go-redis/v9 v9.23.0 // indirect
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/shirou/gopsutil/v4 v4.26.6 // indirect
 	github.com/sirupsen/logrus v1.9.4 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
