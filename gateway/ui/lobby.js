@@ -3,6 +3,8 @@
 import { $, api, ago, clock, el, parseClock, saveLeaderToken } from './common.js';
 
 const POLL_MS = 1500;
+const HIDDEN_POLL_MS = 15000;
+let timer = 0;
 const rows = new Map(); // code → {tr, cells}
 let lastRooms = [];
 
@@ -53,20 +55,35 @@ function render(rooms) {
   $('no-rooms').hidden = rooms.length !== 0;
 }
 
+let inFlight = false;
+
 async function poll() {
+  clearTimeout(timer);
+  if (inFlight) return; // the poll under way schedules the next one
+  inFlight = true;
   const status = $('rooms-status');
   try {
     const res = await api('GET', '/lobby/rooms');
     render(res.rooms || []);
     const n = (res.rooms || []).length;
-    status.textContent = `${n} room${n === 1 ? '' : 's'} open · updated ${new Date().toLocaleTimeString()}`;
+    // Only a change is written: the line is a live region, and a screen reader should not
+    // announce every refresh.
+    const text = `${n} room${n === 1 ? '' : 's'} open. The list updates by itself.`;
+    if (status.textContent !== text) status.textContent = text;
     status.className = 'status ok';
   } catch (err) {
-    status.textContent = `${err.message} Retrying…`;
+    const text = `${err.message} Retrying…`;
+    if (status.textContent !== text) status.textContent = text;
     status.className = 'status bad';
   }
-  setTimeout(poll, POLL_MS);
+  inFlight = false;
+  timer = setTimeout(poll, document.hidden ? HIDDEN_POLL_MS : POLL_MS);
 }
+
+// A lobby in a background tab asks rarely, and catches up the moment it is shown again.
+document.addEventListener('visibilitychange', () => {
+  if (!document.hidden) poll();
+});
 
 // "Last activity" ages between polls too.
 setInterval(() => render(lastRooms), 10000);

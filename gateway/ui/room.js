@@ -170,7 +170,8 @@ function onFrame(f) {
       room.leaderPresent = !!f.leaderPresent;
       room.formation = f.formation ?? null;
       renderInfo(); renderOccupancy(); renderMarks(); renderFormation(); checkFile();
-      if (role === 'leader') adopt();
+      // A leader back from a blip re-asserts its player; a fresh page takes the room's state.
+      if (role === 'leader') { if (adopted) sendSync(); else adopt(); }
       break;
     case 'sync':
       sampleOffset(f.at);
