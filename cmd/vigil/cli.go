@@ -14,13 +14,14 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/vigil-dev/vigil/pkg/alarmadmin"
 	"github.com/vigil-dev/vigil/pkg/config"
+	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/pkg/tracing"
 )
 
 // The operator commands (alarms, reservations, locks, rooms) talk to the domain services over
@@ -137,7 +138,13 @@ func (c *cli) conn(domain string) (*grpc.ClientConn, error) {
 	if !ok {
 		return nil, &exitError{2, fmt.Errorf("%w: unknown domain %q; use one of %s", errUsage, domain, strings.Join(alarmDomains, ", "))}
 	}
-	cc, err := grpc.NewClient(*addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	// TLS as the services are configured (VIGIL_TLS_CA, VIGIL_TLS_CERT, VIGIL_TLS_KEY,
+	// VIGIL_TLS_SERVER_NAME); plaintext when none is set.
+	creds, err := server.TLSFromEnv().DialOption()
+	if err != nil {
+		return nil, &exitError{2, fmt.Errorf("%w: %v", errUsage, err)}
+	}
+	cc, err := grpc.NewClient(*addr, append([]grpc.DialOption{creds}, tracing.DialOptions()...)...)
 	if err != nil {
 		return nil, &exitError{2, fmt.Errorf("%w: %s address %q: %v", errUsage, domain, *addr, err)}
 	}
@@ -245,6 +252,15 @@ func dur(d int64) string {
 
 // runOps runs an operator command: alarms, reservations, locks or rooms.
 func runOps(ctx context.Context, cmd string, args []string, out, errOut io.Writer) error {
+	// With OTEL_EXPORTER_OTLP_ENDPOINT set, an operator's calls are traced like any other.
+	if err := tracing.Setup(ctx, "vigil-cli"); err != nil {
+		fmt.Fprintln(errOut, "vigil: tracing is off:", err)
+	}
+	defer func() {
+		fctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		tracing.Flush(fctx)
+	}()
 	switch cmd {
 	case "alarms":
 		return runAlarms(ctx, args, out, errOut)
