@@ -76,3 +76,12 @@ compose-up: images
 compose-down:
 	@if docker compose version >/dev/null 2>&1; then c="docker compose"; else c=docker-compose; fi; \
 	$$c -f deploy/docker-compose.yml -p $${VIGIL_COMPOSE_PROJECT:-vigil} down -v
+
+# The alarm queue's and reservations' contract tests on a real Redis Cluster (3 masters with a
+# replica each, started per test binary), then a master killed mid-load.
+CLUSTER_PACKAGES := ./pkg/alarm/... ./pkg/redisx/... ./services/reservations/internal/store/... ./services/reservations/service/...
+test-cluster: redis-image
+	@if [ -z "$$VIGIL_REDIS_IMAGE" ] && docker image inspect $(REDIS_IMAGE_LOCAL) >/dev/null 2>&1; then \
+		export VIGIL_REDIS_IMAGE=$(REDIS_IMAGE_LOCAL); fi; \
+	VIGIL_TEST_REDIS_CLUSTER=start go test -count=1 -p 1 -timeout 15m $(CLUSTER_PACKAGES) && \
+	go test -count=1 -v -timeout 10m -run 'TestCluster' ./deploy/faulttest/ | grep -E '^(=== RUN|--- |\s+\w+_test.go|ok|FAIL|PASS)'

@@ -1,0 +1,123 @@
+package faulttest
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vigil-dev/vigil/pkg/redistest"
+)
+
+func TestMain(m *testing.M) {
+	// go-redis logs every failed dial to a killed node; the tests count outcomes instead.
+	redis.SetLogger(quietLogger{})
+	redistest.Main(m)
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
+// start runs a service's Run in the background until the test ends and returns a client
+// connection to it.
+func start(t *testing.T, run func(ctx context.Context, ready func(net.Addr)) error) *grpc.ClientConn {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, func(a net.Addr) { addr <- a.String() }) }()
+	var a string
+	select {
+	case a = <-addr:
+	case err := <-done:
+		cancel()
+		t.Fatalf("service did not start: %v", err)
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatal("service did not start in 30s")
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Errorf("service did not stop 20s after its context ended")
+		}
+	})
+	conn, err := grpc.NewClient(a, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
+// events counts a service's structured log lines by their "event" key, for effects that only
+// the log shows (an alarm transition that changed something).
+type events struct {
+	mu      sync.Mutex
+	changed map[string]int // object id → alarm firings that changed it
+	retries int
+	fired   int
+}
+
+func newEvents() *events { return &events{changed: map[string]int{}} }
+
+// Logger is a slog.Logger whose JSON lines feed e.
+func (e *events) Logger() *slog.Logger {
+	return slog.New(slog.NewJSONHandler(e, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+func (e *events) Write(p []byte) (int, error) {
+	var m map[string]any
+	if json.Unmarshal(p, &m) == nil && m["event"] == "alarm" {
+		e.mu.Lock()
+		e.fired++
+		if m["changed"] == true {
+			id, _ := m["id"].(string)
+			e.changed[id]++
+		}
+		if m["isRetry"] == true {
+			e.retries++
+		}
+		e.mu.Unlock()
+	}
+	return len(p), nil
+}
+
+// snapshot is (effects logged, objects changed more than once, retried firings).
+func (e *events) snapshot() (effects, doubled, retries int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, n := range e.changed {
+		effects += n
+		if n > 1 {
+			doubled++
+		}
+	}
+	return effects, doubled, e.retries
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", within, what)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition, bounded by the deadline
+	}
+}
+
+// redisClient is one node's client, as ForEachMaster hands it out.
+type redisClient = redis.Client
