@@ -8,6 +8,12 @@
 -- Returns  {head, id1, attempt1, due1, id2, attempt2, due2, ...}; head is the earliest score left
 --          in the set after the claim ('' when empty). An alarm with a whole-ms score is fresh:
 --          its attempt count restarts at 1.
+-- Arguments are checked before the first write: a script that faults halfway keeps its writes.
+local function int(s) return type(s) == 'string' and #s <= 16 and s:match('^%-?%d+$') ~= nil end
+local function num(s) return type(s) == 'string' and #s <= 40 and s:match('^%-?%d+%.?%d*$') ~= nil end
+if not int(ARGV[1]) or not num(ARGV[2]) or not int(ARGV[3]) then
+  return redis.error_reply('ERR claim.lua: want an integer now, a lease score and an integer count')
+end
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[3]))
 local out = {''}
 local rescore = {}

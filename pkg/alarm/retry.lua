@@ -10,6 +10,12 @@
 -- ARGV[5]  now, in ms
 -- ARGV[6]  the dead-letter details (JSON)
 -- Returns  0 when the alarm is no longer ours (re-armed or re-claimed), 1 retried, 2 dead.
+-- Arguments are checked before the first write: a script that faults halfway keeps its writes.
+local function int(s) return type(s) == 'string' and #s <= 16 and s:match('^%-?%d+$') ~= nil end
+local function num(s) return type(s) == 'string' and #s <= 40 and s:match('^%-?%d+%.?%d*$') ~= nil end
+if not num(ARGV[1]) or not num(ARGV[3]) or not int(ARGV[5]) then
+  return redis.error_reply('ERR retry.lua: want lease and retry scores and an integer now')
+end
 local score = redis.call('ZSCORE', KEYS[1], ARGV[2])
 if not score or tonumber(score) ~= tonumber(ARGV[1]) then
   return 0

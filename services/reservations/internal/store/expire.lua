@@ -6,6 +6,11 @@
 -- ARGV[2]  now (ms)
 -- Returns  {changed (0|1), status, createdAt, expiresAt, expiredAt, expirationCount, alarmAt};
 --          status is 'missing' (and the rest false) when the reservation does not exist.
+-- Arguments are checked before the first write: a script that faults halfway keeps its writes.
+local function int(s) return type(s) == 'string' and #s <= 16 and s:match('^%-?%d+$') ~= nil end
+if not int(ARGV[2]) then
+  return redis.error_reply('ERR expire.lua: now must be an integer')
+end
 local s = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'expiresAt', 'expiredAt', 'expirationCount')
 if not s[1] then
   return {0, 'missing'}

@@ -7,6 +7,11 @@
 -- ARGV[3]  now (ms)
 -- Returns  {outcome, status, createdAt, expiresAt, expiredAt, expirationCount, alarmAt};
 --          outcome is 'ok', 'missing' or 'conflict'.
+-- Arguments are checked before the first write: a script that faults halfway keeps its writes.
+local function int(s) return type(s) == 'string' and #s <= 16 and s:match('^%-?%d+$') ~= nil end
+if not int(ARGV[3]) or (ARGV[2] ~= 'confirmed' and ARGV[2] ~= 'released') then
+  return redis.error_reply('ERR settle.lua: want a target status and an integer now')
+end
 local s = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'expiresAt', 'expiredAt', 'expirationCount')
 if not s[1] then
   return {'missing', 'missing'}
