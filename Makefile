@@ -83,5 +83,5 @@ CLUSTER_PACKAGES := ./pkg/alarm/... ./pkg/redisx/... ./services/reservations/int
 test-cluster: redis-image
 	@if [ -z "$$VIGIL_REDIS_IMAGE" ] && docker image inspect $(REDIS_IMAGE_LOCAL) >/dev/null 2>&1; then \
 		export VIGIL_REDIS_IMAGE=$(REDIS_IMAGE_LOCAL); fi; \
-	VIGIL_TEST_REDIS_CLUSTER=start go test -count=1 -p 1 -timeout 15m $(CLUSTER_PACKAGES) && \
+	set -o pipefail; VIGIL_TEST_REDIS_CLUSTER=start go test -count=1 -p 1 -timeout 15m $(CLUSTER_PACKAGES) && \
 	go test -count=1 -v -timeout 10m -run 'TestCluster' ./deploy/faulttest/ | grep -E '^(=== RUN|--- |\s+\w+_test.go|ok|FAIL|PASS)'

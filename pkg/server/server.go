@@ -49,6 +49,10 @@ type Options struct {
 	TLS TLS
 	// ServerOptions are appended to the bootstrap's own (TLS credentials, for example).
 	ServerOptions []grpc.ServerOption
+	// MaxInFlight bounds the unary calls running at once; calls beyond it are refused at once
+	// with RESOURCE_EXHAUSTED (HTTP 429 at the gateway) and counted in vigil_grpc_shed_total
+	// (see limit.go). Negative: no limit. Default: env VIGIL_MAX_INFLIGHT, else 1024.
+	MaxInFlight int
 }
 
 // Server is a gRPC server with Vigil's standard services and interceptors.
@@ -105,6 +109,7 @@ func New(o Options) (*Server, error) {
 		grpc.MaxRecvMsgSize(o.MaxRecvMsgSize),
 		grpc.ChainUnaryInterceptor(
 			serverMetrics.UnaryServerInterceptor(),
+			limitUnary(maxInFlight(o.MaxInFlight)),
 			logging.UnaryServerInterceptor(slogAdapter(logger), logOpts...),
 			recovery.UnaryServerInterceptor(recoveryOpt),
 		),
