@@ -11,6 +11,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -48,6 +49,7 @@ func main() {
 	clients := flag.Int("clients", 32, "concurrent clients")
 	duration := flag.Duration("duration", 5*time.Second, "measuring time per workload")
 	conns := flag.Int("grpc-conns", 4, "gRPC connections the clients share")
+	flag.IntVar(&rounds, "rounds", 3, "rounds per workload; each row reports its median round")
 	only := flag.String("only", "", "run only the workloads whose client name contains this")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the measured workloads here")
 	flag.Parse()
@@ -67,6 +69,9 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// rounds is how many times each workload runs (-rounds).
+var rounds int
 
 // onlyFilter keeps only the workloads whose name contains it (-only).
 var onlyFilter string
@@ -306,7 +311,7 @@ func run(redisURL string, clients int, d time.Duration, nconns int) error {
 	measure("warmup", clients, time.Second, restPair(many("w"), 0))
 
 	load, _ := os.ReadFile("/proc/loadavg")
-	fmt.Printf("clients=%d duration=%s gomaxprocs=%d redis=%s loadavg=%s\n", clients, d, runtimeProcs(), redisURL, strings.TrimSpace(string(load)))
+	fmt.Printf("clients=%d duration=%s rounds=%d gomaxprocs=%d redis=%s loadavg=%s\n\n", clients, d, rounds, runtimeProcs(), redisURL, strings.TrimSpace(string(load)))
 	for _, w := range []struct {
 		title     string
 		clients   int
@@ -316,22 +321,37 @@ func run(redisURL string, clients int, d time.Duration, nconns int) error {
 		{fmt.Sprintf("Uncontended, %d clients, each on its own resources", clients), clients, false},
 		{fmt.Sprintf("Contended: one resource, %d clients", clients), clients, true},
 	} {
-		res := func(name string) func(c, i int) string {
-			if w.contended {
-				return one("c-" + name)
-			}
-			return many(fmt.Sprintf("u%d-%s", w.clients, name))
-		}
 		wait := int64(0)
 		if w.contended {
 			wait = 60000
 		}
-		rows := []result{
-			measure("vigil gRPC", w.clients, d, grpcPair(res("grpc"), wait)),
-			measure("vigil REST (gateway)", w.clients, d, restPair(res("rest"), wait)),
-			measure("redsync (in-process)", w.clients, d, redsyncPair(res("rs"), w.contended)),
-			measure("bsm/redislock (in-process)", w.clients, d, redislockPair(res("rl"), w.contended)),
-			measure("raw EVALSHA pair (ceiling)", w.clients, d, rawPair(res("raw"), w.contended)),
+		names := []string{"vigil gRPC", "vigil REST (gateway)", "redsync (in-process)", "bsm/redislock (in-process)", "raw EVALSHA pair (ceiling)"}
+		// Rounds interleave the clients, so a burst of load from elsewhere on the machine
+		// hits them alike; each row is its median round by throughput. Every round uses fresh
+		// resource names: a pair cut at the end of a round leaves its lock held.
+		runs := make([][]result, len(names))
+		for round := range rounds {
+			res := func(name string) func(c, i int) string {
+				if w.contended {
+					return one(fmt.Sprintf("c%d-%s", round, name))
+				}
+				return many(fmt.Sprintf("u%d-%d-%s", w.clients, round, name))
+			}
+			pairs := []func(ctx context.Context, c, i int) error{
+				grpcPair(res("grpc"), wait),
+				restPair(res("rest"), wait),
+				redsyncPair(res("rs"), w.contended),
+				redislockPair(res("rl"), w.contended),
+				rawPair(res("raw"), w.contended),
+			}
+			for i, pair := range pairs {
+				runs[i] = append(runs[i], measure(names[i], w.clients, d, pair))
+			}
+		}
+		rows := make([]result, len(names))
+		for i, rs := range runs {
+			slices.SortFunc(rs, func(a, b result) int { return cmp.Compare(a.rate(), b.rate()) })
+			rows[i] = rs[len(rs)/2]
 		}
 		printTable(w.title, rows)
 	}
