@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"strconv"
@@ -115,6 +116,9 @@ func TestUnacknowledgedAlarmFiresAgainAfterLease(t *testing.T) {
 	t.Run("handler blocks past its lease", func(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
+		// The second claim's lease must outlast the checks below even on a busy machine.
+		opts := opts
+		opts.Lease = time.Second
 		q, rdb := testQueue(t, opts)
 		release := [3]chan struct{}{nil, make(chan struct{}), make(chan struct{})}
 		rec := newRecorder(func(ctx context.Context, f Firing) error {
@@ -273,16 +277,34 @@ func TestFailingAlarmRetriesWithBackoffThenDeadLetters(t *testing.T) {
 
 func TestWakeUpFiresWithinMilliseconds(t *testing.T) {
 	t.Parallel()
-	// Polling every MaxSleep would make these alarms a minute late.
+	// Polling every MaxSleep would make these alarms up to a minute late.
 	opts := Options{Shards: 1, MaxSleep: time.Minute}
-	const slack = 25 * time.Millisecond
-
-	check := func(t *testing.T, f fired, due time.Time) {
+	const (
+		slack  = 25 * time.Millisecond
+		trials = 3
+	)
+	// fireAndMeasure sets trials alarms, one after the other, each due 50 ms after it is set,
+	// and checks the best lateness: a machine busy with other work may stall any one firing,
+	// but only a scheduler that sleeps until the head and wakes on hints is ever this punctual.
+	fireAndMeasure := func(t *testing.T, rec *recorder, set func(id string, due time.Time) error) {
 		t.Helper()
-		late := f.At.Sub(due)
-		t.Logf("fired %v after its due time", late)
-		if late < 0 || late > slack {
-			t.Fatalf("fired %v after its due time, want 0..%v", late, slack)
+		best := time.Duration(math.MaxInt64)
+		for i := range trials {
+			id := "a" + strconv.Itoa(i)
+			due := wholeMs(time.Now().Add(50 * time.Millisecond))
+			if err := set(id, due); err != nil {
+				t.Fatalf("Set: %v", err)
+			}
+			f := rec.next(t, 5*time.Second)
+			late := f.At.Sub(due)
+			t.Logf("%s fired %v after its due time", f.ID, late)
+			if f.ID != id || late < 0 || late > time.Second {
+				t.Fatalf("%s fired %v after its due time, want %s within 0..1s", f.ID, late, id)
+			}
+			best = min(best, late)
+		}
+		if best > slack {
+			t.Fatalf("the best of %d alarms fired %v after its due time, want at most %v", trials, best, slack)
 		}
 	}
 
@@ -292,11 +314,7 @@ func TestWakeUpFiresWithinMilliseconds(t *testing.T) {
 		q, _ := testQueue(t, opts)
 		rec := newRecorder(nil)
 		run(t, q, rec.handler())
-		due := wholeMs(time.Now().Add(50 * time.Millisecond))
-		if err := q.Set(ctx, "a", due); err != nil {
-			t.Fatalf("Set: %v", err)
-		}
-		check(t, rec.next(t, 5*time.Second), due)
+		fireAndMeasure(t, rec, func(id string, due time.Time) error { return q.Set(ctx, id, due) })
 	})
 
 	t.Run("other process sets an earlier alarm", func(t *testing.T) {
@@ -310,15 +328,7 @@ func TestWakeUpFiresWithinMilliseconds(t *testing.T) {
 			t.Fatalf("Set: %v", err)
 		}
 		other := twin(t, q, rdb, opts) // never runs: only its hint can wake q
-		due := wholeMs(time.Now().Add(50 * time.Millisecond))
-		if err := other.Set(ctx, "sooner", due); err != nil {
-			t.Fatalf("Set: %v", err)
-		}
-		f := rec.next(t, 5*time.Second)
-		if f.ID != "sooner" {
-			t.Fatalf("fired %q, want sooner", f.ID)
-		}
-		check(t, f, due)
+		fireAndMeasure(t, rec, func(id string, due time.Time) error { return other.Set(ctx, id, due) })
 	})
 }
 
