@@ -111,6 +111,9 @@ func benchAlarms(ctx context.Context, args []string) (*benchReport, benchOutput,
 		}
 		rep.note("target drain >= unpipelined EVALSHA rate: %s (%.0f vs %.0f /s)", verdict, rate, unpipelined.rps)
 	}
+	if d.overrun > 0 {
+		rep.note("loading overran the due time by %v: the drain is timed from the schedulers' start, and lateness includes the overrun", d.overrun.Round(time.Millisecond))
+	}
 	rep.note("drain verified: %d objects expired, each exactly once (%d alarm claims incl. retries)", d.expired, d.claims)
 
 	if o.rate > 0 {
@@ -199,6 +202,7 @@ func (h *benchExpiryHandler) HandleAlarms(ctx context.Context, batch []alarm.Fir
 // alarmsDrain is what the drain measured.
 type alarmsDrain struct {
 	elapsed                 time.Duration // from the common due time until the last transition was applied
+	overrun                 time.Duration // how long after the due time the schedulers started
 	lateness, claimLateness *benchLatencies
 	expired                 int
 	claims                  int64
@@ -221,9 +225,9 @@ func drainAlarms(ctx context.Context, b *benchRedis, prefix string, o alarmsBenc
 	if err := benchLoadHeld(ctx, b.rdb, q, "o", o.count, due); err != nil {
 		return alarmsDrain{}, err
 	}
-	if slack := time.Until(due); slack < 200*time.Millisecond {
-		return alarmsDrain{}, fmt.Errorf("loading took too long: only %v left before the due time; try a smaller --count", slack)
-	}
+	// On a busy machine loading can overrun the due time: then the alarms are overdue when
+	// the schedulers start, and the drain is timed from their start instead.
+	overrun := max(-time.Until(due), 0)
 
 	h := newBenchExpiryHandler(b.rdb, q, o.count)
 	runCtx, stopRun := context.WithCancel(ctx)
@@ -244,14 +248,14 @@ func drainAlarms(ctx context.Context, b *benchRedis, prefix string, o alarmsBenc
 		return alarmsDrain{}, fmt.Errorf("drain: only %d of %d handled after 5 minutes", h.handled.Load(), o.count)
 	}
 	stop()
-	elapsed := time.Duration(h.lateness.percentile(100) * float64(time.Millisecond))
+	elapsed := time.Duration(h.lateness.percentile(100)*float64(time.Millisecond)) - overrun
 	benchStage("drain: done in %v", elapsed.Round(time.Millisecond))
 
 	expired, err := benchVerifyExpiredOnce(ctx, b.rdb, q, "o", o.count)
 	if err != nil {
 		return alarmsDrain{}, err
 	}
-	return alarmsDrain{elapsed: elapsed, lateness: &h.lateness, claimLateness: &h.claimLateness, expired: expired, claims: h.claims.Load()}, nil
+	return alarmsDrain{elapsed: elapsed, overrun: overrun, lateness: &h.lateness, claimLateness: &h.claimLateness, expired: expired, claims: h.claims.Load()}, nil
 }
 
 // benchLoadHeld creates count held objects named prefix+i, each with expiresAt and its alarm at due,
