@@ -120,6 +120,11 @@ $('create').addEventListener('submit', async (e) => {
     $('video-length').focus();
     return;
   }
+  if (durationMs > 24 * 3600 * 1000) {
+    err.textContent = 'A video can be at most 24 hours long.';
+    $('video-length').focus();
+    return;
+  }
   const button = e.submitter || $('create').querySelector('button');
   button.disabled = true;
   try {

@@ -215,3 +215,29 @@ func TestExpiredRoom(t *testing.T) {
 	viewer.open(s.url + "/ui/room.html?code=" + created.Code)
 	viewer.waitFor("gone notice", `!document.getElementById('ended').hidden && document.getElementById('ended-text').textContent.startsWith('This room does not exist or has closed')`, 10*time.Second)
 }
+
+// TestRoomLinks: a broken link, a room that is gone and a leader key the room refuses each get
+// a sentence saying what happened, not a silent or broken page.
+func TestRoomLinks(t *testing.T) {
+	t.Parallel()
+	s := startStack(t)
+	browser := newBrowser(t)
+	p := newPage(t, browser, "visitor")
+
+	p.open(s.url + "/ui/room.html?code=" + url.QueryEscape("<b>Nope</b>"))
+	p.waitFor("bad code explained", `document.getElementById('ended-text').textContent.startsWith('This link has no valid room code')`, 5*time.Second)
+
+	p.open(s.url + "/ui/room.html?code=zzzzzz")
+	p.waitFor("missing room explained", `document.getElementById('ended-text').textContent.startsWith('This room does not exist or has closed')`, 10*time.Second)
+
+	var created struct {
+		Code string `json:"code"`
+	}
+	postJSON(t, "POST", s.gateway.URL+"/lobby/rooms", map[string]any{"name": "Keyed", "video": map[string]any{"title": "Warm-up", "durationMs": 60000}}, &created, 201)
+	p.eval(`localStorage.setItem('vigil.leader.`+created.Code+`', 'not-the-token'); true`, new(bool))
+	p.open(s.url + "/ui/room.html?code=" + created.Code)
+	p.waitFor("refused key explained", `document.getElementById('room-error').textContent.startsWith('The room did not accept your leader key')`, 15*time.Second)
+	p.waitFor("viewer link offered", `!!document.querySelector('#conn a[href$="&as=viewer"]') && document.getElementById('leader-controls').hidden`, 5*time.Second)
+	p.run(chromedp.Click(chromedp.CSS(`#conn a`)))
+	p.waitFor("joined as a viewer", `document.getElementById('conn').textContent.includes('following')`, 10*time.Second)
+}
