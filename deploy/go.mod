@@ -5,6 +5,9 @@ go 1.26.0
 require (
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/vigil-dev/vigil/pkg v0.0.0
+	github.com/vigil-dev/vigil/services/chat v0.0.0-00010101000000-000000000000
+	github.com/vigil-dev/vigil/services/lobby v0.0.0-00010101000000-000000000000
+	github.com/vigil-dev/vigil/services/locks v0.0.0-00010101000000-000000000000
 	github.com/vigil-dev/vigil/services/reservations v0.0.0
 	google.golang.org/grpc v1.85.0
 )

@@ -121,3 +121,7 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 
 // redisClient is one node's client, as ForEachMaster hands it out.
 type redisClient = redis.Client
+
+func grpcClient(addr string) (*grpc.ClientConn, error) {
+	return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+}

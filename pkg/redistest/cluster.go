@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -346,4 +347,25 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// Pause freezes Redis (docker pause): connections stay open and nothing answers, as when a
+// network partition drops every packet.
+func (s *Server) Pause(t testing.TB) {
+	t.Helper()
+	s.docker(t, "pause")
+}
+
+// Unpause lets a paused Redis answer again.
+func (s *Server) Unpause(t testing.TB) {
+	t.Helper()
+	s.docker(t, "unpause")
+}
+
+func (s *Server) docker(t testing.TB, verb string) {
+	t.Helper()
+	out, err := exec.Command("docker", verb, s.c.GetContainerID()).CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker %s: %v: %s", verb, err, out)
+	}
 }
