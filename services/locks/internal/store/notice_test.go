@@ -52,8 +52,13 @@ func TestLostNoticeFoundAfterResubscribe(t *testing.T) {
 	// Redirect the waiter's notice to a channel nobody listens on.
 	entry, _ := shared.LIndex(ctx, k.queue, 0).Result()
 	shared.LSet(ctx, k.queue, 0, strings.Replace(entry, s.channel, s.channel+"-lost", 1))
-	if ok, err := s.Release(ctx, "mailbox", "holder"); err != nil || !ok {
+	// Another replica releases, so the grant can only reach the waiter through Redis.
+	other := New(rdb, q, Options{Prefix: prefix, Logger: log})
+	if ok, err := other.Release(ctx, "mailbox", "holder"); err != nil || !ok {
 		t.Fatalf("Release(mailbox, holder) = %v, %v", ok, err)
+	}
+	if l, _ := s.Get(ctx, "mailbox"); l.Owner != "waiter" {
+		t.Fatalf("Get(mailbox) after release = %+v, want granted to the waiter", l)
 	}
 	select {
 	case a := <-got:
@@ -121,4 +126,34 @@ func TestPipelinedCallsSurviveScriptFlush(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// A release on the waiter's own replica answers the waiter directly, even when the published
+// notice goes nowhere.
+func TestLocalHandoffSkipsPubSub(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, q, rdb, _ := newStore(t)
+	if a, _ := s.Acquire(ctx, "relay", "holder", 30*time.Second, 0); !a.OK {
+		t.Fatal("Acquire(relay, holder) refused")
+	}
+	got := make(chan domain.Acquired, 1)
+	go func() {
+		a, _ := s.Acquire(ctx, "relay", "waiter", 30*time.Second, 30*time.Second)
+		got <- a
+	}()
+	k := keysOf(q, "relay")
+	waitFor(t, "waiter queued", func() bool { n, _ := rdb.LLen(ctx, k.queue).Result(); return n == 1 })
+	// No Listen runs here: only the release's own answer can wake the waiter.
+	if ok, _ := s.Release(ctx, "relay", "holder"); !ok {
+		t.Fatal("Release(relay, holder) = false")
+	}
+	select {
+	case a := <-got:
+		if !a.OK || a.Token == 0 {
+			t.Errorf("waiting Acquire = %+v, want acquired with a token", a)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("waiter not answered within 10s of a release on its own replica")
+	}
 }

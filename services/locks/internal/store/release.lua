@@ -1,10 +1,16 @@
 -- release.lua: free the lock if the caller holds it, handing it to the next live waiter.
 -- KEYS[1..4], ARGV[1..2]  as in lib.lua
 -- ARGV[3]  owner
--- Returns  {released, wake}: released 1 or 0 (the caller did not hold it); wake as in lib.lua.
+-- Returns  {released, wake, wid, token, exp}: released 1 or 0 (the caller did not hold it);
+--          wake as in lib.lua; when a waiter got the lock, its id, token and lease end (so a
+--          waiter on the releasing replica is answered without waiting for the published
+--          notice), else '', 0, 0.
 local holder = settle()
 if holder ~= ARGV[3] then
-  return {0, wake()}
+  return {0, wake(), '', 0, 0}
 end
-handoff()
-return {1, wake()}
+local next_owner, token, exp, wid = handoff()
+if next_owner then
+  return {1, wake(), wid, token, exp}
+end
+return {1, wake(), '', 0, 0}

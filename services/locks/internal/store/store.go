@@ -189,11 +189,16 @@ func (s *Store) deliver(payload string) {
 	if err1 != nil || err2 != nil {
 		return
 	}
+	s.notify(parts[0], notice{token: token, exp: exp})
+}
+
+// notify hands n to the waiting call wid, if it is on this replica and still waiting.
+func (s *Store) notify(wid string, n notice) {
 	s.mu.Lock()
-	ch := s.waiting[parts[0]]
+	ch := s.waiting[wid]
 	s.mu.Unlock()
 	if ch != nil {
-		send(ch, notice{token: token, exp: exp})
+		send(ch, n)
 	}
 }
 
@@ -359,6 +364,13 @@ func (s *Store) Release(ctx context.Context, resource, owner string) (bool, erro
 		return false, fmt.Errorf("release %q: %w", resource, err)
 	}
 	s.wakeIfDue(ctx, k, now, res[1])
+	if wid, _ := res[2].(string); wid != "" {
+		// The next holder may be waiting on this replica: answer it now, ahead of the
+		// published notice (which then finds it gone).
+		token, _ := res[3].(int64)
+		exp, _ := res[4].(int64)
+		s.notify(wid, notice{token: token, exp: exp})
+	}
 	ok, _ := res[0].(int64)
 	return ok == 1, nil
 }
