@@ -229,3 +229,51 @@ func TestListPrunesOnlyRoomsIdlePastTTLPlusGrace(t *testing.T) {
 		t.Fatalf("GetRoom(pruned, touched) = %v, want NotFound", err)
 	}
 }
+
+// TestListStaysCurrent checks the cached list against every kind of change.
+func TestListStaysCurrent(t *testing.T) {
+	t.Parallel()
+	c, clk := start(t)
+	ctx := context.Background()
+	list := func() []*lobbyv1.Room {
+		t.Helper()
+		res, err := c.ListRooms(ctx, &lobbyv1.ListRoomsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.GetRooms()
+	}
+	a := create(t, c, "A").GetCode()
+	clk.Add(time.Millisecond)
+	b := create(t, c, "B").GetCode()
+	if got := roomCodes(list()); len(got) != 2 || got[0] != b {
+		t.Fatalf("list = %v, want [%s %s]", got, b, a)
+	}
+	if _, err := c.ApplyOccupancyDelta(ctx, &lobbyv1.ApplyOccupancyDeltaRequest{Code: a, Seq: 1, ViewersDelta: 2, LeadersDelta: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if rooms := list(); rooms[1].GetViewers() != 2 || !rooms[1].GetLeaderPresent() {
+		t.Fatalf("list after a delta = %v, want a with 2 viewers and its leader", rooms)
+	}
+	clk.Add(time.Millisecond)
+	if _, err := c.TouchRoom(ctx, &lobbyv1.TouchRoomRequest{Code: a, At: clk.Now().UnixMilli()}); err != nil {
+		t.Fatal(err)
+	}
+	if got := roomCodes(list()); got[0] != a {
+		t.Fatalf("list after touching %s = %v, want it first", a, got)
+	}
+	clk.Add(time.Millisecond)
+	d := create(t, c, "D").GetCode()
+	if _, err := c.RemoveRoom(ctx, &lobbyv1.RemoveRoomRequest{Code: b}); err != nil {
+		t.Fatal(err)
+	}
+	if got := roomCodes(list()); len(got) != 2 || got[0] != d || got[1] != a {
+		t.Fatalf("list after create and remove = %v, want [%s %s]", got, d, a)
+	}
+	if _, err := c.ApplyOccupancySnapshot(ctx, &lobbyv1.ApplyOccupancySnapshotRequest{Code: a, Seq: 5, Viewers: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if rooms := list(); rooms[1].GetViewers() != 7 || rooms[1].GetLeaderPresent() {
+		t.Fatalf("list after a snapshot = %v, want a with 7 viewers and no leader", rooms)
+	}
+}

@@ -3,10 +3,12 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -27,14 +29,14 @@ type App struct {
 	idleFor time.Duration // idle TTL plus grace: past it a room is hidden and pruned
 	log     *slog.Logger
 
-	// The list is cached by the lobby's version (bumped by every change), so a listing of an
-	// unchanged lobby costs one GET instead of reading every room; concurrent reloads share
-	// one read.
-	loads   singleflight.Group
-	mu      sync.Mutex
-	cached  []domain.Room // most recently active first; shared, never modified
-	version int64
-	loaded  bool
+	// The list is cached and kept current from the lobby's change log: a listing of an
+	// unchanged lobby costs one GET, and one after a few changes re-reads only the changed
+	// rooms, instead of reading all 10,000. Concurrent refreshes share one read.
+	loads  singleflight.Group
+	mu     sync.Mutex
+	cached []domain.Room // most recently active first; shared, never modified
+	cursor store.Cursor
+	loaded bool
 }
 
 // New returns the lobby on st. A room not touched for idleTTL+grace is hidden and pruned.
@@ -74,34 +76,101 @@ func (a *App) List(ctx context.Context) ([]domain.Room, error) {
 	if err != nil {
 		return nil, err
 	}
-	cutoff := a.cutoff()
 	a.mu.Lock()
-	rooms, hit := a.cached, a.loaded && a.version == v
+	rooms, hit := a.cached, a.loaded && a.cursor.Version == v
 	a.mu.Unlock()
-	// A cached room that has gone idle past the cutoff sends the listing to Redis, which
-	// prunes it (the list is ordered by activity, so the last room is the oldest).
-	if hit && (len(rooms) == 0 || rooms[len(rooms)-1].LastActivity >= cutoff) {
+	if hit && !idleTail(rooms, a.cutoff()) {
 		return rooms, nil
 	}
-	res, err, _ := a.loads.Do("list", func() (any, error) {
-		rooms, v, pruned, err := a.st.List(ctx, a.cutoff(), pruneBatch)
+	res, err, _ := a.loads.Do("list", func() (any, error) { return a.refresh(ctx) })
+	if err != nil {
+		return nil, err
+	}
+	return res.([]domain.Room), nil
+}
+
+// idleTail reports whether the list's oldest room has gone idle past cutoff.
+func idleTail(rooms []domain.Room, cutoff int64) bool {
+	return len(rooms) > 0 && rooms[len(rooms)-1].LastActivity < cutoff
+}
+
+// refresh brings the cached list up to date: by patching in the rooms the change log names,
+// or by reading every room when the log cannot say. Rooms idle past the cutoff are pruned.
+func (a *App) refresh(ctx context.Context) ([]domain.Room, error) {
+	cutoff := a.cutoff()
+	a.mu.Lock()
+	old, cur, loaded := a.cached, a.cursor, a.loaded
+	a.mu.Unlock()
+	var rooms []domain.Room
+	var stale bool
+	complete := false
+	if loaded {
+		codes, next, ok, err := a.st.Changes(ctx, cur)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			changed, err := a.st.Rooms(ctx, codes, cutoff)
+			if err != nil {
+				return nil, err
+			}
+			rooms, stale, cur, complete = patch(old, codes, changed, cutoff), idleTail(old, cutoff), next, true
+		}
+	}
+	if !complete {
+		all, next, nStale, err := a.st.List(ctx, cutoff)
+		if err != nil {
+			return nil, err
+		}
+		rooms, stale, cur = all, nStale > 0, next
+	}
+	a.mu.Lock()
+	if !a.loaded || cur.Version >= a.cursor.Version {
+		a.cached, a.cursor, a.loaded = rooms, cur, true
+	}
+	a.mu.Unlock()
+	if stale {
+		pruned, err := a.st.Prune(ctx, cutoff, pruneBatch)
 		if err != nil {
 			return nil, err
 		}
 		if pruned > 0 {
 			a.log.InfoContext(ctx, "idle rooms pruned", "event", "rooms_pruned", "count", pruned)
 		}
-		a.mu.Lock()
-		if !a.loaded || v >= a.version {
-			a.cached, a.version, a.loaded = rooms, v, true
-		}
-		a.mu.Unlock()
-		return rooms, nil
-	})
-	if err != nil {
-		return nil, err
 	}
-	return res.([]domain.Room), nil
+	return rooms, nil
+}
+
+// patch returns a new list: old without the changed codes and without rooms idle past cutoff,
+// merged with the changed rooms' current state, most recently active first (ties: the greater
+// code first, as Redis orders them).
+func patch(old []domain.Room, codes []string, changed []domain.Room, cutoff int64) []domain.Room {
+	drop := make(map[string]bool, len(codes))
+	for _, c := range codes {
+		drop[c] = true
+	}
+	slices.SortFunc(changed, byActivity)
+	out := make([]domain.Room, 0, len(old)+len(changed))
+	j := 0
+	for _, r := range old {
+		if drop[r.Code] || r.LastActivity < cutoff {
+			continue
+		}
+		for j < len(changed) && byActivity(changed[j], r) < 0 {
+			out = append(out, changed[j])
+			j++
+		}
+		out = append(out, r)
+	}
+	return append(out, changed[j:]...)
+}
+
+// byActivity orders rooms most recently active first, then by code, descending.
+func byActivity(a, b domain.Room) int {
+	if c := cmp.Compare(b.LastActivity, a.LastActivity); c != 0 {
+		return c
+	}
+	return cmp.Compare(b.Code, a.Code)
 }
 
 // Get returns one room.

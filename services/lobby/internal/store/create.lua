@@ -6,6 +6,7 @@
 -- KEYS[5]  viewers: hash, code -> viewer count
 -- KEYS[6]  leaders: hash, code -> leader session count
 -- KEYS[7]  version: bumped by every change of the lobby, so readers can cache the list
+-- KEYS[8]  changes: stream of {v = version, c = changed codes}, so a cached list is patched
 -- ARGV[1]  code
 -- ARGV[2]  now (ms)
 -- ARGV[3]  info
@@ -19,5 +20,5 @@ redis.call('HSET', KEYS[3], ARGV[1], ARGV[4])
 redis.call('HSET', KEYS[4], ARGV[1], 0)
 redis.call('HSET', KEYS[5], ARGV[1], 0)
 redis.call('HSET', KEYS[6], ARGV[1], 0)
-redis.call('INCR', KEYS[7])
+redis.call('XADD', KEYS[8], 'MAXLEN', '~', 10000, '*', 'v', redis.call('INCR', KEYS[7]), 'c', ARGV[1])
 return 1

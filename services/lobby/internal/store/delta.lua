@@ -5,6 +5,7 @@
 -- KEYS[3]  viewers
 -- KEYS[4]  leaders
 -- KEYS[5]  version
+-- KEYS[6]  changes
 -- ARGV[1]  code
 -- ARGV[2]  the delta's sequence number
 -- ARGV[3]  viewers delta
@@ -28,5 +29,5 @@ end
 if redis.call('HINCRBY', KEYS[4], ARGV[1], ARGV[4]) < 0 then
   redis.call('HSET', KEYS[4], ARGV[1], 0)
 end
-redis.call('INCR', KEYS[5])
+redis.call('XADD', KEYS[6], 'MAXLEN', '~', 10000, '*', 'v', redis.call('INCR', KEYS[5]), 'c', ARGV[1])
 return 1

@@ -27,7 +27,7 @@ func BenchmarkList10k(b *testing.B) {
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		rooms, _, _, err := s.List(ctx, now-1, 100)
+		rooms, _, _, err := s.List(ctx, now-1)
 		if err != nil || len(rooms) != 10000 {
 			b.Fatalf("List = %d rooms, %v", len(rooms), err)
 		}

@@ -1,5 +1,5 @@
 -- list.lua: prune rooms idle past the cutoff (listing reads the live ones with plain commands).
--- KEYS[1..7]  activity, info, token, seq, viewers, leaders, version (as in create.lua)
+-- KEYS[1..8]  activity, info, token, seq, viewers, leaders, version, changes (as in create.lua)
 -- ARGV[1]     cutoff (ms): rooms whose last activity is before it are pruned
 -- ARGV[2]     the most rooms to prune in one call (the rest go on later calls)
 -- Returns     how many rooms it pruned.
@@ -11,6 +11,6 @@ for i = 1, #pruned do
   end
 end
 if #pruned > 0 then
-  redis.call('INCR', KEYS[7])
+  redis.call('XADD', KEYS[8], 'MAXLEN', '~', 10000, '*', 'v', redis.call('INCR', KEYS[7]), 'c', table.concat(pruned, ' '))
 end
 return #pruned

@@ -1,5 +1,5 @@
 -- remove.lua: drop rooms from the lobby; missing ones are no error.
--- KEYS[1..7]  activity, info, token, seq, viewers, leaders, version (as in create.lua)
+-- KEYS[1..8]  activity, info, token, seq, viewers, leaders, version, changes (as in create.lua)
 -- ARGV[1..n]  codes
 -- Returns     how many of the codes were there.
 local n = 0
@@ -10,6 +10,6 @@ for i = 1, #ARGV do
   end
 end
 if n > 0 then
-  redis.call('INCR', KEYS[7])
+  redis.call('XADD', KEYS[8], 'MAXLEN', '~', 10000, '*', 'v', redis.call('INCR', KEYS[7]), 'c', table.concat(ARGV, ' '))
 end
 return n

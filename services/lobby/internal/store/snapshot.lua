@@ -4,6 +4,7 @@
 -- KEYS[3]  viewers
 -- KEYS[4]  leaders
 -- KEYS[5]  version
+-- KEYS[6]  changes
 -- ARGV[1]  code
 -- ARGV[2]  the snapshot's sequence number
 -- ARGV[3]  viewers
@@ -19,5 +20,5 @@ end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
 redis.call('HSET', KEYS[4], ARGV[1], ARGV[4])
-redis.call('INCR', KEYS[5])
+redis.call('XADD', KEYS[6], 'MAXLEN', '~', 10000, '*', 'v', redis.call('INCR', KEYS[5]), 'c', ARGV[1])
 return 1

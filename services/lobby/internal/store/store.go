@@ -38,7 +38,7 @@ var ErrCodeTaken = errors.New("room code taken")
 
 // keys are the lobby's keys, all on one hash tag.
 type keys struct {
-	activity, info, token, seq, viewers, leaders, version string
+	activity, info, token, seq, viewers, leaders, version, changes string
 }
 
 func keysFor(prefix string) keys {
@@ -51,11 +51,12 @@ func keysFor(prefix string) keys {
 		viewers:  tag + ":viewers",
 		leaders:  tag + ":leaders",
 		version:  tag + ":version",
+		changes:  tag + ":changes",
 	}
 }
 
 func (k keys) all() []string {
-	return []string{k.activity, k.info, k.token, k.seq, k.viewers, k.leaders, k.version}
+	return []string{k.activity, k.info, k.token, k.seq, k.viewers, k.leaders, k.version, k.changes}
 }
 
 // Store is the lobby's Redis store.
@@ -137,21 +138,32 @@ func (s *Store) Version(ctx context.Context) (int64, error) {
 	return v, nil
 }
 
-// List returns the rooms active at or after cutoff (ms), most recently active first, with the
-// lobby's version as of the read (the rooms are at least that new), and prunes up to
-// pruneLimit rooms last active before cutoff, reporting how many it pruned.
+// Cursor is a position in the lobby's change log: the last change a cached list includes.
+type Cursor struct {
+	// ID is the change's stream entry ("0-0" before any change).
+	ID string
+	// Version is the lobby's version after that change.
+	Version int64
+}
+
+// maxChanges is the most changes Changes reads at once; more means a full reload is cheaper.
+const maxChanges = 5000
+
+// List returns the rooms active at or after cutoff (ms), most recently active first, the
+// position in the change log they include (they may include later changes too, which a patch
+// re-reads harmlessly), and how many rooms are idle past cutoff (for Prune).
 //
 // The read is one pipeline of plain commands: the activity index and whole-column HGETALLs,
 // joined here. Redis serves a 10,000-room column in one native call, far cheaper than a script
-// that looks every room up one by one; the columns may be a moment apart, and a room missing
-// from a column (removed in between) is skipped.
-func (s *Store) List(ctx context.Context, cutoff int64, pruneLimit int) ([]domain.Room, int64, int, error) {
-	var version *redis.StringCmd
+// that looks every room up one by one; a room missing from a column (removed in between) is
+// skipped.
+func (s *Store) List(ctx context.Context, cutoff int64) ([]domain.Room, Cursor, int64, error) {
+	var last *redis.XMessageSliceCmd
 	var stale *redis.IntCmd
 	var rows *redis.ZSliceCmd
 	var infos, viewers, leaders *redis.MapStringStringCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		version = p.Get(ctx, s.k.version)
+		last = p.XRevRangeN(ctx, s.k.changes, "+", "-", 1)
 		stale = p.ZCount(ctx, s.k.activity, "-inf", "("+strconv.FormatInt(cutoff, 10))
 		rows = p.ZRevRangeByScoreWithScores(ctx, s.k.activity, &redis.ZRangeBy{Min: strconv.FormatInt(cutoff, 10), Max: "+inf"})
 		infos = p.HGetAll(ctx, s.k.info)
@@ -159,10 +171,13 @@ func (s *Store) List(ctx context.Context, cutoff int64, pruneLimit int) ([]domai
 		leaders = p.HGetAll(ctx, s.k.leaders)
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, 0, 0, fmt.Errorf("list rooms: %w", err)
+	if err != nil {
+		return nil, Cursor{}, 0, fmt.Errorf("list rooms: %w", err)
 	}
-	v, _ := version.Int64()
+	cur := Cursor{ID: "0-0"}
+	if msgs := last.Val(); len(msgs) == 1 {
+		cur = cursorOf(msgs[0])
+	}
 	out := make([]domain.Room, 0, len(rows.Val()))
 	info, vs, ls := infos.Val(), viewers.Val(), leaders.Val()
 	for _, z := range rows.Val() {
@@ -173,7 +188,7 @@ func (s *Store) List(ctx context.Context, cutoff int64, pruneLimit int) ([]domai
 		}
 		r, err := decodeInfo(code, raw)
 		if err != nil {
-			return nil, 0, 0, err
+			return nil, Cursor{}, 0, err
 		}
 		r.LastActivity = int64(z.Score)
 		v, _ := strconv.ParseInt(vs[code], 10, 32)
@@ -181,14 +196,84 @@ func (s *Store) List(ctx context.Context, cutoff int64, pruneLimit int) ([]domai
 		r.Viewers, r.LeaderPresent = int32(v), l > 0
 		out = append(out, r)
 	}
-	pruned := 0
-	if stale.Val() > 0 {
-		pruned, err = s.prune.Run(ctx, s.rdb, s.k.all(), cutoff, pruneLimit).Int()
-		if err != nil {
-			return nil, 0, 0, fmt.Errorf("prune rooms: %w", err)
+	return out, cur, stale.Val(), nil
+}
+
+func cursorOf(m redis.XMessage) Cursor {
+	v, _ := strconv.ParseInt(fmt.Sprint(m.Values["v"]), 10, 64)
+	return Cursor{ID: m.ID, Version: v}
+}
+
+// Changes returns the codes changed after cursor after, and the cursor of the last change.
+// complete is false when the log cannot say (it was trimmed past after, or holds too many
+// changes): the caller then reloads the whole list.
+func (s *Store) Changes(ctx context.Context, after Cursor) (codes []string, next Cursor, complete bool, err error) {
+	msgs, err := s.rdb.XRangeN(ctx, s.k.changes, "("+after.ID, "+", maxChanges).Result()
+	if err != nil {
+		return nil, Cursor{}, false, fmt.Errorf("read lobby changes: %w", err)
+	}
+	if len(msgs) == 0 {
+		return nil, after, true, nil
+	}
+	if cursorOf(msgs[0]).Version != after.Version+1 || len(msgs) == maxChanges {
+		return nil, Cursor{}, false, nil
+	}
+	seen := map[string]bool{}
+	for _, m := range msgs {
+		for _, c := range strings.Fields(fmt.Sprint(m.Values["c"])) {
+			if !seen[c] {
+				seen[c] = true
+				codes = append(codes, c)
+			}
 		}
 	}
-	return out, v, pruned, nil
+	return codes, cursorOf(msgs[len(msgs)-1]), true, nil
+}
+
+// Rooms reads the given rooms; missing ones and ones last active before cutoff are left out.
+func (s *Store) Rooms(ctx context.Context, codes []string, cutoff int64) ([]domain.Room, error) {
+	if len(codes) == 0 {
+		return nil, nil
+	}
+	var scores *redis.FloatSliceCmd
+	var infos, viewers, leaders *redis.SliceCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		scores = p.ZMScore(ctx, s.k.activity, codes...)
+		infos = p.HMGet(ctx, s.k.info, codes...)
+		viewers = p.HMGet(ctx, s.k.viewers, codes...)
+		leaders = p.HMGet(ctx, s.k.leaders, codes...)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read rooms: %w", err)
+	}
+	var out []domain.Room
+	for i, code := range codes {
+		raw, ok := infos.Val()[i].(string)
+		score := scores.Val()[i]
+		if !ok || score == 0 || int64(score) < cutoff {
+			continue
+		}
+		r, err := decodeInfo(code, raw)
+		if err != nil {
+			return nil, err
+		}
+		r.LastActivity = int64(score)
+		v, _ := strconv.ParseInt(fmt.Sprint(viewers.Val()[i]), 10, 32)
+		l, _ := strconv.ParseInt(fmt.Sprint(leaders.Val()[i]), 10, 32)
+		r.Viewers, r.LeaderPresent = int32(v), l > 0
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// Prune deletes up to limit rooms last active before cutoff (ms) and reports how many.
+func (s *Store) Prune(ctx context.Context, cutoff int64, limit int) (int, error) {
+	n, err := s.prune.Run(ctx, s.rdb, s.k.all(), cutoff, limit).Int()
+	if err != nil {
+		return 0, fmt.Errorf("prune rooms: %w", err)
+	}
+	return n, nil
 }
 
 // Get returns a room, or domain.ErrNotFound when it is missing or was last active before
@@ -234,7 +319,7 @@ func (s *Store) TokenHash(ctx context.Context, code string) (string, error) {
 
 // ApplyDelta applies an occupancy delta with a compare-and-set on seq.
 func (s *Store) ApplyDelta(ctx context.Context, code string, seq int64, viewers, leaders int32) (domain.DeltaOutcome, error) {
-	n, err := s.delta.Run(ctx, s.rdb, []string{s.k.activity, s.k.seq, s.k.viewers, s.k.leaders, s.k.version}, code, seq, viewers, leaders).Int()
+	n, err := s.delta.Run(ctx, s.rdb, []string{s.k.activity, s.k.seq, s.k.viewers, s.k.leaders, s.k.version, s.k.changes}, code, seq, viewers, leaders).Int()
 	if err != nil {
 		return 0, fmt.Errorf("apply delta: %w", err)
 	}
@@ -252,7 +337,7 @@ func (s *Store) ApplyDelta(ctx context.Context, code string, seq int64, viewers,
 // ApplySnapshot sets the absolute occupancy unless a newer seq is applied; it reports
 // whether it did.
 func (s *Store) ApplySnapshot(ctx context.Context, code string, seq int64, viewers, leaders int32) (bool, error) {
-	n, err := s.snapshot.Run(ctx, s.rdb, []string{s.k.activity, s.k.seq, s.k.viewers, s.k.leaders, s.k.version}, code, seq, viewers, leaders).Int()
+	n, err := s.snapshot.Run(ctx, s.rdb, []string{s.k.activity, s.k.seq, s.k.viewers, s.k.leaders, s.k.version, s.k.changes}, code, seq, viewers, leaders).Int()
 	if err != nil {
 		return false, fmt.Errorf("apply snapshot: %w", err)
 	}
@@ -265,7 +350,7 @@ func (s *Store) ApplySnapshot(ctx context.Context, code string, seq int64, viewe
 // Touch raises a room's last activity to at (ms); it never lowers it and never re-creates a
 // removed room.
 func (s *Store) Touch(ctx context.Context, code string, at int64) error {
-	if err := s.touch.Run(ctx, s.rdb, []string{s.k.activity, s.k.version}, code, at).Err(); err != nil {
+	if err := s.touch.Run(ctx, s.rdb, []string{s.k.activity, s.k.version, s.k.changes}, code, at).Err(); err != nil {
 		return fmt.Errorf("touch room: %w", err)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -20,6 +21,13 @@ type Server struct {
 	lobbyv1.UnimplementedLobbyServiceServer
 	app *app.App
 	log *slog.Logger
+
+	// The proto form of the last list the app returned: the app hands out the same shared
+	// slice until the lobby changes, so it is converted once, not on every listing.
+	mu        sync.Mutex
+	lastFirst *domain.Room
+	lastLen   int
+	lastProto []*lobbyv1.Room
 }
 
 // NewServer serves a over gRPC.
@@ -44,6 +52,16 @@ func (s *Server) ListRooms(ctx context.Context, _ *lobbyv1.ListRoomsRequest) (*l
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
+	if len(rooms) == 0 {
+		return &lobbyv1.ListRoomsResponse{}, nil
+	}
+	s.mu.Lock()
+	if s.lastFirst == &rooms[0] && s.lastLen == len(rooms) {
+		out := s.lastProto
+		s.mu.Unlock()
+		return &lobbyv1.ListRoomsResponse{Rooms: out}, nil
+	}
+	s.mu.Unlock()
 	out := make([]*lobbyv1.Room, len(rooms))
 	// One allocation for all rooms and videos: a list of 10,000 rooms is the hot path.
 	ps := make([]lobbyv1.Room, len(rooms))
@@ -52,6 +70,9 @@ func (s *Server) ListRooms(ctx context.Context, _ *lobbyv1.ListRoomsRequest) (*l
 		fill(&ps[i], &vs[i], r)
 		out[i] = &ps[i]
 	}
+	s.mu.Lock()
+	s.lastFirst, s.lastLen, s.lastProto = &rooms[0], len(rooms), out
+	s.mu.Unlock()
 	return &lobbyv1.ListRoomsResponse{Rooms: out}, nil
 }
 

@@ -83,6 +83,7 @@ func run(redisURL string, churn, parallel, rooms, lists int) error {
 
 	fmt.Printf("occupancy change -> visible in the lobby's list (viewer sockets through the gateway; ListRooms polled every 1 ms)\n")
 	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
 	w := watch(wctx, lobby)
 	one, err := churnRoom(ctx, lobby, w, gw, churn, "solo")
 	if err != nil {
@@ -112,35 +113,100 @@ func run(redisURL string, churn, parallel, rooms, lists int) error {
 	if err := fill(ctx, lobby, rooms); err != nil {
 		return err
 	}
-	var grpcTimes, httpTimes []time.Duration
-	var n int
-	for range lists {
-		t0 := time.Now()
-		res, err := lobby.ListRooms(ctx, &lobbyv1.ListRoomsRequest{})
+	codes, err := allCodes(ctx, lobby)
+	if err != nil {
+		return err
+	}
+	if _, err := lobby.ListRooms(ctx, &lobbyv1.ListRoomsRequest{}); err != nil { // warm the cache
+		return err
+	}
+	for _, rate := range []int{0, 500} {
+		stop := make(chan struct{})
+		var bg sync.WaitGroup
+		if rate > 0 {
+			bg.Add(1)
+			go func() { defer bg.Done(); touchAtRate(ctx, lobby, codes, rate, stop) }()
+		}
+		grpcTimes, n, err := timeGRPCList(ctx, lobby, lists)
 		if err != nil {
 			return err
 		}
-		grpcTimes = append(grpcTimes, time.Since(t0))
-		n = len(res.GetRooms())
+		httpTimes, size, err := timeHTTPList(gw, lists)
+		if err != nil {
+			return err
+		}
+		close(stop)
+		bg.Wait()
+		during := "unchanged lobby"
+		if rate > 0 {
+			during = fmt.Sprintf("%d room changes/s", rate)
+		}
+		report(fmt.Sprintf("ListRooms over gRPC, %d rooms, %s", n, during), grpcTimes)
+		report(fmt.Sprintf("GET /lobby/rooms (%d KiB), %s", size>>10, during), httpTimes)
 	}
-	report(fmt.Sprintf("ListRooms over gRPC (%d rooms)", n), grpcTimes)
+	return nil
+}
+
+func allCodes(ctx context.Context, lobby lobbyv1.LobbyServiceClient) ([]string, error) {
+	res, err := lobby.ListRooms(ctx, &lobbyv1.ListRoomsRequest{})
+	if err != nil {
+		return nil, err
+	}
+	codes := make([]string, 0, len(res.GetRooms()))
+	for _, r := range res.GetRooms() {
+		codes = append(codes, r.GetCode())
+	}
+	return codes, nil
+}
+
+// touchAtRate reports leader activity in random rooms at rate per second until stop closes:
+// every touch is a change the listing has to pick up.
+func touchAtRate(ctx context.Context, lobby lobbyv1.LobbyServiceClient, codes []string, rate int, stop <-chan struct{}) {
+	t := time.NewTicker(time.Second / time.Duration(rate))
+	defer t.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		_, _ = lobby.TouchRoom(ctx, &lobbyv1.TouchRoomRequest{Code: codes[(i*7919)%len(codes)], At: time.Now().UnixMilli()})
+	}
+}
+
+func timeGRPCList(ctx context.Context, lobby lobbyv1.LobbyServiceClient, n int) ([]time.Duration, int, error) {
+	var ds []time.Duration
+	var rooms int
+	for range n {
+		t0 := time.Now()
+		res, err := lobby.ListRooms(ctx, &lobbyv1.ListRoomsRequest{})
+		if err != nil {
+			return nil, 0, err
+		}
+		ds = append(ds, time.Since(t0))
+		rooms = len(res.GetRooms())
+	}
+	return ds, rooms, nil
+}
+
+func timeHTTPList(gw string, n int) ([]time.Duration, int, error) {
+	var ds []time.Duration
 	var size int
-	for range lists {
+	for range n {
 		t0 := time.Now()
 		res, err := http.Get(gw + "/lobby/rooms")
 		if err != nil {
-			return err
+			return nil, 0, err
 		}
 		body, err := io.ReadAll(res.Body)
 		res.Body.Close()
 		if err != nil || res.StatusCode != http.StatusOK {
-			return fmt.Errorf("GET /lobby/rooms: %d %v", res.StatusCode, err)
+			return nil, 0, fmt.Errorf("GET /lobby/rooms: %d %v", res.StatusCode, err)
 		}
-		httpTimes = append(httpTimes, time.Since(t0))
+		ds = append(ds, time.Since(t0))
 		size = len(body)
 	}
-	report(fmt.Sprintf("GET /lobby/rooms through the gateway (%d KiB of JSON)", size>>10), httpTimes)
-	return nil
+	return ds, size, nil
 }
 
 // watcher polls the lobby's list every millisecond, as a lobby page would, and wakes the
