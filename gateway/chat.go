@@ -423,20 +423,44 @@ func (r *chatRoom) attach(ctx context.Context) (gotHistory bool, err error) {
 	r.applyHistory(h)
 	r.setStream(stream)
 	defer r.setStream(nil)
-	for {
-		resp, err := stream.Recv()
-		if err != nil {
-			return true, err
-		}
-		switch k := resp.Kind.(type) {
-		case *chatv1.ConnectResponse_Message:
-			if err := r.deliver(k.Message); err != nil {
-				return true, err
+	// Post results are handed over as they arrive, not queued behind the fan-out of the
+	// messages before them; messages go to the fan-out below, in order.
+	msgs := make(chan *chatv1.ChatMessage, 1024)
+	recvErr := make(chan error, 1)
+	go func() {
+		defer close(msgs)
+		for {
+			resp, err := stream.Recv()
+			if err != nil {
+				recvErr <- err
+				return
 			}
-		case *chatv1.ConnectResponse_PostResult:
-			r.resolve(k.PostResult)
+			switch k := resp.Kind.(type) {
+			case *chatv1.ConnectResponse_Message:
+				select {
+				case msgs <- k.Message:
+				case <-sctx.Done():
+					recvErr <- sctx.Err()
+					return
+				}
+			case *chatv1.ConnectResponse_PostResult:
+				r.resolve(k.PostResult)
+			}
+		}
+	}()
+	var deliverErr error
+	for m := range msgs {
+		if deliverErr != nil {
+			continue // draining after a gap, until the receiver stops
+		}
+		if deliverErr = r.deliver(m); deliverErr != nil {
+			cancel()
 		}
 	}
+	if deliverErr != nil {
+		return true, deliverErr
+	}
+	return true, <-recvErr
 }
 
 // applyHistory takes a stream's first answer: the room's start, or the messages missed while

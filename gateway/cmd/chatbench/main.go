@@ -80,18 +80,23 @@ func server(args []string) error {
 	}()
 	go func() {
 		mux := http.NewServeMux()
-		mux.HandleFunc("GET /mem", func(w http.ResponseWriter, _ *http.Request) {
-			runtime.GC()
-			debug.FreeOSMemory()
+		mux.HandleFunc("GET /mem", func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Query().Get("gc") != "0" {
+				runtime.GC()
+				debug.FreeOSMemory()
+			}
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
+			var ru syscall.Rusage
+			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 			_ = json.NewEncoder(w).Encode(map[string]uint64{
 				"heapInuse": ms.HeapInuse, "stackInuse": ms.StackInuse, "goroutines": uint64(runtime.NumGoroutine()),
-				"rss": rss(),
+				"rss": rss(), "cpuNanos": uint64(ru.Utime.Nano() + ru.Stime.Nano()),
 			})
 		})
 		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+		mux.Handle("GET /debug/pprof/heap", pprof.Handler("heap"))
 		errc <- http.ListenAndServe(*stats, mux)
 	}()
 	fmt.Fprintf(os.Stderr, "chatbench server: gateway %s, chat %s, stats %s\n", *addr, *chatAddr, *stats)
@@ -120,7 +125,7 @@ func rss() uint64 {
 }
 
 type memStats struct {
-	HeapInuse, StackInuse, Goroutines, RSS uint64
+	HeapInuse, StackInuse, Goroutines, RSS, CPUNanos uint64
 }
 
 func readMem(url string) (memStats, error) {
@@ -133,7 +138,7 @@ func readMem(url string) (memStats, error) {
 	if err := json.NewDecoder(res.Body).Decode(&m); err != nil {
 		return memStats{}, err
 	}
-	return memStats{HeapInuse: m["heapInuse"], StackInuse: m["stackInuse"], Goroutines: m["goroutines"], RSS: m["rss"]}, nil
+	return memStats{HeapInuse: m["heapInuse"], StackInuse: m["stackInuse"], Goroutines: m["goroutines"], RSS: m["rss"], CPUNanos: m["cpuNanos"]}, nil
 }
 
 // client is one benchmark socket: a minimal WebSocket client, so the measuring process spends
@@ -146,7 +151,9 @@ type client struct {
 	delivered atomic.Int64
 	mu        sync.Mutex
 	lat       []time.Duration
+	fromStore []time.Duration
 	record    atomic.Bool
+	closed    atomic.Bool
 }
 
 func load(args []string) error {
@@ -190,13 +197,13 @@ func load(args []string) error {
 	for _, c := range clients {
 		go c.readLoop()
 	}
-	fmt.Printf("\n| offered msg/s | delivered/s | p50 | p99 | max |\n|---:|---:|---:|---:|---:|\n")
+	fmt.Printf("\n| offered msg/s | delivered/s | p50 | p99 | max | p50 from store | server CPU per delivery | sockets closed |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, rs := range strings.Split(*rates, ",") {
 		rate, err := strconv.Atoi(strings.TrimSpace(rs))
 		if err != nil {
 			return err
 		}
-		run(clients[:min(*senders, *n)], clients, rate, *warm, *dur)
+		run(clients[:min(*senders, *n)], clients, rate, *warm, *dur, memURL)
 	}
 	for _, c := range clients {
 		_ = c.conn.Close()
@@ -206,47 +213,69 @@ func load(args []string) error {
 
 // run offers rate messages a second, spread over the senders, and reports what the sockets
 // received in dur after warm.
-func run(senders, all []*client, rate int, warm, dur time.Duration) {
+func run(senders, all []*client, rate int, warm, dur time.Duration, memURL string) {
+	// One pacer spreads the offered rate evenly over the senders, round-robin, so sends do not
+	// come in bursts.
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	per := float64(rate) / float64(len(senders))
-	for _, s := range senders {
+	queues := make([]chan struct{}, len(senders))
+	for i, s := range senders {
+		queues[i] = make(chan struct{}, 64)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			interval := time.Duration(float64(time.Second) / per)
-			t := time.NewTicker(interval)
-			defer t.Stop()
 			for {
 				select {
 				case <-stop:
 					return
-				case <-t.C:
+				case <-queues[i]:
 					body := `{"body":"t` + strconv.FormatInt(time.Now().UnixNano(), 10) + `"}`
 					_ = s.write(opText, []byte(body))
 				}
 			}
 		}()
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(time.Second / time.Duration(rate))
+		defer t.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				select {
+				case queues[i%len(queues)] <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
 	time.Sleep(warm) // a benchmark's warm-up, not a test's wait
 	for _, c := range all {
 		c.mu.Lock()
 		c.lat = c.lat[:0]
+		c.fromStore = c.fromStore[:0]
 		c.mu.Unlock()
 		c.delivered.Store(0)
 		c.record.Store(true)
 	}
+	cpu0, _ := readMem(memURL + "?gc=0")
 	start := time.Now()
 	time.Sleep(dur)
+	cpu1, _ := readMem(memURL + "?gc=0")
 	var delivered int64
-	var lat []time.Duration
+	var lat, fromStore []time.Duration
 	for _, c := range all {
 		c.record.Store(false)
 		delivered += c.delivered.Load()
 		c.mu.Lock()
 		lat = append(lat, c.lat...)
+		fromStore = append(fromStore, c.fromStore...)
 		c.mu.Unlock()
 	}
+	slices.Sort(fromStore)
 	elapsed := time.Since(start)
 	close(stop)
 	wg.Wait()
@@ -257,14 +286,32 @@ func run(senders, all []*client, rate int, warm, dur time.Duration) {
 		}
 		return lat[min(len(lat)-1, int(p*float64(len(lat))))].Round(10 * time.Microsecond)
 	}
-	fmt.Printf("| %d | %.0f | %v | %v | %v |\n", rate, float64(delivered)/elapsed.Seconds(), q(0.50), q(0.99), q(1))
+	perDelivery := time.Duration(0)
+	if delivered > 0 {
+		perDelivery = time.Duration((cpu1.CPUNanos - cpu0.CPUNanos) / uint64(delivered))
+	}
+	closed := 0
+	for _, c := range all {
+		if c.closed.Load() {
+			closed++
+		}
+	}
+	storeP50 := time.Duration(0)
+	if len(fromStore) > 0 {
+		storeP50 = fromStore[len(fromStore)/2].Round(time.Millisecond)
+	}
+	fmt.Printf("| %d | %.0f | %v | %v | %v | %v | %v | %d |\n", rate, float64(delivered)/elapsed.Seconds(), q(0.50), q(0.99), q(1), storeP50, perDelivery, closed)
 	// Let the room drain before the next rate.
 	time.Sleep(2 * time.Second)
 }
 
-var bodyMark = []byte(`"body":"t`)
+var (
+	bodyMark = []byte(`"body":"t`)
+	tsMark   = []byte(`"ts":`)
+)
 
 func (c *client) readLoop() {
+	defer c.closed.Store(true)
 	for {
 		op, data, err := c.readFrame()
 		if err != nil {
@@ -290,10 +337,21 @@ func (c *client) readLoop() {
 		if err != nil {
 			continue
 		}
-		d := time.Duration(time.Now().UnixNano() - sent)
+		now := time.Now()
+		d := now.Sub(time.Unix(0, sent))
+		var fs time.Duration
+		if k := bytes.LastIndex(data, tsMark); k >= 0 {
+			rest := data[k+len(tsMark):]
+			if e := bytes.IndexByte(rest, '}'); e > 0 {
+				if ts, err := strconv.ParseInt(string(rest[:e]), 10, 64); err == nil {
+					fs = now.Sub(time.UnixMilli(ts))
+				}
+			}
+		}
 		c.delivered.Add(1)
 		c.mu.Lock()
 		c.lat = append(c.lat, d)
+		c.fromStore = append(c.fromStore, fs)
 		c.mu.Unlock()
 	}
 }

@@ -68,8 +68,14 @@ func (s *Server) Connect(stream chatv1.ChatService_ConnectServer) error {
 		return err
 	}
 
-	// Posts are read and stored on their own goroutine, in order; results share the stream.
+	// Posts are read on their own goroutine and stored concurrently (up to maxPostsInFlight):
+	// a stream carries the posts of many members, and a member waits for one post's result
+	// before sending its next, so each member's order holds. Results share the stream.
+	var posts sync.WaitGroup
+	defer posts.Wait()
+	defer cancel(nil) // runs first: in-flight posts end before the wait
 	go func() {
+		inFlight := make(chan struct{}, maxPostsInFlight)
 		for {
 			req, err := stream.Recv()
 			if err != nil {
@@ -85,22 +91,17 @@ func (s *Server) Connect(stream chatv1.ChatService_ConnectServer) error {
 				cancel(status.Error(codes.InvalidArgument, "Send only posts after the join."))
 				return
 			}
-			res := &chatv1.PostResult{Ref: p.GetRef()}
-			m, err := s.app.Post(ctx, domain.Post{Room: join.GetRoom(), UserID: p.GetUserId(), User: p.GetUser(), Body: p.GetBody(), PostID: p.GetPostId()})
-			if err != nil {
-				st := s.toStatus(ctx, err)
-				if status.Code(st) != codes.InvalidArgument {
-					cancel(st)
-					return
-				}
-				res.Error = status.Convert(st).Message()
-			} else {
-				res.Id = m.ID
-			}
-			if err := send(&chatv1.ConnectResponse{Kind: &chatv1.ConnectResponse_PostResult{PostResult: res}}); err != nil {
-				cancel(err)
+			select {
+			case inFlight <- struct{}{}:
+			case <-ctx.Done():
 				return
 			}
+			posts.Add(1)
+			go func() {
+				defer posts.Done()
+				defer func() { <-inFlight }()
+				s.post(ctx, cancel, send, join.GetRoom(), p)
+			}()
 		}
 	}()
 
@@ -120,6 +121,29 @@ func (s *Server) Connect(stream chatv1.ChatService_ConnectServer) error {
 				return err
 			}
 		}
+	}
+}
+
+// maxPostsInFlight bounds the posts of one Connect stream being stored at once.
+const maxPostsInFlight = 64
+
+// post stores one post of a Connect stream and sends its result; a failure other than a
+// refused post ends the stream.
+func (s *Server) post(ctx context.Context, cancel context.CancelCauseFunc, send func(*chatv1.ConnectResponse) error, room string, p *chatv1.Post) {
+	res := &chatv1.PostResult{Ref: p.GetRef()}
+	m, err := s.app.Post(ctx, domain.Post{Room: room, UserID: p.GetUserId(), User: p.GetUser(), Body: p.GetBody(), PostID: p.GetPostId()})
+	if err != nil {
+		st := s.toStatus(ctx, err)
+		if status.Code(st) != codes.InvalidArgument {
+			cancel(st)
+			return
+		}
+		res.Error = status.Convert(st).Message()
+	} else {
+		res.Id = m.ID
+	}
+	if err := send(&chatv1.ConnectResponse{Kind: &chatv1.ConnectResponse_PostResult{PostResult: res}}); err != nil {
+		cancel(err)
 	}
 }
 
