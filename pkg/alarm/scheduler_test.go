@@ -158,6 +158,25 @@ func TestUnacknowledgedAlarmFiresAgainAfterLease(t *testing.T) {
 	})
 }
 
+func TestWorkFinishedDuringShutdownIsAcknowledged(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q, _ := testQueue(t, Options{Shards: 1, Lease: time.Hour, MaxSleep: time.Minute})
+	rec := newRecorder(func(ctx context.Context, f Firing) error {
+		<-ctx.Done() // shutdown begins while the effect runs; the effect still completes
+		return nil
+	})
+	stop := run(t, q, rec.handler())
+	if err := q.Set(ctx, "a", time.Now()); err != nil {
+		t.Fatalf("Set: %v", err)
+	}
+	rec.next(t, 5*time.Second)
+	stop() // Run returns only after the batch is settled
+	if due, ok, err := q.Get(ctx, "a"); ok || err != nil {
+		t.Fatalf("Get after shutdown = %v, %v, %v; want no alarm: finished work must not fire again after the lease", due, ok, err)
+	}
+}
+
 func TestAckKeepsAlarmReArmedDuringHandling(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
