@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -19,6 +20,10 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/vigil-dev/vigil/pkg/alarmadmin"
+	adminv1 "github.com/vigil-dev/vigil/pkg/api/vigil/admin/v1"
+	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
+	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
+	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
 	"github.com/vigil-dev/vigil/pkg/config"
 	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/tracing"
@@ -90,6 +95,9 @@ var alarmDomains = []string{"reservations", "locks", "room"}
 // connections it opened.
 type cli struct {
 	addrs   map[string]*string
+	gateway string
+	apiKey  string
+	rc      *restClient
 	json    bool
 	timeout time.Duration
 	out     io.Writer
@@ -103,6 +111,8 @@ func newCLI(fs *flag.FlagSet, out, errOut io.Writer) *cli {
 	for _, d := range domainAddrs {
 		c.addrs[d.domain] = config.String(fs, d.domain+"-addr", d.env, d.def, "gRPC address of the "+d.domain+" service")
 	}
+	fs.StringVar(&c.gateway, "gateway", os.Getenv("VIGIL_GATEWAY_URL"), "go through the gateway's REST routes at this URL (e.g. http://127.0.0.1:8080) instead of dialling the services (env VIGIL_GATEWAY_URL)")
+	fs.StringVar(&c.apiKey, "api-key", os.Getenv("VIGIL_API_KEY"), "with --gateway: the API key (admin scope for alarms) (env VIGIL_API_KEY)")
 	fs.BoolVar(&c.json, "json", false, "print JSON for scripts instead of a table")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "give up on a call after this long")
 	fs.SetOutput(errOut)
@@ -127,6 +137,69 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+}
+
+// rest is the gateway's REST client when --gateway is set, else nil.
+func (c *cli) rest() (*restClient, error) {
+	if c.gateway == "" {
+		return nil, nil
+	}
+	if c.rc == nil {
+		base, err := gatewayBase(c.gateway)
+		if err != nil {
+			return nil, err
+		}
+		c.rc = &restClient{base: base, key: c.apiKey, http: &http.Client{}}
+	}
+	return c.rc, nil
+}
+
+// admin is domain's AlarmAdminService, through the gateway or directly.
+func (c *cli) admin(domain string) (adminv1.AlarmAdminServiceClient, error) {
+	if _, ok := c.addrs[domain]; !ok {
+		return nil, &exitError{2, fmt.Errorf("%w: unknown domain %q; use one of %s", errUsage, domain, strings.Join(alarmDomains, ", "))}
+	}
+	if rc, err := c.rest(); rc != nil || err != nil {
+		return &restAdmin{r: rc, domain: domain}, err
+	}
+	cc, err := c.conn(domain)
+	if err != nil {
+		return nil, err
+	}
+	return adminv1.NewAlarmAdminServiceClient(cc), nil
+}
+
+func (c *cli) reservations() (reservationsv1.ReservationServiceClient, error) {
+	if rc, err := c.rest(); rc != nil || err != nil {
+		return &restReservations{r: rc}, err
+	}
+	cc, err := c.conn("reservations")
+	if err != nil {
+		return nil, err
+	}
+	return reservationsv1.NewReservationServiceClient(cc), nil
+}
+
+func (c *cli) locks() (locksv1.LockServiceClient, error) {
+	if rc, err := c.rest(); rc != nil || err != nil {
+		return &restLocks{r: rc}, err
+	}
+	cc, err := c.conn("locks")
+	if err != nil {
+		return nil, err
+	}
+	return locksv1.NewLockServiceClient(cc), nil
+}
+
+func (c *cli) lobby() (lobbyv1.LobbyServiceClient, error) {
+	if rc, err := c.rest(); rc != nil || err != nil {
+		return &restLobby{r: rc}, err
+	}
+	cc, err := c.conn("lobby")
+	if err != nil {
+		return nil, err
+	}
+	return lobbyv1.NewLobbyServiceClient(cc), nil
 }
 
 // conn is the connection to domain's service, dialled once (lazily: errors show on the call).

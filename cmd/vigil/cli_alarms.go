@@ -73,14 +73,6 @@ func domainsOf(flag string) []string {
 	return strings.Split(flag, ",")
 }
 
-func (c *cli) admin(domain string) (adminv1.AlarmAdminServiceClient, error) {
-	cc, err := c.conn(domain)
-	if err != nil {
-		return nil, err
-	}
-	return adminv1.NewAlarmAdminServiceClient(cc), nil
-}
-
 // domainPending is one domain's answer to ListPending, or why there is none.
 type domainPending struct {
 	Domain string                       `json:"domain"`
@@ -102,7 +94,9 @@ func (c *cli) alarmsList(ctx context.Context, domains []string, all bool, next i
 		cctx, cancel := c.call(ctx)
 		res, err := a.ListPending(cctx, &adminv1.ListPendingRequest{NextPerShard: int32(next)})
 		cancel()
-		if all && status.Code(err) == codes.Unimplemented {
+		// Asked for every domain: leave out those that keep no alarms (Unimplemented), or that
+		// the gateway does not serve (NotFound).
+		if c := status.Code(err); all && (c == codes.Unimplemented || c == codes.NotFound) {
 			continue
 		}
 		line := domainPending{Domain: d, Alarms: res, Raw: msgJSON(res)}

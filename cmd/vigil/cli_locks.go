@@ -38,11 +38,10 @@ func runLocks(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if len(res) != 1 || (sub != "get" && owner == "") {
 		return fmt.Errorf("%w: vigil locks %s <resource> [--owner <owner>] [flags]", errUsage, sub)
 	}
-	cc, err := c.conn("locks")
+	client, err := c.locks()
 	if err != nil {
 		return err
 	}
-	client := locksv1.NewLockServiceClient(cc)
 	cctx, cancel := context.WithTimeout(ctx, c.timeout+wait)
 	defer cancel()
 	switch sub {

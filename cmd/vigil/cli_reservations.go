@@ -32,11 +32,14 @@ func runReservations(ctx context.Context, args []string, out, errOut io.Writer) 
 	if len(ids) != 1 {
 		return fmt.Errorf("%w: vigil reservations %s <id> [flags]", errUsage, sub)
 	}
-	cc, err := c.conn("reservations")
+	client, err := c.reservations()
 	if err != nil {
 		return err
 	}
-	client := reservationsv1.NewReservationServiceClient(cc)
+	admin, err := c.admin("reservations")
+	if err != nil {
+		return err
+	}
 	cctx, cancel := c.call(ctx)
 	defer cancel()
 	var r *reservationsv1.Reservation
@@ -58,7 +61,7 @@ func runReservations(ctx context.Context, args []string, out, errOut io.Writer) 
 	}
 	// The alarm as the queue holds it (in flight, attempts, dead letter), when the service
 	// serves the admin calls; the reservation alone otherwise.
-	look, lookErr := adminv1.NewAlarmAdminServiceClient(cc).LookupObject(cctx, &adminv1.LookupObjectRequest{Id: ids[0]})
+	look, lookErr := admin.LookupObject(cctx, &adminv1.LookupObjectRequest{Id: ids[0]})
 	if c.json {
 		doc := map[string]any{"reservation": msgJSON(r)}
 		if lookErr == nil {

@@ -24,13 +24,13 @@ func runRooms(ctx context.Context, args []string, out, errOut io.Writer) error {
 	} else if len(rest) > 0 {
 		return fmt.Errorf("%w: vigil rooms list takes no arguments", errUsage)
 	}
-	cc, err := c.conn("lobby")
+	client, err := c.lobby()
 	if err != nil {
 		return err
 	}
 	cctx, cancel := c.call(ctx)
 	defer cancel()
-	res, err := lobbyv1.NewLobbyServiceClient(cc).ListRooms(cctx, &lobbyv1.ListRoomsRequest{})
+	res, err := client.ListRooms(cctx, &lobbyv1.ListRoomsRequest{})
 	if err != nil {
 		return rpcError("list rooms", err)
 	}

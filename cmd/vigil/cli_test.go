@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/vigil-dev/vigil/gateway"
 	"github.com/vigil-dev/vigil/pkg/alarm"
 	"github.com/vigil-dev/vigil/pkg/alarmadmin"
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
@@ -302,4 +304,67 @@ func TestLocksAndRoomsCommands(t *testing.T) {
 		t.Fatalf("rooms list --json = %s; want the one room", out)
 	}
 	must(t, flags, exitUnavailable, "rooms", "list", "--lobby-addr", "127.0.0.1:1")
+}
+
+// TestCommandsThroughTheGateway runs the main paths with --gateway against a gateway with API
+// keys: an admin key sees and replays dead letters; a key without the admin scope is refused
+// with exit 4; the domain commands work through REST as they do over gRPC.
+func TestCommandsThroughTheGateway(t *testing.T) {
+	t.Parallel()
+	flags, prefix, url, _ := startStack(t)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	opsKey, opsHash := gateway.NewAPIKey()
+	ciKey, ciHash := gateway.NewAPIKey()
+	keys, err := gateway.ParseAPIKeys("ops " + opsHash + " admin; ci " + ciHash + " reservations:write,locks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gateway.New(context.Background(), gateway.Options{
+		Backends: gateway.Backends{Reservations: flags[1], Locks: flags[3], Lobby: flags[5]},
+		Security: gateway.Security{Keys: keys}, Logger: quiet,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { srv.Close(); g.Close() })
+	// Unreachable service addresses: every call must go through the gateway.
+	down := []string{"--reservations-addr", "127.0.0.1:1", "--locks-addr", "127.0.0.1:1", "--lobby-addr", "127.0.0.1:1", "--room-addr", "127.0.0.1:1"}
+	ops := append([]string{"--gateway", srv.URL, "--api-key", opsKey}, down...)
+	ci := append([]string{"--gateway", srv.URL, "--api-key", ciKey}, down...)
+
+	out, _ := must(t, ci, 0, "reservations", "create", "gw-seat", "--ttl", "60s", "--json")
+	if r := decode(t, out)["reservation"].(map[string]any); r["status"] != "held" {
+		t.Fatalf("reservations create through the gateway = %s, want held", out)
+	}
+	must(t, ci, exitNotFound, "reservations", "get", "never-made")
+	must(t, ci, 2, "reservations", "create", "Bad_Id")
+	must(t, ci, 0, "locks", "acquire", "gw-lock", "--owner", "alice")
+	out, _ = must(t, ci, exitRefused, "locks", "acquire", "gw-lock", "--owner", "bob", "--json")
+	if doc := decode(t, out); doc["holder"] != "alice" {
+		t.Fatalf("locks acquire by bob through the gateway = %s, want held by alice", out)
+	}
+	must(t, ci, 0, "locks", "release", "gw-lock", "--owner", "alice")
+	must(t, ops, 0, "rooms", "list")
+
+	deadLetter(t, url, prefix, "reservations", "gw-stuck", "card declined")
+	_, stderr := must(t, ci, exitRefused, "alarms", "dead") // no admin scope
+	if !strings.Contains(stderr, "admin") {
+		t.Fatalf("alarms dead with a non-admin key: stderr %q, want the missing scope named", stderr)
+	}
+	must(t, []string{"--gateway", srv.URL}, exitRefused, "alarms", "list") // no key at all
+	out, _ = must(t, ops, 0, "alarms", "dead", "--domain", "reservations")
+	if !strings.Contains(out, "gw-stuck") || !strings.Contains(out, "card declined") {
+		t.Fatalf("alarms dead through the gateway printed:\n%s\nwant gw-stuck and its error", out)
+	}
+	_, stderr, code := vigil(t, ops, "alarms", "list", "--domain", "reservations", "--check")
+	wantExit(t, code, exitRefused, []string{"alarms list --check through the gateway"}, "", stderr)
+	out, _ = must(t, ops, 0, "alarms", "get", "--domain", "reservations", "gw-seat", "--json")
+	if doc := decode(t, out); doc["found"] != true || doc["alarm"] == nil {
+		t.Fatalf("alarms get through the gateway = %s, want the reservation and its alarm", out)
+	}
+	must(t, ops, 0, "alarms", "replay", "--domain", "reservations", "gw-stuck")
+	must(t, ops, exitNotFound, "alarms", "discard", "--domain", "reservations", "gw-stuck")
+	must(t, ops, 2, "alarms", "list", "--gateway", "ftp://x")
+	must(t, []string{"--gateway", "http://127.0.0.1:1"}, exitUnavailable, "alarms", "dead", "--domain", "reservations")
 }
