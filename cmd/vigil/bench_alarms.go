@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -52,8 +51,8 @@ func benchAlarms(ctx context.Context, args []string) (*benchReport, benchOutput,
 	if err := parseBenchFlags(fs, args); err != nil {
 		return nil, benchOutput{}, err
 	}
-	if o.count <= 0 || o.shards <= 0 || o.batch <= 0 || o.rate < 0 {
-		return nil, benchOutput{}, fmt.Errorf("%w: --count, --shards and --batch must be positive", errUsage)
+	if o.count <= 0 || o.shards <= 0 || o.batch <= 0 || o.lead <= 0 || o.rate < 0 {
+		return nil, benchOutput{}, fmt.Errorf("%w: --count, --shards, --batch and --lead must be positive, --rate not negative", errUsage)
 	}
 
 	b, err := openBenchRedis(ctx, o.benchFlags)
@@ -127,14 +126,14 @@ func benchAlarms(ctx context.Context, args []string) (*benchReport, benchOutput,
 			rep.addLatencies("steady_lateness_since_set", fmt.Sprintf("steady %d/s lateness from max(due, set)", o.rate), s.sinceKnown)
 			rep.note("%d of %d steady alarms were set after their due time (the producer itself was stalled by more than --lead)", s.setLate, s.lateness.len())
 		}
-		rep.addLatencies("noise_timer", "noise floor: Go timer oversleep", s.timerNoise)
+		rep.addLatencies("noise_timer", "noise floor: Go timer at 1,000 deadlines/s, lateness", s.timerNoise)
 		rep.addLatencies("noise_ping", "noise floor: Redis PING round trip", s.pingNoise)
 		verdict := "met"
 		if p99 := s.lateness.percentile(99); p99 >= 5 {
 			verdict = "MISSED"
 		}
 		rep.note("target steady p99 lateness < 5 ms: %s", verdict)
-		rep.note("noise floor: during the steady run a probe slept 1-10 ms at a time and pinged Redis; a queue cannot fire later than its own process gets the CPU and Redis answers")
+		rep.note("noise floor: during the steady run a bare Go timer aimed at every millisecond and a probe pinged Redis every 10 ms; no alarm can fire earlier than its process gets the CPU and Redis answers")
 		rep.note("steady verified: %d alarms handled, %d expired exactly once", s.lateness.len(), s.expired)
 	}
 	rep.note("lateness = when the alarm's transition had been applied in Redis minus its due time; claim lateness = when the handler got it")
@@ -438,24 +437,45 @@ func steadyAlarms(ctx context.Context, b *benchRedis, prefix string, o alarmsBen
 		sinceKnown: &h.sinceKnown, setLate: setLate, expired: expired}, nil
 }
 
-// probeNoise measures what the machine allows until ctx ends: how much later than asked a Go
-// timer fires, and how long a Redis PING takes. Both bound any alarm's lateness from below.
+// probeNoise measures what the machine allows until ctx ends, in the same terms as the steady
+// alarms: a bare Go timer aimed at a deadline every millisecond (how late it fires; a stall of
+// the process makes every deadline inside it late, as it does the alarms), and a Redis PING
+// every 10 ms (its round trip). Both bound any alarm's lateness from below.
 func probeNoise(ctx context.Context, rdb redis.UniversalClient, timer, ping *benchLatencies) {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			start := time.Now()
+			if rdb.Ping(ctx).Err() == nil {
+				ping.add(time.Since(start))
+			}
+		}
+	}()
+	defer wg.Wait()
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
-	for ctx.Err() == nil {
-		d := time.Millisecond + time.Duration(rand.Int64N(int64(9*time.Millisecond)))
-		asked := time.Now().Add(d)
-		t.Reset(d)
-		select {
-		case <-ctx.Done():
+	deadline := time.Now().Truncate(time.Millisecond)
+	for {
+		deadline = deadline.Add(time.Millisecond)
+		if wait := time.Until(deadline); wait > 0 {
+			t.Reset(wait)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		} else if ctx.Err() != nil {
 			return
-		case <-t.C:
 		}
-		timer.add(time.Since(asked))
-		start := time.Now()
-		if rdb.Ping(ctx).Err() == nil {
-			ping.add(time.Since(start))
-		}
+		timer.add(time.Since(deadline))
 	}
 }
