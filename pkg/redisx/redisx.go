@@ -26,11 +26,13 @@ type Config struct {
 	// TLS secures the link (see tls.go). Default: from the VIGIL_REDIS_TLS* environment; a
 	// rediss:// URL turns TLS on by itself.
 	TLS TLS
-	// Timeout bounds dialling, and each read and write, on a connection, so that a Redis that
-	// stops answering (paused, partitioned) fails a call within about twice this — one retry —
-	// instead of hanging for go-redis's 5 s dial and 3 s read defaults. A redis:// URL's
-	// dial_timeout/read_timeout/write_timeout parameters win. Default: env VIGIL_REDIS_TIMEOUT
-	// (a Go duration), else DefaultTimeout.
+	// Timeout bounds dialling, waiting for a pooled connection, and each read and write, so that
+	// a Redis that stops answering (paused, partitioned) fails a call within about twice this
+	// instead of hanging for go-redis's 5 s dial and 3 s read defaults. A call that timed out is
+	// not retried (its outcome is unknown; callers' scripts are idempotent and they may retry);
+	// stale pooled connections are still replaced before use. A redis:// URL's dial_timeout,
+	// read_timeout, write_timeout, pool_timeout and max_retries parameters win. Default: env
+	// VIGIL_REDIS_TIMEOUT (a Go duration), else DefaultTimeout.
 	Timeout time.Duration
 	// ClusterRefresh is how often a cluster client in use re-reads the slot map; it is how the
 	// client finds the replica that took over a failed master (a refused connection does not
@@ -93,8 +95,8 @@ func Open(ctx context.Context, cfg Config) (redis.UniversalClient, error) {
 			DialTimeout:                cfg.Timeout,
 			ReadTimeout:                cfg.Timeout,
 			WriteTimeout:               cfg.Timeout,
-			MaxRetries:                 1,
-			MaxRetryBackoff:            64 * time.Millisecond,
+			PoolTimeout:                cfg.Timeout,
+			MaxRetries:                 -1, // redirects after a failover still follow MOVED
 			ClusterStateReloadInterval: cfg.ClusterRefresh,
 		})
 	case cfg.URL != "":
@@ -120,9 +122,11 @@ func Open(ctx context.Context, cfg Config) (redis.UniversalClient, error) {
 		if opt.WriteTimeout == 0 {
 			opt.WriteTimeout = cfg.Timeout
 		}
+		if opt.PoolTimeout == 0 {
+			opt.PoolTimeout = cfg.Timeout
+		}
 		if opt.MaxRetries == 0 {
-			opt.MaxRetries = 1
-			opt.MaxRetryBackoff = 64 * time.Millisecond
+			opt.MaxRetries = -1
 		}
 		c = redis.NewClient(opt)
 	default:
