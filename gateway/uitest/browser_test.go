@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
@@ -108,12 +109,18 @@ func newPage(t *testing.T, browser context.Context, name string) *page {
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("%s: open tab: %v", name, err)
 	}
+	// Anything the Content-Security-Policy blocks is a bug in the pages: report it as an error.
+	if _, err := chromedp.Call(ctx, cdppage.AddScriptToEvaluateOnNewDocument, cdppage.AddScriptToEvaluateOnNewDocumentParams{
+		Source: `document.addEventListener('securitypolicyviolation', e => console.error('CSP blocked ' + e.blockedURI + ' (' + e.violatedDirective + ')'))`,
+	}); err != nil {
+		t.Fatalf("%s: watch for CSP violations: %v", name, err)
+	}
 	t.Cleanup(func() {
 		p.mu.Lock()
 		errs := p.errors
 		p.mu.Unlock()
 		for _, e := range errs {
-			t.Errorf("%s: uncaught script error: %s", name, e)
+			t.Errorf("%s: page error: %s", name, e)
 		}
 		cancel()
 	})
