@@ -3,10 +3,12 @@ module github.com/vigil-dev/vigil/deploy
 go 1.26.0
 
 require (
+	github.com/coder/websocket v1.8.15
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/vigil-dev/vigil/gateway v0.0.0
 	github.com/vigil-dev/vigil/pkg v0.0.0
-	github.com/vigil-dev/vigil/services/chat v0.0.0-00010101000000-000000000000
-	github.com/vigil-dev/vigil/services/lobby v0.0.0-00010101000000-000000000000
+	github.com/vigil-dev/vigil/services/chat v0.0.0
+	github.com/vigil-dev/vigil/services/lobby v0.0.0
 	github.com/vigil-dev/vigil/services/locks v0.0.0-00010101000000-000000000000
 	github.com/vigil-dev/vigil/services/reservations v0.0.0
 	google.golang.org/grpc v1.85.0
@@ -82,6 +84,7 @@ require (
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
+	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20261026165753-2ffab32bce7e // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261019180522-ce908d29299b // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
@@ -94,4 +97,5 @@ replace (
 	github.com/vigil-dev/vigil/services/lobby => ../services/lobby
 	github.com/vigil-dev/vigil/services/locks => ../services/locks
 	github.com/vigil-dev/vigil/services/reservations => ../services/reservations
+	github.com/vigil-dev/vigil/services/room => ../services/room
 )
