@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/vigil-dev/vigil/pkg/config"
 	"github.com/vigil-dev/vigil/pkg/server"
@@ -82,6 +83,11 @@ func (g *Gateway) secure(next http.Handler) http.Handler {
 	sockets := &socketCounts{max: lim.SocketsPerRoom, n: map[string]int{}}
 
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !validUTF8(r) {
+			// gRPC refuses strings that are not UTF-8; without this they would fail as 500s.
+			writeError(w, http.StatusBadRequest, "Use UTF-8 in the path and query.")
+			return
+		}
 		if publicRoute(r.URL.Path) {
 			next.ServeHTTP(w, r)
 			return
@@ -163,6 +169,24 @@ func (g *Gateway) secure(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// validUTF8 reports whether the request's path and query values are UTF-8.
+func validUTF8(r *http.Request) bool {
+	if !utf8.ValidString(r.URL.Path) {
+		return false
+	}
+	for k, vs := range r.URL.Query() {
+		if !utf8.ValidString(k) {
+			return false
+		}
+		for _, v := range vs {
+			if !utf8.ValidString(v) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // originAllowed reports whether a WebSocket upgrade may proceed: it carries no Origin (not a
