@@ -14,7 +14,11 @@ import (
 	"github.com/vigil-dev/vigil/pkg/config"
 	"github.com/vigil-dev/vigil/pkg/devstore"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	chat "github.com/vigil-dev/vigil/services/chat/service"
+	lobby "github.com/vigil-dev/vigil/services/lobby/service"
+	locks "github.com/vigil-dev/vigil/services/locks/service"
 	reservations "github.com/vigil-dev/vigil/services/reservations/service"
+	room "github.com/vigil-dev/vigil/services/room/service"
 )
 
 // devService is one service the dev runner starts: run it, and where its address goes.
@@ -52,6 +56,19 @@ func runDev(ctx context.Context, args []string) error {
 		{"reservations", func(ctx context.Context, ready func(net.Addr)) error {
 			return reservations.Run(ctx, reservations.Options{Redis: rc, Replay: true, Logger: log.With("service", "reservations")}, ready)
 		}, &b.Reservations},
+		{"locks", func(ctx context.Context, ready func(net.Addr)) error {
+			return locks.Run(ctx, locks.Options{Redis: rc, Logger: log.With("service", "locks")}, ready)
+		}, &b.Locks},
+		{"chat", func(ctx context.Context, ready func(net.Addr)) error {
+			return chat.Run(ctx, chat.Options{Redis: rc, Logger: log.With("service", "chat")}, ready)
+		}, &b.Chat},
+		// The lobby starts before the room: the room dials it.
+		{"lobby", func(ctx context.Context, ready func(net.Addr)) error {
+			return lobby.Run(ctx, lobby.Options{Redis: rc, Logger: log.With("service", "lobby")}, ready)
+		}, &b.Lobby},
+		{"room", func(ctx context.Context, ready func(net.Addr)) error {
+			return room.Run(ctx, room.Options{Redis: rc, LobbyAddr: b.Lobby, Logger: log.With("service", "room")}, ready)
+		}, &b.Room},
 	}
 
 	g, ctx := errgroup.WithContext(ctx)
