@@ -395,10 +395,12 @@ func jsonBool(raw json.RawMessage) (bool, bool) {
 
 // jsonInt accepts only a JSON integer (no string, fraction or exponent).
 func jsonInt(raw json.RawMessage) (int64, bool) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
+		return 0, false // json.Number would also take "5", a string
+	}
 	var n json.Number
-	if len(raw) == 0 || dec.Decode(&n) != nil || strings.ContainsAny(n.String(), ".eE") {
+	if json.Unmarshal(raw, &n) != nil || strings.ContainsAny(n.String(), ".eE") {
 		return 0, false
 	}
 	v, err := n.Int64()

@@ -336,3 +336,40 @@ func TestLobbyListJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestPracticeRoomBadFrames(t *testing.T) {
+	t.Parallel()
+	gw := startRoomStack(t, time.Hour)
+	created := call(t, "POST", gw+"/lobby/rooms", `{"name": "Frames", "video": {"title": "Clip", "durationMs": 60000}}`)
+	code, _ := created.body["code"].(string)
+	token, _ := created.body["leaderToken"].(string)
+	lead := mustDialRoom(t, gw, code, "clientId=lead&role=leader&token="+token)
+	lead.next("state")
+	v := mustDialRoom(t, gw, code, "clientId=v")
+	v.next("state")
+	for _, tc := range []struct{ frame, want string }{
+		{`not json`, "Send a JSON object with a type: sync, formation, mark or reload."},
+		{`{"type": "dance"}`, "Send a JSON object with a type: sync, formation, mark or reload."},
+		{`{"type": "sync", "playing": true}`, "positionMs must be an integer from 0 through 86400000."},
+		{`{"type": "sync", "playing": true, "positionMs": 1.5}`, "positionMs must be an integer from 0 through 86400000."},
+		{`{"type": "sync", "playing": true, "positionMs": -1}`, "positionMs must be an integer from 0 through 86400000."},
+		{`{"type": "mark", "positionMs": 10, "label": 7}`, "label must be a string."},
+		{`{"type": "reload", "video": {"title": "", "durationMs": 5}}`, "Give the video a title of 1-200 printable characters."},
+		{`{"type": "reload", "video": {"title": "New", "durationMs": "5"}}`, "video.durationMs must be an integer from 1 through 86400000."},
+		{`{"type": "sync", "playing": true, "positionMs": "5"}`, "positionMs must be an integer from 0 through 86400000."},
+	} {
+		lead.send(tc.frame)
+		if e := lead.next("error"); e["error"] != tc.want {
+			t.Errorf("frame %s: error %q, want %q", tc.frame, e["error"], tc.want)
+		}
+	}
+	// The socket is still open and a good frame still goes through.
+	lead.send(`{"type": "reload", "video": {"title": "New cut", "durationMs": 90000}}`)
+	if f := v.next("reload"); f["video"].(map[string]any)["title"] != "New cut" {
+		t.Fatalf("reload frame = %v", f)
+	}
+	late := mustDialRoom(t, gw, code, "clientId=late")
+	if st := late.next("state"); st["video"].(map[string]any)["title"] != "New cut" || st["playback"].(map[string]any)["playing"] != false {
+		t.Fatalf("state after a reload with a new video = %v", st)
+	}
+}
