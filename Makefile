@@ -95,3 +95,8 @@ test-faults: redis-image
 	set -o pipefail; \
 	go test -count=1 -v -timeout 10m -run 'TestFault' ./deploy/faulttest/ | $(FAULT_FILTER) && \
 	go test -count=1 -v -timeout 10m -run 'TestKilledReplicaExpiresEachHoldOnce' ./services/reservations/service/ | $(FAULT_FILTER)
+
+# Through the composed gateway: write to every domain, SIGKILL every Redis, check nothing was lost.
+.PHONY: compose-smoke
+compose-smoke:
+	deploy/compose-smoke.sh
