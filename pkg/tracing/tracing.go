@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -117,16 +118,20 @@ func HTTPHandler(h http.Handler, service string) http.Handler {
 	if !Enabled() {
 		return h
 	}
-	named := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(w, r)
-		// The mux sets the pattern it matched; the grpc-gateway routes all match "/".
-		if r.Pattern != "" && r.Pattern != "/" {
-			trace.SpanFromContext(r.Context()).SetName(r.Pattern)
-		}
-	})
-	return otelhttp.NewHandler(named, service, otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
+	return otelhttp.NewHandler(h, service, otelhttp.WithSpanNameFormatter(spanName))
+}
+
+// spanName names a request's span by the route pattern the mux matched (otelhttp names it again
+// once the handler has run), else by its method and path: the grpc-gateway routes all match "/".
+func spanName(_ string, r *http.Request) string {
+	switch p := r.Pattern; {
+	case p == "" || p == "/":
 		return r.Method + " " + r.URL.Path
-	}))
+	case strings.Contains(p, " "):
+		return p
+	default:
+		return r.Method + " " + p
+	}
 }
 
 // LogHandler adds the active span's traceId and spanId to every record logged with a context.
