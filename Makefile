@@ -104,4 +104,4 @@ compose-smoke:
 # The Kubernetes manifests decoded strictly with k8s.io/api types, plus cross-reference checks
 # (no schema registry is reachable for kubeconform; see deploy/k8s/validate_test.go).
 k8s-validate:
-	go test -count=1 -v ./deploy/k8s/ | grep -E '^(--- |\s+\w+_test.go|ok|FAIL|PASS)'
+	set -o pipefail; go test -count=1 -v ./deploy/k8s/ | grep -E '^(--- |\s+\w+_test.go|ok|FAIL|PASS)'
