@@ -72,7 +72,8 @@ func rpcError(what string, err error) error {
 	case codes.FailedPrecondition, codes.AlreadyExists, codes.Aborted, codes.PermissionDenied, codes.Unauthenticated:
 		return &exitError{exitRefused, errors.New(msg)}
 	case codes.Unavailable, codes.DeadlineExceeded:
-		return &exitError{exitUnavailable, fmt.Errorf("%s: the service did not answer (%s); is it running, and is the address right?", what, st.Code())}
+		return &exitError{exitUnavailable, fmt.Errorf("%s: no answer (%s); is it running, and is the address right? "+
+			"Where only the gateway is reachable (vigil dev, the compose file), add --gateway http://127.0.0.1:8080", what, st.Code())}
 	case codes.Unimplemented:
 		return &exitError{exitNotFound, fmt.Errorf("%s: the service does not offer this call", what)}
 	}
