@@ -306,3 +306,9 @@ func splitList(s string) []string {
 	}
 	return out
 }
+
+// socketLimits are Limits' per-socket limits in the WebSocket bridges' terms.
+func (g *Gateway) socketLimits() wsLimits {
+	l := g.o.Security.Limits.withDefaults(len(g.o.Security.Keys) > 0)
+	return wsLimits{MaxFrame: l.MaxFrameBytes, Rate: l.SocketRate, Burst: l.SocketBurst}.withDefaults()
+}
