@@ -68,6 +68,10 @@ func Universal(t testing.TB) (redis.UniversalClient, string) {
 		return Client(t)
 	}
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	// Load the slot map now, so that a test's first command costs what every later one does.
+	if err := c.Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("ping Redis Cluster: %v", err)
+	}
 	prefix := Prefix(t)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
