@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -10,13 +9,16 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/vigil-dev/vigil/gateway"
 	"github.com/vigil-dev/vigil/pkg/alarm"
@@ -105,6 +107,9 @@ func benchReservations(ctx context.Context, args []string) (*benchReport, benchO
 			rep.addLatencies("creates_"+via.key+"_latency", "create over "+via.name+" latency", r.latency)
 		}
 	}
+	if n := st.retries.Load(); n > 0 {
+		rep.note("%d calls answered Unavailable (the service's Redis timed out) and were repeated, as a client should", n)
+	}
 	return rep, benchOutput{json: o.json}, nil
 }
 
@@ -118,6 +123,7 @@ type reservationsStack struct {
 	shards   int
 	cancel   context.CancelFunc
 	finished sync.WaitGroup
+	retries  atomic.Int64 // calls repeated after Unavailable
 }
 
 // benchClock is the service's injected clock: real time, or a fixed instant while frozen.
@@ -200,31 +206,57 @@ func (st *reservationsStack) stop() {
 // grpcCreate creates reservations prefix+<n> for an hour over gRPC.
 func (st *reservationsStack) grpcCreate(prefix string) func(ctx context.Context, id string) error {
 	return func(ctx context.Context, id string) error {
-		_, err := st.client.CreateReservation(ctx, &reservationsv1.CreateReservationRequest{ReservationId: prefix + id, TtlSeconds: 3600})
-		return err
+		return st.retryUnavailable(ctx, func() error {
+			_, err := st.client.CreateReservation(ctx, &reservationsv1.CreateReservationRequest{ReservationId: prefix + id, TtlSeconds: 3600})
+			return err
+		})
+	}
+}
+
+// retryUnavailable calls call again, up to 5 times with a growing pause, while the service
+// answers Unavailable ("try again": its Redis timed out on a busy machine), as a client should.
+func (st *reservationsStack) retryUnavailable(ctx context.Context, call func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := call()
+		if status.Code(err) != codes.Unavailable || attempt == 5 {
+			return err
+		}
+		st.retries.Add(1)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(attempt) * 50 * time.Millisecond):
+		}
 	}
 }
 
 // restCreate creates reservations prefix+<n> for an hour over the gateway's REST API.
 func (st *reservationsStack) restCreate(prefix string) func(ctx context.Context, id string) error {
-	body := []byte(`{"ttlSeconds":3600}`)
 	return func(ctx context.Context, id string) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, st.baseURL+"/reservations/"+prefix+id, bytes.NewReader(body))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := st.http.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		msg, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode/100 != 2 {
-			return fmt.Errorf("POST /reservations/%s%s: %s %s", prefix, id, resp.Status, msg)
-		}
-		return nil
+		return st.retryUnavailable(ctx, func() error { return st.restPost(ctx, "/reservations/"+prefix+id, `{"ttlSeconds":3600}`) })
 	}
+}
+
+// restPost posts a JSON body to the gateway; a 503 is Unavailable, as gRPC would say.
+func (st *reservationsStack) restPost(ctx context.Context, path, body string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, st.baseURL+path, strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := st.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(resp.Body)
+	switch {
+	case resp.StatusCode == http.StatusServiceUnavailable:
+		return status.Error(codes.Unavailable, string(msg))
+	case resp.StatusCode/100 != 2:
+		return fmt.Errorf("POST %s: %s %s", path, resp.Status, msg)
+	}
+	return nil
 }
 
 // benchRate is a creates-per-second run.
@@ -318,8 +350,11 @@ func drainReservations(ctx context.Context, b *benchRedis, st *reservationsStack
 				if n > int64(count) || ctx.Err() != nil {
 					return
 				}
-				_, err := st.client.CreateReservation(ctx, &reservationsv1.CreateReservationRequest{
-					ReservationId: "drain-" + strconv.FormatInt(n-1, 10), TtlSeconds: int32(ttl / time.Second)})
+				err := st.retryUnavailable(ctx, func() error {
+					_, err := st.client.CreateReservation(ctx, &reservationsv1.CreateReservationRequest{
+						ReservationId: "drain-" + strconv.FormatInt(n-1, 10), TtlSeconds: int32(ttl / time.Second)})
+					return err
+				})
 				if err != nil {
 					errOnce.Do(func() { firstEr = err })
 					return
