@@ -37,12 +37,12 @@ func (g *Gateway) adminRoutes(mux *http.ServeMux) {
 		next := 0
 		if s := r.URL.Query().Get("next"); s != "" {
 			n, err := strconv.Atoi(s)
-			if err != nil {
+			if err != nil || n < 0 || n > 100 {
 				return nil, status.Error(codes.InvalidArgument, "next must be an integer from 0 through 100.")
 			}
 			next = n
 		}
-		return c.ListPending(ctx, &adminv1.ListPendingRequest{NextPerShard: int32(max(min(next, 1<<20), -1))})
+		return c.ListPending(ctx, &adminv1.ListPendingRequest{NextPerShard: int32(next)})
 	})))
 	mux.HandleFunc("/admin/{domain}/dead-letters", g.adminMethod(http.MethodGet, g.adminCall(func(ctx context.Context, c adminv1.AlarmAdminServiceClient, _ *http.Request) (proto.Message, error) {
 		return c.ListDeadLetters(ctx, &adminv1.ListDeadLettersRequest{})
