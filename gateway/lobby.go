@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc"
@@ -45,26 +46,60 @@ func lobbyDomain(addr string) domain {
 // is the lobby's hot, large answer (10,000 rooms are ~2 MiB of JSON), and the generic JSON
 // dialect renders through protojson and a map round trip, about 30 times slower than writing
 // the rooms directly. The JSON is the same: docs/API.md's room objects, numbers as numbers.
+//
+// The rendered list is kept with the lobby version it reflects; each request asks the Lobby
+// whether that version is still current (known_version), so an unchanged lobby costs a tiny
+// call and a copy. The version is also the ETag: a browser that polls with If-None-Match gets
+// 304 while nothing changed.
 func serveRoomList(g *Gateway, client lobbyv1.LobbyServiceClient) http.HandlerFunc {
+	var mu sync.Mutex
+	var cachedBody []byte
+	var cachedVersion int64
+	cached := false
 	return func(w http.ResponseWriter, r *http.Request) {
-		res, err := client.ListRooms(r.Context(), &lobbyv1.ListRoomsRequest{})
+		req := &lobbyv1.ListRoomsRequest{}
+		mu.Lock()
+		if cached {
+			v := cachedVersion
+			req.KnownVersion = &v
+		}
+		body, version := cachedBody, cachedVersion
+		mu.Unlock()
+		res, err := client.ListRooms(r.Context(), req)
 		if err != nil {
 			g.writeRPCError(r.Context(), nil, nil, w, r, err)
 			return
 		}
-		rooms := res.GetRooms()
-		b := make([]byte, 0, 64+len(rooms)*192)
-		b = append(b, `{"rooms":[`...)
-		for i, rm := range rooms {
-			if i > 0 {
-				b = append(b, ',')
+		if !res.GetNotModified() {
+			body, version = renderRoomList(res.GetRooms()), res.GetVersion()
+			mu.Lock()
+			if !cached || version >= cachedVersion {
+				cachedBody, cachedVersion, cached = body, version, true
 			}
-			b = appendRoomJSON(b, rm)
+			mu.Unlock()
 		}
-		b = append(b, "]}\n"...)
+		etag := `"` + strconv.FormatInt(version, 10) + `"`
+		w.Header().Set("ETag", etag)
+		w.Header().Set("Cache-Control", "no-cache")
+		if r.Header.Get("If-None-Match") == etag {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(b)
+		_, _ = w.Write(body)
 	}
+}
+
+func renderRoomList(rooms []*lobbyv1.Room) []byte {
+	b := make([]byte, 0, 64+len(rooms)*192)
+	b = append(b, `{"rooms":[`...)
+	for i, rm := range rooms {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendRoomJSON(b, rm)
+	}
+	return append(b, "]}\n"...)
 }
 
 // appendRoomJSON appends a lobby room as docs/API.md gives it.

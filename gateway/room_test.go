@@ -326,6 +326,23 @@ func TestLobbyListJSON(t *testing.T) {
 			t.Fatalf("room %d video = %v", i, v)
 		}
 	}
+	// The version is the ETag: an unchanged lobby answers 304, a changed one the new list.
+	etag := getETag(t, gw+"/lobby/rooms", "")
+	if etag == "" {
+		t.Fatal("GET /lobby/rooms has no ETag")
+	}
+	if code := getStatus(t, gw+"/lobby/rooms", etag); code != http.StatusNotModified {
+		t.Fatalf("GET /lobby/rooms with If-None-Match %s = %d, want 304", etag, code)
+	}
+	if r := call(t, "POST", gw+"/lobby/rooms", `{"name": "Third", "video": {"title": "t", "durationMs": 1}}`); r.code != http.StatusCreated {
+		t.Fatalf("POST /lobby/rooms = %d", r.code)
+	}
+	if code := getStatus(t, gw+"/lobby/rooms", etag); code != http.StatusOK {
+		t.Fatalf("GET /lobby/rooms with a stale If-None-Match = %d, want 200", code)
+	}
+	if r := call(t, "GET", gw+"/lobby/rooms", ""); len(r.body["rooms"].([]any)) != 3 {
+		t.Fatalf("GET /lobby/rooms after a create = %s, want 3 rooms", r.raw)
+	}
 	got := map[string]bool{}
 	for _, raw := range rooms {
 		got[raw.(map[string]any)["name"].(string)] = true
@@ -372,4 +389,32 @@ func TestPracticeRoomBadFrames(t *testing.T) {
 	if st := late.next("state"); st["video"].(map[string]any)["title"] != "New cut" || st["playback"].(map[string]any)["playing"] != false {
 		t.Fatalf("state after a reload with a new video = %v", st)
 	}
+}
+
+func getETag(t *testing.T, url, ifNoneMatch string) string {
+	t.Helper()
+	res := getWith(t, url, ifNoneMatch)
+	return res.Header.Get("ETag")
+}
+
+func getStatus(t *testing.T, url, ifNoneMatch string) int {
+	t.Helper()
+	return getWith(t, url, ifNoneMatch).StatusCode
+}
+
+func getWith(t *testing.T, url, ifNoneMatch string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ifNoneMatch != "" {
+		req.Header.Set("If-None-Match", ifNoneMatch)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = res.Body.Close()
+	return res
 }

@@ -277,3 +277,26 @@ func TestListStaysCurrent(t *testing.T) {
 		t.Fatalf("list after a snapshot = %v, want a with 7 viewers and no leader", rooms)
 	}
 }
+
+func TestListNotModified(t *testing.T) {
+	t.Parallel()
+	c, _ := start(t)
+	ctx := context.Background()
+	code := create(t, c, "A").GetCode()
+	first, err := c.ListRooms(ctx, &lobbyv1.ListRoomsRequest{})
+	if err != nil || len(first.GetRooms()) != 1 || first.GetNotModified() {
+		t.Fatalf("ListRooms = %v, %v", first, err)
+	}
+	v := first.GetVersion()
+	same, err := c.ListRooms(ctx, &lobbyv1.ListRoomsRequest{KnownVersion: &v})
+	if err != nil || !same.GetNotModified() || len(same.GetRooms()) != 0 || same.GetVersion() != v {
+		t.Fatalf("ListRooms(known_version %d) on an unchanged lobby = %v, %v; want not_modified", v, same, err)
+	}
+	if _, err := c.ApplyOccupancyDelta(ctx, &lobbyv1.ApplyOccupancyDeltaRequest{Code: code, Seq: 1, ViewersDelta: 1}); err != nil {
+		t.Fatal(err)
+	}
+	changed, err := c.ListRooms(ctx, &lobbyv1.ListRoomsRequest{KnownVersion: &v})
+	if err != nil || changed.GetNotModified() || changed.GetVersion() <= v || changed.GetRooms()[0].GetViewers() != 1 {
+		t.Fatalf("ListRooms(known_version %d) after a change = %v, %v; want the new list", v, changed, err)
+	}
+}

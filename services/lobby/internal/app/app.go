@@ -69,24 +69,31 @@ func (a *App) Create(ctx context.Context, name string, v *domain.Video) (domain.
 	return domain.Room{}, "", errors.New("no free room code after 8 draws")
 }
 
-// List returns the open rooms, most recently active first, pruning abandoned ones. The slice
-// is shared: callers must not modify it.
-func (a *App) List(ctx context.Context) ([]domain.Room, error) {
+// List returns the open rooms, most recently active first, pruning abandoned ones, with the
+// lobby's version they reflect. The slice is shared: callers must not modify it.
+func (a *App) List(ctx context.Context) ([]domain.Room, int64, error) {
 	v, err := a.st.Version(ctx)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	a.mu.Lock()
 	rooms, hit := a.cached, a.loaded && a.cursor.Version == v
 	a.mu.Unlock()
 	if hit && !idleTail(rooms, a.cutoff()) {
-		return rooms, nil
+		return rooms, v, nil
 	}
 	res, err, _ := a.loads.Do("list", func() (any, error) { return a.refresh(ctx) })
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return res.([]domain.Room), nil
+	l := res.(listed)
+	return l.rooms, l.version, nil
+}
+
+// listed is a refreshed list and its version.
+type listed struct {
+	rooms   []domain.Room
+	version int64
 }
 
 // idleTail reports whether the list's oldest room has gone idle past cutoff.
@@ -94,51 +101,50 @@ func idleTail(rooms []domain.Room, cutoff int64) bool {
 	return len(rooms) > 0 && rooms[len(rooms)-1].LastActivity < cutoff
 }
 
-// refresh brings the cached list up to date: by patching in the rooms the change log names,
-// or by reading every room when the log cannot say. Rooms idle past the cutoff are pruned.
-func (a *App) refresh(ctx context.Context) ([]domain.Room, error) {
+// refresh brings the cached list up to date: it prunes rooms idle past the cutoff first (so
+// the version it returns covers the pruning), then patches in the rooms the change log names,
+// or reads every room when the log cannot say.
+func (a *App) refresh(ctx context.Context) (listed, error) {
 	cutoff := a.cutoff()
+	pruned, err := a.st.Prune(ctx, cutoff, pruneBatch)
+	if err != nil {
+		return listed{}, err
+	}
+	if pruned > 0 {
+		a.log.InfoContext(ctx, "idle rooms pruned", "event", "rooms_pruned", "count", pruned)
+	}
 	a.mu.Lock()
 	old, cur, loaded := a.cached, a.cursor, a.loaded
 	a.mu.Unlock()
 	var rooms []domain.Room
-	var stale bool
 	complete := false
 	if loaded {
 		codes, next, ok, err := a.st.Changes(ctx, cur)
 		if err != nil {
-			return nil, err
+			return listed{}, err
 		}
 		if ok {
 			changed, err := a.st.Rooms(ctx, codes, cutoff)
 			if err != nil {
-				return nil, err
+				return listed{}, err
 			}
-			rooms, stale, cur, complete = patch(old, codes, changed, cutoff), idleTail(old, cutoff), next, true
+			rooms, cur, complete = patch(old, codes, changed, cutoff), next, true
 		}
 	}
 	if !complete {
-		all, next, nStale, err := a.st.List(ctx, cutoff)
+		// Rooms beyond one prune batch stay hidden here and go on later listings.
+		all, next, _, err := a.st.List(ctx, cutoff)
 		if err != nil {
-			return nil, err
+			return listed{}, err
 		}
-		rooms, stale, cur = all, nStale > 0, next
+		rooms, cur = all, next
 	}
 	a.mu.Lock()
 	if !a.loaded || cur.Version >= a.cursor.Version {
 		a.cached, a.cursor, a.loaded = rooms, cur, true
 	}
 	a.mu.Unlock()
-	if stale {
-		pruned, err := a.st.Prune(ctx, cutoff, pruneBatch)
-		if err != nil {
-			return nil, err
-		}
-		if pruned > 0 {
-			a.log.InfoContext(ctx, "idle rooms pruned", "event", "rooms_pruned", "count", pruned)
-		}
-	}
-	return rooms, nil
+	return listed{rooms: rooms, version: cur.Version}, nil
 }
 
 // patch returns a new list: old without the changed codes and without rooms idle past cutoff,

@@ -47,19 +47,22 @@ func (s *Server) CreateRoom(ctx context.Context, req *lobbyv1.CreateRoomRequest)
 }
 
 // ListRooms implements the RPC.
-func (s *Server) ListRooms(ctx context.Context, _ *lobbyv1.ListRoomsRequest) (*lobbyv1.ListRoomsResponse, error) {
-	rooms, err := s.app.List(ctx)
+func (s *Server) ListRooms(ctx context.Context, req *lobbyv1.ListRoomsRequest) (*lobbyv1.ListRoomsResponse, error) {
+	rooms, version, err := s.app.List(ctx)
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
+	if req.KnownVersion != nil && req.GetKnownVersion() == version {
+		return &lobbyv1.ListRoomsResponse{Version: version, NotModified: true}, nil
+	}
 	if len(rooms) == 0 {
-		return &lobbyv1.ListRoomsResponse{}, nil
+		return &lobbyv1.ListRoomsResponse{Version: version}, nil
 	}
 	s.mu.Lock()
 	if s.lastFirst == &rooms[0] && s.lastLen == len(rooms) {
 		out := s.lastProto
 		s.mu.Unlock()
-		return &lobbyv1.ListRoomsResponse{Rooms: out}, nil
+		return &lobbyv1.ListRoomsResponse{Rooms: out, Version: version}, nil
 	}
 	s.mu.Unlock()
 	out := make([]*lobbyv1.Room, len(rooms))
@@ -73,7 +76,7 @@ func (s *Server) ListRooms(ctx context.Context, _ *lobbyv1.ListRoomsRequest) (*l
 	s.mu.Lock()
 	s.lastFirst, s.lastLen, s.lastProto = &rooms[0], len(rooms), out
 	s.mu.Unlock()
-	return &lobbyv1.ListRoomsResponse{Rooms: out}, nil
+	return &lobbyv1.ListRoomsResponse{Rooms: out, Version: version}, nil
 }
 
 // GetRoom implements the RPC.

@@ -341,9 +341,12 @@ func (x *CreateRoomResponse) GetRoom() *Room {
 	return nil
 }
 
-// ListRoomsRequest has no parameters.
+// ListRoomsRequest may name the version of the list the caller already has.
 type ListRoomsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// When the lobby is still at this version, the answer has not_modified set and no rooms,
+	// so a caller that keeps the list (the gateway does) skips reading 10,000 rooms again.
+	KnownVersion  *int64 `protobuf:"varint,1,opt,name=known_version,json=knownVersion,proto3,oneof" json:"known_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -378,10 +381,21 @@ func (*ListRoomsRequest) Descriptor() ([]byte, []int) {
 	return file_vigil_lobby_v1_lobby_proto_rawDescGZIP(), []int{4}
 }
 
+func (x *ListRoomsRequest) GetKnownVersion() int64 {
+	if x != nil && x.KnownVersion != nil {
+		return *x.KnownVersion
+	}
+	return 0
+}
+
 // ListRoomsResponse lists the rooms, most recently active first.
 type ListRoomsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Rooms         []*Room                `protobuf:"bytes,1,rep,name=rooms,proto3" json:"rooms,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Rooms []*Room                `protobuf:"bytes,1,rep,name=rooms,proto3" json:"rooms,omitempty"`
+	// The lobby's version this list reflects (every change of any room bumps it).
+	Version int64 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	// True when known_version is still current: rooms is empty and the caller's copy stands.
+	NotModified   bool `protobuf:"varint,3,opt,name=not_modified,json=notModified,proto3" json:"not_modified,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -421,6 +435,20 @@ func (x *ListRoomsResponse) GetRooms() []*Room {
 		return x.Rooms
 	}
 	return nil
+}
+
+func (x *ListRoomsResponse) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *ListRoomsResponse) GetNotModified() bool {
+	if x != nil {
+		return x.NotModified
+	}
+	return false
 }
 
 // GetRoomRequest names the room.
@@ -1055,10 +1083,14 @@ const file_vigil_lobby_v1_lobby_proto_rawDesc = "" +
 	"\x12CreateRoomResponse\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12!\n" +
 	"\fleader_token\x18\x02 \x01(\tR\vleaderToken\x12(\n" +
-	"\x04room\x18\x03 \x01(\v2\x14.vigil.lobby.v1.RoomR\x04room\"\x12\n" +
-	"\x10ListRoomsRequest\"?\n" +
+	"\x04room\x18\x03 \x01(\v2\x14.vigil.lobby.v1.RoomR\x04room\"N\n" +
+	"\x10ListRoomsRequest\x12(\n" +
+	"\rknown_version\x18\x01 \x01(\x03H\x00R\fknownVersion\x88\x01\x01B\x10\n" +
+	"\x0e_known_version\"|\n" +
 	"\x11ListRoomsResponse\x12*\n" +
-	"\x05rooms\x18\x01 \x03(\v2\x14.vigil.lobby.v1.RoomR\x05rooms\"$\n" +
+	"\x05rooms\x18\x01 \x03(\v2\x14.vigil.lobby.v1.RoomR\x05rooms\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x03R\aversion\x12!\n" +
+	"\fnot_modified\x18\x03 \x01(\bR\vnotModified\"$\n" +
 	"\x0eGetRoomRequest\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\";\n" +
 	"\x0fGetRoomResponse\x12(\n" +
@@ -1179,6 +1211,7 @@ func file_vigil_lobby_v1_lobby_proto_init() {
 	if File_vigil_lobby_v1_lobby_proto != nil {
 		return
 	}
+	file_vigil_lobby_v1_lobby_proto_msgTypes[4].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
