@@ -83,6 +83,7 @@ type result struct {
 	errors   int64
 	elapsed  time.Duration
 	p50, p99 time.Duration
+	max      time.Duration
 }
 
 func (r result) rate() float64 { return float64(r.pairs) / r.elapsed.Seconds() }
@@ -122,7 +123,7 @@ func measure(name string, clients int, d time.Duration, pair func(ctx context.Co
 	slices.Sort(all)
 	r := result{name: name, pairs: int64(len(all)), errors: errs.Load(), elapsed: elapsed}
 	if len(all) > 0 {
-		r.p50, r.p99 = all[len(all)/2], all[len(all)*99/100]
+		r.p50, r.p99, r.max = all[len(all)/2], all[len(all)*99/100], all[len(all)-1]
 	}
 	return r
 }
@@ -363,11 +364,11 @@ func run(redisURL string, clients int, d time.Duration, nconns int) error {
 func printTable(title string, rows []result) {
 	ceiling, redsyncRate := max(rows[len(rows)-1].rate(), 1), max(rows[2].rate(), 1)
 	fmt.Printf("%s\n\n", title)
-	fmt.Println("| client | pairs/s | p50 | p99 | × raw ceiling | × redsync | errors |")
-	fmt.Println("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Println("| client | pairs/s | p50 | p99 | max | × raw ceiling | × redsync | errors |")
+	fmt.Println("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, r := range rows {
-		fmt.Printf("| %s | %.0f | %s | %s | %.2f | %.2f | %d |\n", r.name, r.rate(), round(r.p50), round(r.p99),
-			r.rate()/ceiling, r.rate()/redsyncRate, r.errors)
+		fmt.Printf("| %s | %.0f | %s | %s | %s | %.2f | %.2f | %d |\n", r.name, r.rate(), round(r.p50), round(r.p99),
+			round(r.max), r.rate()/ceiling, r.rate()/redsyncRate, r.errors)
 	}
 	fmt.Println()
 }
