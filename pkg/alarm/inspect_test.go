@@ -7,6 +7,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/vigil-dev/vigil/pkg/tracing"
 )
 
 // TestInspectFollowsAnAlarmToTheDeadLetters walks one alarm from overdue, to claimed, to a
@@ -105,4 +110,37 @@ func TestInspectFollowsAnAlarmToTheDeadLetters(t *testing.T) {
 	if _, ok, err := q.DeadLetter(ctx, "soon"); ok || err != nil {
 		t.Fatalf("DeadLetter(soon) = ok %v, err %v; want false, nil", ok, err)
 	}
+}
+
+// TestBatchIsOneSpan: with tracing on, each handled batch is a span the handler's context
+// carries, so the handler's calls join its trace.
+func TestBatchIsOneSpan(t *testing.T) {
+	t.Parallel()
+	rec := tracetest.NewSpanRecorder()
+	tracing.Use(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	q, _ := testQueue(t, Options{Shards: 1})
+	inSpan := make(chan bool, 1)
+	run(t, q, HandlerFunc(func(ctx context.Context, f Firing) error {
+		inSpan <- trace.SpanContextFromContext(ctx).IsValid()
+		return nil
+	}))
+	if err := q.Set(context.Background(), "traced", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ok := <-inSpan:
+		if !ok {
+			t.Fatal("the handler's context carries no span")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the alarm did not fire")
+	}
+	waitFor(t, 5*time.Second, "the batch span to end", func() bool {
+		for _, s := range rec.Ended() {
+			if s.Name() == "alarms "+q.Namespace() {
+				return true
+			}
+		}
+		return false
+	})
 }

@@ -11,9 +11,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/tracing"
 )
 
 // Run schedules the queue's alarms until ctx ends: one loop per shard sleeps until its earliest
@@ -166,6 +169,11 @@ const settleTimeout = 5 * time.Second
 // and retries or dead-letters the failures. It returns when the earliest retry it scheduled
 // is due (zero when none).
 func (q *Queue) handle(ctx context.Context, shard int, batch []Firing, lease string, h Handler) (time.Time, error) {
+	// With tracing on, a batch is one trace: the handler's calls and the ack are its children.
+	ctx, span := tracing.Tracer().Start(ctx, "alarms "+q.o.Namespace, trace.WithAttributes(
+		attribute.String("vigil.alarm.ns", q.o.Namespace), attribute.Int("vigil.alarm.shard", shard),
+		attribute.Int("vigil.alarm.batch", len(batch))))
+	defer span.End()
 	errs := q.safeHandle(ctx, h, batch)
 	stopping := ctx.Err() != nil
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
