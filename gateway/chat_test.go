@@ -579,7 +579,7 @@ func TestChatRateLimit(t *testing.T) {
 	gw := startGateway(t, Backends{Chat: chat.addr})
 	w := dialChat(t, gw.URL, "room=rate-limit")
 	w.nextOfType("history")
-	const n = 100
+	const n = 200
 	for i := range n {
 		w.say(fmt.Sprintf("m%d", i))
 	}
