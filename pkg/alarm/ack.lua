@@ -12,17 +12,30 @@ local function num(s) return type(s) == 'string' and #s <= 40 and s:match('^%-?%
 if not num(ARGV[1]) then
   return redis.error_reply('ERR ack.lua: the lease score must be a number')
 end
-local lease = tonumber(ARGV[1])
-local removed = 0
+-- The members still holding the lease score, found with one range read rather than a ZSCORE
+-- per id. Another claim could share the score by chance: only ids of this batch are removed.
+local held = {}
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], ARGV[1])) do
+  held[id] = true
+end
+local remove, forget = {}, {}
 for i = 2, #ARGV do
   local id = ARGV[i]
-  local score = redis.call('ZSCORE', KEYS[1], id)
-  if score and tonumber(score) == lease then
-    redis.call('ZREM', KEYS[1], id)
-    redis.call('HDEL', KEYS[2], id)
-    removed = removed + 1
-  elseif not score or tonumber(score) % 1 == 0 then
-    redis.call('HDEL', KEYS[2], id)
+  if held[id] then
+    remove[#remove + 1] = id
+    forget[#forget + 1] = id
+  else
+    local score = redis.call('ZSCORE', KEYS[1], id)
+    if not score or tonumber(score) % 1 == 0 then
+      forget[#forget + 1] = id
+    end
   end
 end
-return removed
+-- Variadic calls in chunks: unpack takes at most a few thousand values (Lua's C stack).
+for i = 1, #remove, 1000 do
+  redis.call('ZREM', KEYS[1], unpack(remove, i, math.min(i + 999, #remove)))
+end
+for i = 1, #forget, 1000 do
+  redis.call('HDEL', KEYS[2], unpack(forget, i, math.min(i + 999, #forget)))
+end
+return #remove

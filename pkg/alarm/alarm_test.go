@@ -3,6 +3,7 @@ package alarm
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -203,5 +204,36 @@ func TestReplayAndDiscardOfUnknownDeadLetter(t *testing.T) {
 	}
 	if _, _, err := q.Get(ctx, "ghost"); errors.Is(err, redis.Nil) {
 		t.Fatalf("Get leaks redis.Nil")
+	}
+}
+
+// TestAckTouchesOnlyItsOwnBatch runs ack.lua directly on the cases a batch can be in when it is
+// acknowledged, including another claim that happened to draw the same lease score.
+func TestAckTouchesOnlyItsOwnBatch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q, rdb := testQueue(t, Options{Shards: 1})
+	k := q.Keys(0)
+	const lease = "1900000015000.5"
+	rdb.ZAdd(ctx, k.Alarms,
+		redis.Z{Score: 1900000015000.5, Member: "mine"},        // still leased by this batch: removed
+		redis.Z{Score: 1900000015000.5, Member: "same-score"},  // another claim's, same score: kept
+		redis.Z{Score: 1900000020000, Member: "re-armed"},      // re-armed while handled: kept
+		redis.Z{Score: 1900000030000.25, Member: "re-claimed"}, // claimed again after the lease: kept
+	)
+	rdb.HSet(ctx, k.Attempts, "mine", 1, "same-score", 1, "re-armed", 1, "re-claimed", 2, "deleted", 1)
+
+	n, err := q.ack.Run(ctx, rdb, []string{k.Alarms, k.Attempts}, lease, "mine", "re-armed", "re-claimed", "deleted").Int()
+	if err != nil || n != 1 {
+		t.Fatalf("ack = %d, %v; want 1 removed", n, err)
+	}
+	left := rdb.ZRange(ctx, k.Alarms, 0, -1).Val()
+	if want := []string{"same-score", "re-armed", "re-claimed"}; !slices.Equal(left, want) {
+		t.Fatalf("alarms after ack = %v, want %v", left, want)
+	}
+	// Attempts restart for alarms that are gone or fresh again; a re-claimed one keeps counting.
+	attempts := rdb.HGetAll(ctx, k.Attempts).Val()
+	if len(attempts) != 2 || attempts["same-score"] != "1" || attempts["re-claimed"] != "2" {
+		t.Fatalf("attempts after ack = %v, want same-score:1 re-claimed:2", attempts)
 	}
 }

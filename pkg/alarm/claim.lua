@@ -17,13 +17,14 @@ end
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[3]))
 local out = {''}
 local rescore = {}
+local fresh = {}
 for i = 1, #due, 2 do
   local id = due[i]
   local score = tonumber(due[i + 1])
-  local attempt
+  local attempt = 1
   if score % 1 == 0 then
-    redis.call('HSET', KEYS[2], id, 1)
-    attempt = 1
+    fresh[#fresh + 1] = id
+    fresh[#fresh + 1] = 1
   else
     attempt = redis.call('HINCRBY', KEYS[2], id, 1)
   end
@@ -33,7 +34,11 @@ for i = 1, #due, 2 do
   out[#out + 1] = attempt
   out[#out + 1] = due[i + 1]
 end
--- unpack takes at most a few thousand values (Lua's C stack), so large batches go in chunks.
+-- One variadic call per thousand values rather than one call per alarm; unpack takes at most
+-- a few thousand values (Lua's C stack), hence the chunks.
+for i = 1, #fresh, 1000 do
+  redis.call('HSET', KEYS[2], unpack(fresh, i, math.min(i + 999, #fresh)))
+end
 for i = 1, #rescore, 1000 do
   redis.call('ZADD', KEYS[1], unpack(rescore, i, math.min(i + 999, #rescore)))
 end
