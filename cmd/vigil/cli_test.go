@@ -368,3 +368,33 @@ func TestCommandsThroughTheGateway(t *testing.T) {
 	must(t, ops, 2, "alarms", "list", "--gateway", "ftp://x")
 	must(t, []string{"--gateway", "http://127.0.0.1:1"}, exitUnavailable, "alarms", "dead", "--domain", "reservations")
 }
+
+// TestMainDispatchesOperatorCommands goes through main's own dispatch: the exit status is the
+// one the command's error calls for.
+func TestMainDispatchesOperatorCommands(t *testing.T) {
+	t.Parallel()
+	flags, _, _, _ := startStack(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"alarms"}, 2},
+		{[]string{"alarms", "list", "--domain", "reservations", "--json"}, 0},
+		{[]string{"reservations", "get", "never-made", "--json"}, exitNotFound},
+		{[]string{"locks", "release", "nobody-holds", "--owner", "x", "--json"}, exitRefused},
+		{[]string{"alarms", "dead", "--domain", "reservations", "--reservations-addr", "127.0.0.1:1"}, exitUnavailable},
+		{[]string{"alarms", "list", "-h"}, 0},
+	} {
+		args := append(append([]string{c.args[0]}, c.args[1:min(2, len(c.args))]...), flags...)
+		if len(c.args) > 2 {
+			args = append(args, c.args[2:]...)
+		}
+		if len(c.args) == 1 {
+			args = c.args
+		}
+		if got := run(ctx, args); got != c.want {
+			t.Errorf("vigil %s exited %d, want %d", strings.Join(c.args, " "), got, c.want)
+		}
+	}
+}
