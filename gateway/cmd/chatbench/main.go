@@ -129,6 +129,9 @@ type memStats struct {
 }
 
 func readMem(url string) (memStats, error) {
+	if pid, ok := strings.CutPrefix(url, "proc:"); ok {
+		return readProc(strings.TrimSuffix(pid, "?gc=0"))
+	}
 	res, err := http.Get(url)
 	if err != nil {
 		return memStats{}, err
@@ -154,6 +157,7 @@ type client struct {
 	fromStore []time.Duration
 	record    atomic.Bool
 	closed    atomic.Bool
+	nextID    atomic.Int64
 }
 
 func load(args []string) error {
@@ -166,8 +170,15 @@ func load(args []string) error {
 	dur := fs.Duration("duration", 10*time.Second, "measured time per rate")
 	warm := fs.Duration("warmup", 2*time.Second, "unmeasured time before each run")
 	room := fs.String("room", "bench", "room name")
+	target := fs.String("target", "vigil", `server kind: "vigil" (the gateway), or "centrifugo" (a local Centrifugo v6 with `+
+		`client publishing allowed in the channel; -gw its address, -pid its process id)`)
+	pid := fs.Int("pid", 0, "for -target centrifugo: the server's process id, for RSS and CPU from /proc")
 	_ = fs.Parse(args)
 	memURL := "http://" + *stats + "/mem"
+	if *target == "centrifugo" {
+		memURL = fmt.Sprintf("proc:%d", *pid)
+		centrifugo = true
+	}
 
 	before, err := readMem(memURL)
 	if err != nil {
@@ -175,12 +186,17 @@ func load(args []string) error {
 	}
 	clients := make([]*client, *n)
 	for i := range clients {
-		c, err := dialRaw(*gw, fmt.Sprintf("/websocket?room=%s&userId=b%d", *room, i))
-		if err != nil {
-			return fmt.Errorf("dial socket %d: %w", i, err)
+		var c *client
+		if centrifugo {
+			c, err = dialCentrifugo(*gw, *room)
+		} else {
+			c, err = dialRaw(*gw, fmt.Sprintf("/websocket?room=%s&userId=b%d", *room, i))
+			if err == nil {
+				_, _, err = c.readFrame() // the history frame
+			}
 		}
-		if _, _, err := c.readFrame(); err != nil { // the history frame
-			return fmt.Errorf("socket %d history: %w", i, err)
+		if err != nil {
+			return fmt.Errorf("socket %d: %w", i, err)
 		}
 		clients[i] = c
 	}
@@ -189,8 +205,8 @@ func load(args []string) error {
 		return err
 	}
 	per := func(a, b uint64) float64 { return (float64(a) - float64(b)) / float64(*n) / 1024 }
-	fmt.Printf("idle sockets: %d\n", *n)
-	fmt.Printf("  gateway process, per idle socket: heap+stack %.1f KiB (heap %.1f, stack %.1f), RSS %.1f KiB, goroutines %+d\n",
+	fmt.Printf("idle sockets: %d (%s)\n", *n, *target)
+	fmt.Printf("  server process, per idle socket: heap+stack %.1f KiB (heap %.1f, stack %.1f), RSS %.1f KiB, goroutines %+d\n",
 		per(after.HeapInuse+after.StackInuse, before.HeapInuse+before.StackInuse), per(after.HeapInuse, before.HeapInuse),
 		per(after.StackInuse, before.StackInuse), per(after.RSS, before.RSS), int64(after.Goroutines)-int64(before.Goroutines))
 
@@ -229,7 +245,11 @@ func run(senders, all []*client, rate int, warm, dur time.Duration, memURL strin
 				case <-stop:
 					return
 				case <-queues[i]:
-					body := `{"body":"t` + strconv.FormatInt(time.Now().UnixNano(), 10) + `"}`
+					now := strconv.FormatInt(time.Now().UnixNano(), 10)
+					body := `{"body":"t` + now + `"}`
+					if centrifugo {
+						body = `{"id":` + strconv.FormatInt(s.nextID.Add(1), 10) + `,"publish":{"channel":"` + centrifugoChannel + `","data":{"body":"t` + now + `"}}}`
+					}
 					_ = s.write(opText, []byte(body))
 				}
 			}
@@ -321,38 +341,44 @@ func (c *client) readLoop() {
 			_ = c.write(opPong, data)
 			continue
 		}
+		if centrifugo && bytes.Contains(data, []byte("{}")) && len(bytes.TrimSpace(data)) == 2 {
+			_ = c.write(opText, []byte("{}")) // Centrifugo's application-level ping
+			continue
+		}
 		if !c.record.Load() {
 			continue
 		}
-		i := bytes.Index(data, bodyMark)
-		if i < 0 {
-			continue
-		}
-		rest := data[i+len(bodyMark):]
-		j := bytes.IndexByte(rest, '"')
-		if j < 0 {
-			continue
-		}
-		sent, err := strconv.ParseInt(string(rest[:j]), 10, 64)
-		if err != nil {
-			continue
-		}
 		now := time.Now()
-		d := now.Sub(time.Unix(0, sent))
-		var fs time.Duration
-		if k := bytes.LastIndex(data, tsMark); k >= 0 {
-			rest := data[k+len(tsMark):]
-			if e := bytes.IndexByte(rest, '}'); e > 0 {
-				if ts, err := strconv.ParseInt(string(rest[:e]), 10, 64); err == nil {
-					fs = now.Sub(time.UnixMilli(ts))
+		// A frame may hold several messages (Centrifugo batches them, one JSON per line).
+		for rest := data; ; {
+			i := bytes.Index(rest, bodyMark)
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len(bodyMark):]
+			j := bytes.IndexByte(rest, '"')
+			if j < 0 {
+				break
+			}
+			sent, err := strconv.ParseInt(string(rest[:j]), 10, 64)
+			if err != nil {
+				continue
+			}
+			var fs time.Duration
+			if k := bytes.Index(rest, tsMark); k >= 0 && !centrifugo {
+				ts := rest[k+len(tsMark):]
+				if e := bytes.IndexByte(ts, '}'); e > 0 {
+					if v, err := strconv.ParseInt(string(ts[:e]), 10, 64); err == nil {
+						fs = now.Sub(time.UnixMilli(v))
+					}
 				}
 			}
+			c.delivered.Add(1)
+			c.mu.Lock()
+			c.lat = append(c.lat, now.Sub(time.Unix(0, sent)))
+			c.fromStore = append(c.fromStore, fs)
+			c.mu.Unlock()
 		}
-		c.delivered.Add(1)
-		c.mu.Lock()
-		c.lat = append(c.lat, d)
-		c.fromStore = append(c.fromStore, fs)
-		c.mu.Unlock()
 	}
 }
 
@@ -434,4 +460,65 @@ func (c *client) write(op byte, p []byte) error {
 	defer c.wmu.Unlock()
 	_, err := c.conn.Write(f)
 	return err
+}
+
+// centrifugo makes the load speak Centrifugo's client protocol (JSON, protocol v2).
+var centrifugo bool
+
+const centrifugoChannel = "bench"
+
+// dialCentrifugo connects to Centrifugo without a token (client.insecure) and subscribes to the
+// channel.
+func dialCentrifugo(addr, channel string) (*client, error) {
+	_ = channel
+	c, err := dialRaw(addr, "/connection/websocket")
+	if err != nil {
+		return nil, err
+	}
+	if err := c.write(opText, []byte(`{"id":1,"connect":{}}`+"\n"+`{"id":2,"subscribe":{"channel":"`+centrifugoChannel+`"}}`)); err != nil {
+		return nil, err
+	}
+	c.nextID.Store(2)
+	for {
+		_, data, err := c.readFrame()
+		if err != nil {
+			return nil, err
+		}
+		if bytes.Contains(data, []byte(`"error"`)) {
+			return nil, fmt.Errorf("centrifugo: %s", data)
+		}
+		if bytes.Contains(data, []byte(`"id":2`)) {
+			return c, nil
+		}
+	}
+}
+
+// readProc reads a process's RSS and CPU time from /proc (no Go heap figures).
+func readProc(pid string) (memStats, error) {
+	var m memStats
+	b, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return m, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 {
+			switch f[0] {
+			case "VmRSS:":
+				kb, _ := strconv.ParseUint(f[1], 10, 64)
+				m.RSS = kb << 10
+			case "Threads:":
+				m.Goroutines, _ = strconv.ParseUint(f[1], 10, 64)
+			}
+		}
+	}
+	st, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return m, err
+	}
+	// Fields after the command: utime and stime are the 14th and 15th, in clock ticks (100/s).
+	f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+2:]))
+	ut, _ := strconv.ParseUint(f[11], 10, 64)
+	stm, _ := strconv.ParseUint(f[12], 10, 64)
+	m.CPUNanos = (ut + stm) * uint64(10*time.Millisecond)
+	return m, nil
 }
