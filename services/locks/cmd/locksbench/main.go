@@ -26,9 +26,11 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/bsm/redislock"
@@ -70,6 +72,34 @@ func main() {
 	}
 }
 
+// cpuNow is the CPU time used so far by this process and by redis-server.
+var cpuNow = func() time.Duration { return 0 }
+
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// redisCPU reads redis-server's CPU time from INFO cpu.
+func redisCPU(rdb *redis.Client) time.Duration {
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		return 0
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
+			f, _ := strconv.ParseFloat(v, 64)
+			total += f
+		}
+	}
+	return time.Duration(total * float64(time.Second))
+}
+
 // rounds is how many times each workload runs (-rounds).
 var rounds int
 
@@ -84,6 +114,17 @@ type result struct {
 	elapsed  time.Duration
 	p50, p99 time.Duration
 	max      time.Duration
+	// cpu is the CPU time the bench process (clients, and for vigil the service and gateway)
+	// and redis-server spent: the figure that load from elsewhere disturbs least.
+	cpu time.Duration
+}
+
+// cpuPerPair is the CPU time one pair cost.
+func (r result) cpuPerPair() time.Duration {
+	if r.pairs == 0 {
+		return 0
+	}
+	return r.cpu / time.Duration(r.pairs)
 }
 
 func (r result) rate() float64 { return float64(r.pairs) / r.elapsed.Seconds() }
@@ -99,6 +140,7 @@ func measure(name string, clients int, d time.Duration, pair func(ctx context.Co
 	lat := make([][]time.Duration, clients)
 	var errs atomic.Int64
 	var wg sync.WaitGroup
+	cpu0 := cpuNow()
 	start := time.Now()
 	for c := range clients {
 		wg.Add(1)
@@ -119,9 +161,10 @@ func measure(name string, clients int, d time.Duration, pair func(ctx context.Co
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu := cpuNow() - cpu0
 	all := slices.Concat(lat...)
 	slices.Sort(all)
-	r := result{name: name, pairs: int64(len(all)), errors: errs.Load(), elapsed: elapsed}
+	r := result{name: name, pairs: int64(len(all)), errors: errs.Load(), elapsed: elapsed, cpu: cpu}
 	if len(all) > 0 {
 		r.p50, r.p99, r.max = all[len(all)/2], all[len(all)*99/100], all[len(all)-1]
 	}
@@ -186,6 +229,7 @@ func run(redisURL string, clients int, d time.Duration, nconns int) error {
 	opt.PoolSize = 2 * clients
 	rdb := redis.NewClient(opt)
 	defer rdb.Close()
+	cpuNow = func() time.Duration { return processCPU() + redisCPU(rdb) }
 	rs := redsync.New(redsyncgoredis.NewPool(rdb))
 	rl := redislock.New(rdb)
 	rawAcquire := redisx.NewScript(`if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end return 0`)
@@ -364,11 +408,11 @@ func run(redisURL string, clients int, d time.Duration, nconns int) error {
 func printTable(title string, rows []result) {
 	ceiling, redsyncRate := max(rows[len(rows)-1].rate(), 1), max(rows[2].rate(), 1)
 	fmt.Printf("%s\n\n", title)
-	fmt.Println("| client | pairs/s | p50 | p99 | max | × raw ceiling | × redsync | errors |")
-	fmt.Println("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Println("| client | pairs/s | p50 | p99 | max | CPU/pair | × raw ceiling | × redsync | errors |")
+	fmt.Println("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, r := range rows {
-		fmt.Printf("| %s | %.0f | %s | %s | %s | %.2f | %.2f | %d |\n", r.name, r.rate(), round(r.p50), round(r.p99),
-			round(r.max), r.rate()/ceiling, r.rate()/redsyncRate, r.errors)
+		fmt.Printf("| %s | %.0f | %s | %s | %s | %s | %.2f | %.2f | %d |\n", r.name, r.rate(), round(r.p50), round(r.p99),
+			round(r.max), round(r.cpuPerPair()), r.rate()/ceiling, r.rate()/redsyncRate, r.errors)
 	}
 	fmt.Println()
 }
