@@ -18,6 +18,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
@@ -99,11 +101,13 @@ func run(redisURL string, churn, parallel, rooms, lists int) error {
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	w := watch(wctx, lobby)
+	c0 := cpuTime()
 	one, err := churnRoom(ctx, lobby, w, gw, churn, "solo")
 	if err != nil {
 		return err
 	}
 	report("1 room, sequential", one)
+	fmt.Println(cpuPer(c0, len(one)))
 	var mu sync.Mutex
 	var all []time.Duration
 	g, gctx := errgroup.WithContext(ctx)
@@ -116,14 +120,15 @@ func run(redisURL string, churn, parallel, rooms, lists int) error {
 			return err
 		})
 	}
-	began := time.Now()
+	began, c1 := time.Now(), cpuTime()
 	if err := g.Wait(); err != nil {
 		return err
 	}
 	report(fmt.Sprintf("%d rooms at once (%.0f changes/s)", parallel, float64(len(all))/time.Since(began).Seconds()), all)
+	fmt.Println(cpuPer(c1, len(all)))
 	w.mu.Lock()
-	if w.failures > 0 {
-		fmt.Printf("  (%d lobby polls failed and were retried)\n", w.failures)
+	if w.failures > 0 || dialFailures.Load() > 0 {
+		fmt.Printf("  (%d lobby polls and %d socket dials failed under load and were retried)\n", w.failures, dialFailures.Load())
 	}
 	w.mu.Unlock()
 
@@ -146,8 +151,12 @@ func run(redisURL string, churn, parallel, rooms, lists int) error {
 			bg.Add(1)
 			go func() { defer bg.Done(); touchAtRate(ctx, lobby, codes, rate, stop) }()
 		}
+		c2 := cpuTime()
 		grpcTimes, n, gFailed := timeGRPCList(ctx, lobby, lists)
+		gCPU := cpuPer(c2, len(grpcTimes))
+		c3 := cpuTime()
 		httpTimes, size, hFailed := timeHTTPList(gw, lists)
+		hCPU := cpuPer(c3, len(httpTimes))
 		close(stop)
 		bg.Wait()
 		during := "unchanged lobby"
@@ -155,7 +164,9 @@ func run(redisURL string, churn, parallel, rooms, lists int) error {
 			during = fmt.Sprintf("%d room changes/s", rate)
 		}
 		report(fmt.Sprintf("ListRooms over gRPC, %d rooms, %s (%d failed)", n, during, gFailed), grpcTimes)
+		fmt.Println(gCPU)
 		report(fmt.Sprintf("GET /lobby/rooms (%d KiB), %s (%d failed)", size>>10, during, hFailed), httpTimes)
+		fmt.Println(hCPU)
 	}
 	return nil
 }
@@ -309,7 +320,7 @@ func churnRoom(ctx context.Context, lobby lobbyv1.LobbyServiceClient, w *watcher
 			out = append(out, d)
 		}
 		t0 := time.Now()
-		c, _, err := websocket.Dial(ctx, ws+fmt.Sprintf("role=viewer&clientId=v%d", i), nil)
+		c, err := dialRetrying(ctx, ws+fmt.Sprintf("role=viewer&clientId=v%d", i))
 		if err != nil {
 			return nil, err
 		}
@@ -326,6 +337,22 @@ func churnRoom(ctx context.Context, lobby lobbyv1.LobbyServiceClient, w *watcher
 	}
 	return out, nil
 }
+
+// dialRetrying opens a viewer socket, retrying a few times when the stack refuses it under
+// the machine's load (a store call timed out: 503); the time to the count includes retries.
+func dialRetrying(ctx context.Context, url string) (*websocket.Conn, error) {
+	var err error
+	for range 5 {
+		var c *websocket.Conn
+		if c, _, err = websocket.Dial(ctx, url, nil); err == nil {
+			return c, nil
+		}
+		dialFailures.Add(1)
+	}
+	return nil, err
+}
+
+var dialFailures atomic.Int64
 
 func drain(c *websocket.Conn) {
 	for {
@@ -347,6 +374,21 @@ func fill(ctx context.Context, lobby lobbyv1.LobbyServiceClient, n int) error {
 		})
 	}
 	return g.Wait()
+}
+
+// cpuTime is the process's user+system CPU time so far: every service of the run is in this
+// process, so CPU per operation is the whole stack's (gateway, Room, Lobby; not Redis).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func cpuPer(start time.Duration, ops int) string {
+	if ops == 0 {
+		return ""
+	}
+	return fmt.Sprintf("  (%v CPU/op)", ((cpuTime() - start) / time.Duration(ops)).Round(time.Microsecond))
 }
 
 func report(what string, ds []time.Duration) {
