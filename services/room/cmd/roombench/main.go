@@ -239,8 +239,8 @@ func timeHTTPList(gw string, n int) ([]time.Duration, int, int) {
 // watcher polls the lobby's list every millisecond, as a lobby page would, and wakes the
 // churners waiting for a room's count: one light poller instead of one per room.
 type watcher struct {
-	mu      sync.Mutex
-	cond    *sync.Cond
+	mu       sync.Mutex
+	cond     *sync.Cond
 	viewers  map[string]int32
 	failures int
 }
