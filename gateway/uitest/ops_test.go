@@ -79,7 +79,7 @@ func TestOpsPage(t *testing.T) {
 	p.waitFor("the reservations row of the alarm table", `document.querySelector('#alarms tr[data-domain=reservations] .dead').textContent === '1'`, 5*time.Second)
 	p.waitFor("the lateness chart drawn", `document.querySelector('#lateness polyline[data-domain=reservations]') !== null`, 10*time.Second)
 	p.screenshot("ops")
-	p.checkPlain("ops-dead")
+	p.checkPlain("ops-phone")
 
 	// Replay: the alarm goes back to the queue, the service handles it, the row goes.
 	p.run(chromedp.Click(chromedp.CSS(`button[data-key="reservations/stuck-seat/replay"]`)))
