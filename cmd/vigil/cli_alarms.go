@@ -32,7 +32,7 @@ func runAlarms(ctx context.Context, args []string, out, errOut io.Writer) error 
 	switch sub {
 	case "list":
 		next := fs.Int("next", 3, "how many of each shard's next alarms to show with --shards (0-100)")
-		shards := fs.Bool("shards", false, "show every shard with its next alarms")
+		shards := fs.Bool("shards", false, "show each shard that holds alarms, with its next ones")
 		check := fs.Bool("check", false, "exit 4 when an alarm is later than --late or any alarm is dead-lettered")
 		late := fs.Duration("late", time.Second, "with --check: how late an overdue alarm may be")
 		if _, err := parse(fs, args); err != nil {
@@ -149,6 +149,9 @@ func (c *cli) alarmsList(ctx context.Context, domains []string, all bool, next i
 			rows = nil
 			for _, l := range lines {
 				for _, s := range l.Alarms.GetShards() {
+					if s.GetPending() == 0 && s.GetDead() == 0 {
+						continue // an empty shard says nothing; --json lists every shard
+					}
 					var nexts []string
 					for _, a := range s.GetNext() {
 						n := a.GetId() + "@" + ms(a.GetDueAt())
