@@ -1,35 +1,20 @@
 package store
 
 import (
-	"os"
 	"testing"
 
 	"github.com/vigil-dev/vigil/pkg/redistest"
 )
 
-// The reservation scripts' argument checks, fuzzed on real Redis: whatever ARGV holds, a script
-// answers or refuses, and never faults halfway through its writes.
-
-func fuzzLua(f *testing.F, file string, seeds ...[]string) {
-	src, err := os.ReadFile(file)
-	if err != nil {
-		f.Fatal(err)
-	}
-	redistest.FuzzScript(f, string(src), 2, seeds...)
-}
-
-func FuzzCreateLua(f *testing.F) {
-	fuzzLua(f, "create.lua", []string{"abc", "1700000000000", "1700000030000"}, []string{"abc", "x", "1e3"})
-}
-
-func FuzzExpireLua(f *testing.F) {
-	fuzzLua(f, "expire.lua", []string{"abc", "1700000030000"}, []string{"abc", "0x10"})
-}
-
-func FuzzSettleLua(f *testing.F) {
-	fuzzLua(f, "settle.lua", []string{"abc", "confirmed", "1700000000000"}, []string{"abc", "released", "1"}, []string{"abc", "held", "1"})
-}
-
-func FuzzGetLua(f *testing.F) {
-	fuzzLua(f, "get.lua", []string{"abc"}, []string{""})
+// FuzzLuaArguments fuzzes every reservation script's argument checks on real Redis: whatever
+// ARGV holds, a script answers or refuses, and never faults halfway through its writes.
+func FuzzLuaArguments(f *testing.F) {
+	redistest.FuzzScripts(f, redistest.LoadScripts(f, "",
+		map[string]int{"create.lua": 2, "expire.lua": 2, "settle.lua": 2, "get.lua": 2},
+		map[string][][]string{
+			"create.lua": {{"abc", "1700000000000", "1700000030000"}, {"abc", "x", "1e3"}},
+			"expire.lua": {{"abc", "1700000030000"}, {"abc", "0x10"}},
+			"settle.lua": {{"abc", "confirmed", "1700000000000"}, {"abc", "released", "1"}, {"abc", "held", "1"}},
+			"get.lua":    {{"abc"}, {""}},
+		})...)
 }
