@@ -60,7 +60,8 @@ function firingP99(text) {
   }
   const p99 = new Map();
   for (const [ns, buckets] of now) {
-    const before = lastBuckets.get(ns) || new Map();
+    const before = lastBuckets.get(ns);
+    if (!before) continue; // the first read only sets the baseline: older firings are not recent
     const les = [...buckets.keys()].sort((a, b) => (a === '+Inf' ? Infinity : Number(a)) - (b === '+Inf' ? Infinity : Number(b)));
     const total = (buckets.get('+Inf') || 0) - (before.get('+Inf') || 0);
     if (total <= 0) continue;
