@@ -111,6 +111,8 @@ func benchAlarms(ctx context.Context, args []string) (*benchReport, benchOutput,
 		rep.add("ceiling_evalsha_p16_after", "raw EVALSHA CAS, pipeline 16, after", p2.rps, "ops/s")
 		unpipelined.rps = (unpipelined.rps + u2.rps) / 2
 		pipelined.rps = (pipelined.rps + p2.rps) / 2
+		rep.add("ceiling_redis_cpu_us", "raw EVALSHA CAS: Redis CPU per op, unpipelined", float64(unpipelined.cpuPerOp)/float64(time.Microsecond), "µs")
+		rep.add("ceiling_p16_redis_cpu_us", "raw EVALSHA CAS: Redis CPU per op, pipeline 16", float64(pipelined.cpuPerOp)/float64(time.Microsecond), "µs")
 		rep.add("ceiling_evalsha", "raw EVALSHA CAS, unpipelined, mean", unpipelined.rps, "ops/s")
 		rep.add("ceiling_evalsha_p16", "raw EVALSHA CAS, pipeline 16, mean", pipelined.rps, "ops/s")
 		rep.Settings["ceiling_requests"] = o.ceilRequests
@@ -118,6 +120,8 @@ func benchAlarms(ctx context.Context, args []string) (*benchReport, benchOutput,
 	}
 	rep.add("drain_seconds", fmt.Sprintf("drain %d due alarms", o.count), d.elapsed.Seconds(), "s")
 	rep.add("drain_throughput", "drain throughput", rate, "alarms/s")
+	rep.add("drain_redis_cpu_us", "drain: Redis CPU per alarm", float64(d.redisCPU)/float64(time.Microsecond), "µs")
+	rep.add("drain_go_cpu_us", "drain: Go (queue + handler) CPU per alarm", float64(d.goCPU)/float64(time.Microsecond), "µs")
 	rep.add("drain_first_ms", "drain: first transition applied after", d.lateness.percentile(0), "ms")
 	rep.addLatencies("drain_lateness", "drain lateness", d.lateness)
 	rep.addLatencies("drain_claim_lateness", "drain claim lateness", d.claimLateness)
@@ -234,6 +238,7 @@ func (h *benchExpiryHandler) HandleAlarms(ctx context.Context, batch []alarm.Fir
 type alarmsDrain struct {
 	elapsed                 time.Duration // from the common due time until the last transition was applied
 	overrun                 time.Duration // how long after the due time the schedulers started
+	goCPU, redisCPU         time.Duration // CPU time per alarm of this process and of Redis
 	lateness, claimLateness *benchLatencies
 	expired                 int
 	claims                  int64
@@ -261,6 +266,11 @@ func drainAlarms(ctx context.Context, b *benchRedis, prefix string, o alarmsBenc
 	overrun := max(-time.Until(due), 0)
 
 	h := newBenchExpiryHandler(b.rdb, q, o.count)
+	goCPU0 := processCPU()
+	redisCPU0, err := b.serverCPU(ctx)
+	if err != nil {
+		return alarmsDrain{}, err
+	}
 	runCtx, stopRun := context.WithCancel(ctx)
 	runDone := make(chan error, 1)
 	go func() { runDone <- q.Run(runCtx, h) }()
@@ -279,6 +289,11 @@ func drainAlarms(ctx context.Context, b *benchRedis, prefix string, o alarmsBenc
 		return alarmsDrain{}, fmt.Errorf("drain: only %d of %d handled after 5 minutes", h.handled.Load(), o.count)
 	}
 	stop()
+	goCPU := processCPU() - goCPU0
+	redisCPU1, err := b.serverCPU(ctx)
+	if err != nil {
+		return alarmsDrain{}, err
+	}
 	elapsed := time.Duration(h.lateness.percentile(100)*float64(time.Millisecond)) - overrun
 	benchStage("drain: done in %v", elapsed.Round(time.Millisecond))
 
@@ -286,7 +301,7 @@ func drainAlarms(ctx context.Context, b *benchRedis, prefix string, o alarmsBenc
 	if err != nil {
 		return alarmsDrain{}, err
 	}
-	return alarmsDrain{elapsed: elapsed, overrun: overrun, lateness: &h.lateness, claimLateness: &h.claimLateness, expired: expired, claims: h.claims.Load()}, nil
+	return alarmsDrain{elapsed: elapsed, overrun: overrun, goCPU: goCPU / time.Duration(o.count), redisCPU: (redisCPU1 - redisCPU0) / time.Duration(o.count), lateness: &h.lateness, claimLateness: &h.claimLateness, expired: expired, claims: h.claims.Load()}, nil
 }
 
 // benchLoadHeld creates count held objects named prefix+i, each with expiresAt and its alarm at due,

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -169,7 +170,36 @@ var benchCASLua string
 type redisCeiling struct {
 	pipeline int
 	rps      float64
-	p50, p99 float64 // ms per request as redis-benchmark's clients saw it
+	p50, p99 float64       // ms per request as redis-benchmark's clients saw it
+	cpuPerOp time.Duration // the Redis server's CPU time per request
+}
+
+// serverCPU is the Redis server's CPU time so far (used_cpu_user + used_cpu_sys). Unlike wall
+// time, it is not inflated when other work on the machine takes the CPU away.
+func (b *benchRedis) serverCPU(ctx context.Context) (time.Duration, error) {
+	info, err := b.rdb.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0, fmt.Errorf("INFO cpu: %w", err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\n") {
+		for _, key := range []string{"used_cpu_user:", "used_cpu_sys:"} {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), key); ok {
+				f, _ := strconv.ParseFloat(v, 64)
+				total += f
+			}
+		}
+	}
+	return time.Duration(total * float64(time.Second)), nil
+}
+
+// processCPU is this process's CPU time so far, user plus system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // measureRedisCeiling runs redis-benchmark against the target with EVALSHA of casLua, on keys under
@@ -209,10 +239,20 @@ func measureRedisCeiling(ctx context.Context, b *benchRedis, prefix string, requ
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cpu0, err := b.serverCPU(ctx)
+	if err != nil {
+		return redisCeiling{}, err
+	}
 	if err := cmd.Run(); err != nil {
 		return redisCeiling{}, fmt.Errorf("redis-benchmark: %v: %s", err, strings.TrimSpace(stderr.String()))
 	}
-	return parseRedisBenchmarkCSV(stdout.String(), pipeline)
+	cpu1, err := b.serverCPU(ctx)
+	if err != nil {
+		return redisCeiling{}, err
+	}
+	c, err := parseRedisBenchmarkCSV(stdout.String(), pipeline)
+	c.cpuPerOp = (cpu1 - cpu0) / time.Duration(requests)
+	return c, err
 }
 
 // parseRedisBenchmarkCSV reads redis-benchmark --csv output:

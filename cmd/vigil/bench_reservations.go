@@ -85,6 +85,8 @@ func benchReservations(ctx context.Context, args []string) (*benchReport, benchO
 		}
 		rep.add("drain_seconds", fmt.Sprintf("drain %d holds due at once", o.count), d.elapsed.Seconds(), "s")
 		rep.add("drain_throughput", "drain throughput", float64(o.count)/d.elapsed.Seconds(), "holds/s")
+		rep.add("drain_redis_cpu_us", "drain: Redis CPU per hold", float64(d.redisCPU)/float64(time.Microsecond), "µs")
+		rep.add("drain_go_cpu_us", "drain: service CPU per hold", float64(d.goCPU)/float64(time.Microsecond), "µs")
 		rep.addLatencies("drain_expired_after", "expiredAt − due", d.lateness)
 		rep.note("drain verified: %d holds expired, each exactly once (expirationCount 1); expiredAt is the handler's clock, in whole ms", d.expired)
 		if d.startLate > 0 {
@@ -309,6 +311,9 @@ type reservationsDrain struct {
 	lateness  *benchLatencies // expiredAt − due, per hold
 	expired   int
 	startLate time.Duration
+	// CPU time per hold from the end of the creates until the alarm sets were empty: of this
+	// process (the service's scheduler and handler; the bench's own polling is small) and of Redis.
+	goCPU, redisCPU time.Duration
 }
 
 // drainReservations creates count holds of the minimum TTL that all expire at one instant, by
@@ -369,6 +374,11 @@ func drainReservations(ctx context.Context, b *benchRedis, st *reservationsStack
 		return reservationsDrain{}, fmt.Errorf("drain: create: %w", firstEr)
 	}
 
+	goCPU0 := processCPU()
+	redisCPU0, err := b.serverCPU(ctx)
+	if err != nil {
+		return reservationsDrain{}, err
+	}
 	var startLate time.Duration
 	if late := time.Since(due); late > -2*time.Second {
 		startLate = max(late+2*time.Second, 0)
@@ -406,13 +416,19 @@ func drainReservations(ctx context.Context, b *benchRedis, st *reservationsStack
 		}
 	}
 	stop()
+	goCPU := processCPU() - goCPU0
+	redisCPU1, err := b.serverCPU(ctx)
+	if err != nil {
+		return reservationsDrain{}, err
+	}
 	benchStage("drain: every alarm handled %v after the due time", emptyAt.Sub(due).Round(time.Millisecond))
 
 	lat, expired, err := verifyReservationsExpired(ctx, b.rdb, q, count, due)
 	if err != nil {
 		return reservationsDrain{}, err
 	}
-	return reservationsDrain{elapsed: emptyAt.Sub(due), lateness: lat, expired: expired, startLate: startLate}, nil
+	return reservationsDrain{elapsed: emptyAt.Sub(due), lateness: lat, expired: expired, startLate: startLate,
+		goCPU: goCPU / time.Duration(count), redisCPU: (redisCPU1 - redisCPU0) / time.Duration(count)}, nil
 }
 
 // pendingAlarms counts q's alarms over all shards.
