@@ -112,3 +112,36 @@ func alarmKeys(t *testing.T, rdb *redis.Client, prefix, id string) alarm.ShardKe
 	}
 	return q.KeysOf(id)
 }
+
+// TestOpsPageAsksForAnAdminKey: with API keys on, the page says it needs an admin key and opens
+// its key form; with the key given, it loads.
+func TestOpsPageAsksForAnAdminKey(t *testing.T) {
+	t.Parallel()
+	_, prefix := redistest.Client(t)
+	rc := redisx.Config{URL: redistest.URL(t)}
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	resAddr := startService(t, "reservations", func(ctx context.Context, ready func(net.Addr)) error {
+		return reservations.Run(ctx, reservations.Options{Redis: rc, Prefix: prefix, Logger: log}, ready)
+	})
+	key, hash := gateway.NewAPIKey()
+	keys, err := gateway.ParseAPIKeys("ops " + hash + " admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gateway.New(context.Background(), gateway.Options{
+		Backends: gateway.Backends{Reservations: resAddr}, Security: gateway.Security{Keys: keys}, Logger: log,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { srv.Close(); g.Close() })
+	waitHealthy(t, srv.URL)
+
+	p := newPage(t, newBrowser(t), "ops-key")
+	p.open(srv.URL + "/ui/ops.html")
+	p.waitFor("the page asking for a key", `document.getElementById('status').textContent.includes('give an admin key') && document.getElementById('key-panel').open`, 10*time.Second)
+	p.run(chromedp.SendKeys(chromedp.ID("api-key"), key), chromedp.Click(chromedp.CSS(`#key-form button[type=submit]`)))
+	p.waitFor("the page loaded with the key", `document.getElementById('status').textContent.startsWith('Nothing late or dead')`, 10*time.Second)
+	p.waitFor("the key not left in the form", `document.getElementById('api-key').value === ''`, 5*time.Second)
+}
