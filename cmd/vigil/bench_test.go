@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseRedisBenchmarkCSV(t *testing.T) {
+	t.Parallel()
+	out := `"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
+"EVALSHA 615759c92792ea6b11fe41f39aead4d581766c1c 1 bench:{x}:__rand_int__ held held","84033.61","0.390","0.064","0.327","0.703","0.999","2.495"
+`
+	c, err := parseRedisBenchmarkCSV(out, 16)
+	if err != nil {
+		t.Fatalf("parseRedisBenchmarkCSV: %v", err)
+	}
+	if c.rps != 84033.61 || c.p50 != 0.327 || c.p99 != 0.999 || c.pipeline != 16 {
+		t.Fatalf("parseRedisBenchmarkCSV = %+v, want rps 84033.61, p50 0.327, p99 0.999, pipeline 16", c)
+	}
+	for _, bad := range []string{"", "ERR unknown command\n", `"test","avg_latency_ms"` + "\n" + `"x","1"` + "\n"} {
+		if _, err := parseRedisBenchmarkCSV(bad, 1); err == nil {
+			t.Errorf("parseRedisBenchmarkCSV(%q) = nil error, want one", bad)
+		}
+	}
+}
+
+func TestBenchLatenciesPercentiles(t *testing.T) {
+	t.Parallel()
+	var l benchLatencies
+	if got := l.percentile(99); got != 0 {
+		t.Fatalf("percentile of nothing = %v, want 0", got)
+	}
+	for i := 100; i >= 1; i-- { // 1..100 ms, added out of order
+		l.add(time.Duration(i) * time.Millisecond)
+	}
+	for _, tc := range []struct{ p, want float64 }{{0, 1}, {50, 50}, {99, 99}, {100, 100}} {
+		if got := l.percentile(tc.p); got != tc.want {
+			t.Errorf("percentile(%v) = %v, want %v", tc.p, got, tc.want)
+		}
+	}
+	l.add(1000 * time.Millisecond) // re-sorts after a late sample
+	if got := l.percentile(100); got != 1000 {
+		t.Errorf("percentile(100) after adding 1s = %v, want 1000", got)
+	}
+}
+
+func TestBenchReportRendersTableAndJSON(t *testing.T) {
+	t.Parallel()
+	rep := newBenchReport("alarms")
+	rep.Redis = "redis 7.0.15 at redis://127.0.0.1:1/0"
+	rep.Settings["count"] = 100000
+	rep.add("drain_throughput", "drain throughput", 123456.7, "alarms/s")
+	rep.add("drain_lateness_p99_ms", "drain lateness p99", 1.25, "ms")
+	rep.note("target drain >= unpipelined EVALSHA rate: met")
+
+	var table bytes.Buffer
+	rep.writeTable(&table)
+	for _, want := range []string{"count=100000", "drain throughput", "123,457", "alarms/s", "1.250", "note: target drain"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+	raw, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatalf("json.Marshal: %v", err)
+	}
+	var back benchReport
+	if err := json.Unmarshal(raw, &back); err != nil || len(back.Results) != 2 || back.Results[0].Key != "drain_throughput" || back.Results[0].Value != 123456.7 {
+		t.Fatalf("JSON round trip = %+v, %v; want the two results back", back, err)
+	}
+}
+
+func TestBenchRedactURL(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"redis://127.0.0.1:6379/0":                "redis://127.0.0.1:6379/0",
+		"redis://:secret@127.0.0.1:6379/0":        "redis://***@127.0.0.1:6379/0",
+		"rediss://user:secret@redis.example:6380": "rediss://***@redis.example:6380",
+	} {
+		if got := benchRedactURL(in); got != want {
+			t.Errorf("benchRedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
