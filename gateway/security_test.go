@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"flag"
 	"io"
 	"net"
 	"net/http"
@@ -529,5 +530,65 @@ func TestSocketLimitsFromOptions(t *testing.T) {
 	}
 	if l := (&Gateway{}).socketLimits(); l.MaxFrame != 16<<10 || l.Rate != 20 || l.Burst != 40 {
 		t.Fatalf("default socketLimits() = %+v, want 16 KiB, 20/s, 40", l)
+	}
+}
+
+// TestSecurityFlags builds the deployed configuration from flags: keys from a file, HTTPS and
+// backend TLS files, origins, limits; and refuses to start without keys when auth is required.
+func TestSecurityFlags(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	_, hash := NewAPIKey()
+	keysFile := dir + "/api-keys"
+	if err := os.WriteFile(keysFile, []byte("ci "+hash+" reservations:write,locks\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secretFile := dir + "/secret"
+	if err := os.WriteFile(secretFile, []byte(strings.Repeat("s", 40)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	parse := func(args ...string) (Security, error) {
+		fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+		build := SecurityFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatalf("Parse(%q): %v", args, err)
+		}
+		return build()
+	}
+	s, err := parse("-require-auth", "-api-keys-file", keysFile, "-api-keys", "ops "+HashAPIKey("x")+" admin",
+		"-anonymous-scopes", "lobby,chat", "-socket-token-secret-file", secretFile,
+		"-allowed-origins", "app.example.com, *.example.org", "-tls-cert", "c.pem", "-tls-key", "k.pem",
+		"-backend-tls-ca", "ca.pem", "-backend-tls-cert", "s.pem", "-backend-tls-key", "sk.pem",
+		"-rate-limit", "7.5", "-rate-burst", "9", "-trusted-proxies", "10.0.0.0/8", "-rooms-per-hour", "-1",
+		"-sockets-per-room", "50", "-socket-rate", "3", "-max-frame-bytes", "2048", "-max-grpc-message-bytes", "1000000")
+	if err != nil {
+		t.Fatalf("SecurityFlags: %v", err)
+	}
+	if len(s.Keys) != 2 || s.Keys[0].Name != "ci" || s.Keys[1].Name != "ops" {
+		t.Errorf("Keys = %+v, want ci (file) then ops (flag)", s.Keys)
+	}
+	if strings.Join(s.AnonymousScopes, " ") != "lobby chat" || len(s.SocketTokenSecret) != 40 ||
+		strings.Join(s.AllowedOrigins, " ") != "app.example.com *.example.org" {
+		t.Errorf("anonymous %v, secret %d bytes, origins %v", s.AnonymousScopes, len(s.SocketTokenSecret), s.AllowedOrigins)
+	}
+	if s.TLS.CertFile != "c.pem" || s.TLS.KeyFile != "k.pem" || s.BackendTLS != (server.TLS{CAFile: "ca.pem", CertFile: "s.pem", KeyFile: "sk.pem"}) {
+		t.Errorf("TLS %+v, backend %+v", s.TLS, s.BackendTLS)
+	}
+	l := s.Limits
+	if l.Rate != 7.5 || l.Burst != 9 || len(l.TrustedProxies) != 1 || l.RoomsPerHour != -1 || l.SocketsPerRoom != 50 ||
+		l.SocketRate != 3 || l.MaxFrameBytes != 2048 || l.MaxMessageBytes != 1000000 {
+		t.Errorf("Limits = %+v", l)
+	}
+	for _, bad := range [][]string{
+		{"-require-auth"},
+		{"-api-keys", "ci vk_plainkey locks"},
+		{"-anonymous-scopes", "everything"},
+		{"-rate-limit", "fast"},
+		{"-trusted-proxies", "10.0.0.0/99"},
+		{"-socket-token-secret-file", keysFile + ".missing"},
+	} {
+		if _, err := parse(bad...); err == nil {
+			t.Errorf("SecurityFlags(%q) = nil error, want an error", bad)
+		}
 	}
 }
