@@ -307,8 +307,13 @@ func splitList(s string) []string {
 	return out
 }
 
-// socketLimits are Limits' per-socket limits in the WebSocket bridges' terms.
-func (g *Gateway) socketLimits() wsLimits {
+// socketLimits are Limits' per-socket limits in the WebSocket bridges' terms. A route whose
+// frames are larger by nature passes its own frame limit, used unless MaxFrameBytes is set.
+func (g *Gateway) socketLimits(routeMaxFrame int64) wsLimits {
+	frame := g.o.Security.Limits.MaxFrameBytes
+	if frame <= 0 {
+		frame = routeMaxFrame
+	}
 	l := g.o.Security.Limits.withDefaults(len(g.o.Security.Keys) > 0)
-	return wsLimits{MaxFrame: l.MaxFrameBytes, Rate: l.SocketRate, Burst: l.SocketBurst}.withDefaults()
+	return wsLimits{MaxFrame: frame, Rate: l.SocketRate, Burst: l.SocketBurst}.withDefaults()
 }

@@ -525,11 +525,14 @@ func TestGatewayTLS(t *testing.T) {
 func TestSocketLimitsFromOptions(t *testing.T) {
 	t.Parallel()
 	g := &Gateway{o: Options{Security: Security{Limits: Limits{MaxFrameBytes: 1024, SocketRate: 2, SocketBurst: 3}}}}
-	if l := g.socketLimits(); l.MaxFrame != 1024 || l.Rate != 2 || l.Burst != 3 || l.SendQueue == 0 {
-		t.Fatalf("socketLimits() = %+v, want frame 1024, rate 2, burst 3 and defaults for the rest", l)
+	if l := g.socketLimits(24 << 10); l.MaxFrame != 1024 || l.Rate != 2 || l.Burst != 3 || l.SendQueue == 0 {
+		t.Fatalf("socketLimits(24 KiB) = %+v, want the configured frame 1024, rate 2, burst 3 and defaults for the rest", l)
 	}
-	if l := (&Gateway{}).socketLimits(); l.MaxFrame != 16<<10 || l.Rate != 20 || l.Burst != 40 {
-		t.Fatalf("default socketLimits() = %+v, want 16 KiB, 20/s, 40", l)
+	if l := (&Gateway{}).socketLimits(0); l.MaxFrame != 16<<10 || l.Rate != 20 || l.Burst != 40 {
+		t.Fatalf("default socketLimits(0) = %+v, want 16 KiB, 20/s, 40", l)
+	}
+	if l := (&Gateway{}).socketLimits(24 << 10); l.MaxFrame != 24<<10 {
+		t.Fatalf("default socketLimits(24 KiB) = %+v, want the route's 24 KiB", l)
 	}
 }
 
