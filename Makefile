@@ -87,7 +87,7 @@ test-cluster: redis-image
 	@if [ -z "$$VIGIL_REDIS_IMAGE" ] && docker image inspect $(REDIS_IMAGE_LOCAL) >/dev/null 2>&1; then \
 		export VIGIL_REDIS_IMAGE=$(REDIS_IMAGE_LOCAL); fi; \
 	set -o pipefail; VIGIL_TEST_REDIS_CLUSTER=start go test -count=1 -p 1 -timeout 15m -skip 'TestKilledReplicaExpiresEachHoldOnce' $(CLUSTER_PACKAGES) && \
-	go test -count=1 -v -timeout 10m -run 'TestCluster' ./deploy/faulttest/ | grep -E '^(=== RUN|--- |\s+\w+_test.go|ok|FAIL|PASS)'
+	go test -tags faulttest -count=1 -v -timeout 10m -run 'TestCluster' ./deploy/faulttest/ | grep -E '^(=== RUN|--- |\s+\w+_test.go|ok|FAIL|PASS)'
 
 # Fault suite: each test prints what was at stake and what was lost. The SIGKILLed-replica test
 # lives beside the reservations service (services/reservations/service/crash_test.go) and runs
@@ -97,7 +97,8 @@ test-faults: redis-image
 	@if [ -z "$$VIGIL_REDIS_IMAGE" ] && docker image inspect $(REDIS_IMAGE_LOCAL) >/dev/null 2>&1; then \
 		export VIGIL_REDIS_IMAGE=$(REDIS_IMAGE_LOCAL); fi; \
 	set -o pipefail; \
-	go test -count=1 -v -timeout 10m -run 'TestFault' ./deploy/faulttest/ | $(FAULT_FILTER)
+	go vet -tags faulttest ./deploy/faulttest/ && \
+	go test -tags faulttest -count=1 -v -timeout 10m -run 'TestFault' ./deploy/faulttest/ | $(FAULT_FILTER)
 
 # Through the composed gateway: write to every domain, SIGKILL every Redis, check nothing was lost.
 .PHONY: compose-smoke

@@ -1,3 +1,5 @@
+//go:build faulttest
+
 package faulttest
 
 import (
@@ -30,17 +32,18 @@ func TestClusterFailoverLosesNoAlarm(t *testing.T) {
 	t.Logf("cluster of 6 nodes up in %v", time.Since(t0).Round(time.Millisecond))
 	prefix := redistest.Prefix(t)
 	ev := newEvents()
-	// The service's clock runs an hour behind while the holds are created, so none falls due
-	// before all are on the replicas, however slow the machine; then it jumps to the first due
-	// time and runs at a quarter speed, so the expiries spread over four times as long as the
-	// creates took and the kill lands among them.
+	// The service's clock runs an hour behind while the holds are created and stops short of
+	// the first due time, so none falls due before all are on the replicas, however slow the
+	// machine; then it runs on from the first due time at a quarter speed, so the expiries spread
+	// over four times as long as the creates took (up to the 5 s TTL) and the kill lands among them.
+	firstDue := time.Now().Add(-time.Hour + 5*time.Second)
 	var jumped atomic.Bool
-	var jumpReal, jumpFake atomic.Int64 // ns since the epoch
+	var jumpReal atomic.Int64 // ns since the epoch
 	now := func() time.Time {
 		if !jumped.Load() {
-			return time.Now().Add(-time.Hour)
+			return minTime(time.Now().Add(-time.Hour), firstDue.Add(-time.Millisecond))
 		}
-		return time.Unix(0, jumpFake.Load()+(time.Now().UnixNano()-jumpReal.Load())/4)
+		return firstDue.Add(time.Duration(time.Now().UnixNano()-jumpReal.Load()) / 4)
 	}
 	conn := start(t, func(ctx context.Context, ready func(net.Addr)) error {
 		return reservations.Run(ctx, reservations.Options{
@@ -54,7 +57,6 @@ func TestClusterFailoverLosesNoAlarm(t *testing.T) {
 	// Create the holds at a steady pace over 3 s, so that they fall due over 3 s or more and
 	// the kill lands among the expiries.
 	began := time.Now()
-	firstDue := now().Add(5 * time.Second)
 	spread := 3 * time.Second
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -88,7 +90,6 @@ func TestClusterFailoverLosesNoAlarm(t *testing.T) {
 	// asynchronously, and a write the dead master never shipped is gone with it.
 	waitReplicated(t, cl)
 	t.Logf("%d holds created and replicated in %v", holds, time.Since(began).Round(time.Millisecond))
-	jumpFake.Store(firstDue.UnixNano())
 	jumpReal.Store(time.Now().UnixNano())
 	jumped.Store(true)
 
@@ -144,6 +145,13 @@ func TestClusterFailoverLosesNoAlarm(t *testing.T) {
 	t.Logf("after: %d of %d holds expired exactly once (expirationCount 1, no alarm); lost 0; expired twice 0", expired, holds)
 	t.Logf("the service logged %d expiry effects for %d holds and %d retried firings: %d holds were expired twice by the service because the dead master acknowledged a transition it never shipped (state still counts one expiry); %d expiries ran on the dead master and reached its replica but their replies died with it (their retry changed nothing)",
 		effects, holds, retries, redone, unlogged)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 func holdID(i int) string { return fmt.Sprintf("hold-%05d", i) }

@@ -1,3 +1,5 @@
+//go:build faulttest
+
 package faulttest
 
 import (
