@@ -9,6 +9,8 @@ import (
 	"net"
 	"time"
 
+	"google.golang.org/grpc"
+
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
@@ -69,6 +71,7 @@ func Run(ctx context.Context, o Options, ready func(net.Addr)) error {
 	srv, err := server.New(server.Options{
 		Name: "vigil.lobby.v1.LobbyService", GRPCAddr: o.GRPCAddr,
 		MetricsAddr: o.MetricsAddr, Logger: o.Logger, DrainTimeout: o.DrainTimeout,
+		ServerOptions: []grpc.ServerOption{grpc.ForceServerCodecV2(transport.Codec())},
 	})
 	if err != nil {
 		return fmt.Errorf("lobby: %w", err)

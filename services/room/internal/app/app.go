@@ -98,7 +98,14 @@ func (a *App) Open(ctx context.Context, h Hello) (*hub.Session, store.State, err
 	}
 	st, err := a.join(ctx, s, seed)
 	if err != nil {
-		a.hub.Remove(s)
+		var ue *domain.UserError
+		if !errors.As(err, &ue) {
+			// The join script may have run although its answer was lost (a timeout): undo it
+			// now rather than leave a phantom viewer until its lease ends.
+			a.Close(s)
+		} else {
+			a.hub.Remove(s)
+		}
 		return nil, store.State{}, err
 	}
 	return s, st, nil
