@@ -20,6 +20,10 @@ import (
 	"github.com/vigil-dev/vigil/pkg/redisx"
 )
 
+// benchRedisTimeout bounds the bench's own Redis calls. It is generous: loading 100,000 objects
+// into an AOF-always server on a busy machine is slow, and the bench measures time, not timeouts.
+const benchRedisTimeout = 30 * time.Second
+
 // benchRedis is the Redis a benchmark measures: the one named by --redis-url, or a throwaway
 // redis-server child that close stops.
 type benchRedis struct {
@@ -40,7 +44,7 @@ func openBenchRedis(ctx context.Context, f benchFlags) (*benchRedis, error) {
 		b.url, b.stop = url, stop
 		persistence = "throwaway child, AOF " + f.aof
 	}
-	rdb, err := redisx.Open(ctx, redisx.Config{URL: b.url, PoolSize: 64})
+	rdb, err := redisx.Open(ctx, redisx.Config{URL: b.url, PoolSize: 64, Timeout: benchRedisTimeout})
 	if err != nil {
 		b.close()
 		return nil, err
