@@ -88,11 +88,6 @@ type APIKey struct {
 	Scopes []string
 }
 
-// may reports whether the key holds a scope that grants want.
-func (k *APIKey) may(want string) bool {
-	return slices.ContainsFunc(k.Scopes, func(s string) bool { return grants(s, want) })
-}
-
 // HashAPIKey is how a key is stored: "sha256:" and the hex SHA-256 of the key. API keys are
 // long random strings, so a fast hash is enough; what matters is that the config holds no key.
 func HashAPIKey(key string) string {

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -290,21 +291,11 @@ func SecurityFlags(fs *flag.FlagSet) func() (Security, error) {
 	}
 }
 
-func validScope(s string) bool {
-	for _, k := range knownScopes {
-		if k == s {
-			return true
-		}
-	}
-	return false
-}
+func validScope(s string) bool { return slices.Contains(knownScopes, s) }
 
+// splitList splits a comma- or space-separated list, dropping blanks.
 func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
-		out = append(out, f)
-	}
-	return out
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })
 }
 
 // socketLimits are Limits' per-socket limits in the WebSocket bridges' terms. A route whose
