@@ -36,8 +36,9 @@ func TestFaultRedisUnreachable(t *testing.T) {
 	srv := redistest.Start(t)
 	prefix := redistest.Prefix(t)
 	conn := start(t, func(ctx context.Context, ready func(net.Addr)) error {
-		return reservations.Run(ctx, reservations.Options{Redis: redisx.Config{URL: srv.URL(t)}, Prefix: prefix,
-			Logger: newEvents().Logger()}, ready)
+		// The production timeout, not the test default redistest.Main sets.
+		return reservations.Run(ctx, reservations.Options{Redis: redisx.Config{URL: srv.URL(t), Timeout: redisx.DefaultTimeout},
+			Prefix: prefix, Logger: newEvents().Logger()}, ready)
 	})
 	client := reservationsv1.NewReservationServiceClient(conn)
 	ctx := context.Background()

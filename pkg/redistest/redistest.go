@@ -38,8 +38,17 @@ var shared struct {
 	err  error
 }
 
+// TestRedisTimeout is the Redis call timeout (VIGIL_REDIS_TIMEOUT) that Main gives services
+// started by tests, unless the environment sets one: tests check semantics on a machine shared
+// with other builds, where one call may stall past redisx's 400 ms production default. Tests
+// that measure failing fast set redisx.Config.Timeout themselves.
+const TestRedisTimeout = "5s"
+
 // Main runs a package's tests, then stops the shared Redis. Call it from TestMain.
 func Main(m *testing.M) {
+	if os.Getenv("VIGIL_REDIS_TIMEOUT") == "" {
+		_ = os.Setenv("VIGIL_REDIS_TIMEOUT", TestRedisTimeout)
+	}
 	code := m.Run()
 	if shared.srv != nil {
 		shared.srv.terminate()
