@@ -153,10 +153,9 @@ func (m *Mutex) Lock(ctx context.Context) error {
 			return nil
 		case err == nil:
 			backoff = m.o.RetryBackoff // the wait ran out with the lock still held: ask again
-		case !retryable(err) || ctx.Err() != nil:
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
+		case contextEnded(ctx, err) != nil:
+			return contextEnded(ctx, err)
+		case !retryable(err):
 			return err
 		default:
 			if err := pause(ctx, backoff); err != nil {
@@ -271,6 +270,18 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	}
 	if !res.GetReleased() {
 		return ErrNotHeld
+	}
+	return nil
+}
+
+// contextEnded is ctx's error when the call failed because ctx ended. gRPC may notice a
+// deadline by its own clock a moment before ctx.Err() reports it.
+func contextEnded(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if dl, ok := ctx.Deadline(); ok && status.Code(err) == codes.DeadlineExceeded && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
 	}
 	return nil
 }

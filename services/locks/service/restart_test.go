@@ -15,7 +15,7 @@ func TestTokensAndLocksSurviveRedisRestart(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t) // a Redis of this test's own, AOF on
 	opts := func() service.Options {
-		return service.Options{Redis: redisx.Config{URL: srv.URL(t)}, Prefix: "restart", Shards: 4, Logger: slog.New(slog.DiscardHandler)}
+		return service.Options{Redis: redisx.Config{URL: srv.URL(t), Timeout: testRedisTimeout}, Prefix: "restart", Shards: 4, Logger: slog.New(slog.DiscardHandler)}
 	}
 	addr, stop := runStoppable(t, opts())
 	c := locksv1.NewLockServiceClient(dial(t, addr))

@@ -140,7 +140,7 @@ func TestWaiterGetsLockAtExpiry(t *testing.T) {
 func TestDrainingReplicaSendsWaitersAway(t *testing.T) {
 	t.Parallel()
 	rdbEnv := startLocks(t) // a second replica on the same keys, which outlives the first
-	o := service.Options{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: rdbEnv.prefix, Shards: 4, Logger: slog.New(slog.DiscardHandler)}
+	o := service.Options{Redis: redisx.Config{URL: redistest.URL(t), Timeout: testRedisTimeout}, Prefix: rdbEnv.prefix, Shards: 4, Logger: slog.New(slog.DiscardHandler)}
 	addr, stop := runStoppable(t, o)
 	c := locksv1.NewLockServiceClient(dial(t, addr))
 	acquire(t, rdbEnv.locks, "drain", "holder", 30000, 0)
