@@ -77,12 +77,13 @@ compose-down:
 	@if docker compose version >/dev/null 2>&1; then c="docker compose"; else c=docker-compose; fi; \
 	$$c -f deploy/docker-compose.yml -p $${VIGIL_COMPOSE_PROJECT:-vigil} down -v
 
-# The alarm queue's and reservations' contract tests on a real Redis Cluster (3 masters with a
+# The alarm queue's, reservations', locks' and chat's store tests on a real Redis Cluster (3 masters with a
 # replica each, started per test binary), then a master killed mid-load. The SIGKILLed-replica
 # test is skipped here: it must create 10,000 holds inside their 5 s TTL, which a cluster on
 # this 2-core machine does not always manage; test-faults runs it on one server, and
 # TestClusterFailoverLosesNoAlarm covers replicas on a cluster with a clock it controls.
-CLUSTER_PACKAGES := ./pkg/alarm/... ./pkg/redisx/... ./services/reservations/internal/store/... ./services/reservations/service/...
+CLUSTER_PACKAGES := ./pkg/alarm/... ./pkg/redisx/... ./services/reservations/internal/store/... ./services/reservations/service/... \
+	./services/locks/internal/store/... ./services/chat/internal/store/...
 test-cluster: redis-image
 	@if [ -z "$$VIGIL_REDIS_IMAGE" ] && docker image inspect $(REDIS_IMAGE_LOCAL) >/dev/null 2>&1; then \
 		export VIGIL_REDIS_IMAGE=$(REDIS_IMAGE_LOCAL); fi; \

@@ -16,9 +16,9 @@ import (
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
-func newStore(t *testing.T, keep int) (*Store, *redis.Client) {
+func newStore(t *testing.T, keep int) (*Store, redis.UniversalClient) {
 	t.Helper()
-	rdb, prefix := redistest.Client(t)
+	rdb, prefix := redistest.Universal(t) // a Redis Cluster when VIGIL_TEST_REDIS_CLUSTER is set
 	return New(rdb, Options{Prefix: prefix, Keep: keep}), rdb
 }
 

@@ -26,9 +26,9 @@ func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now
 
 func (c *clock) Advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.now = c.now.Add(d) }
 
-func newStore(t *testing.T) (*Store, *alarm.Queue, *redis.Client, *clock) {
+func newStore(t *testing.T) (*Store, *alarm.Queue, redis.UniversalClient, *clock) {
 	t.Helper()
-	rdb, prefix := redistest.Client(t)
+	rdb, prefix := redistest.Universal(t) // a Redis Cluster when VIGIL_TEST_REDIS_CLUSTER is set
 	clk := &clock{now: time.UnixMilli(1_800_000_000_000)}
 	log := slog.New(slog.DiscardHandler)
 	q, err := alarm.New(rdb, alarm.Options{Prefix: prefix, Namespace: "locks", Shards: 4, Now: clk.Now, Logger: log})
