@@ -46,8 +46,12 @@ type Options struct {
 	AlarmMaxSleep time.Duration
 	// Replica names this process's grant channel for waiting calls. Default: random.
 	Replica string
-	// DrainTimeout bounds the graceful stop; waiting acquires are cut after it. Default 10s.
+	// DrainTimeout bounds the graceful stop. Default 10s.
 	DrainTimeout time.Duration
+	// MaxWaiting bounds the acquires waiting at once in this replica; beyond it a waiting
+	// acquire of a held lock gets RESOURCE_EXHAUSTED. Waiting calls count against the server's
+	// in-flight limit (1024 by default), so this keeps room for releases. Default 512.
+	MaxWaiting int
 }
 
 // Run serves LockService until ctx ends, then drains. ready, when not nil, gets the gRPC
@@ -89,6 +93,7 @@ func Run(ctx context.Context, o Options, ready func(net.Addr)) error {
 		Now:        o.Now,
 		WakeWithin: o.AlarmMaxSleep,
 		Logger:     o.Logger,
+		MaxWaiting: o.MaxWaiting,
 	})
 	if err := st.Subscribe(ctx); err != nil {
 		return fmt.Errorf("locks: %w", err)

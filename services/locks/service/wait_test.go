@@ -163,3 +163,29 @@ func TestDrainingReplicaSendsWaitersAway(t *testing.T) {
 		t.Errorf("Get(drain) = %v, want free: the gone waiter must not be granted it", g)
 	}
 }
+
+func TestWaitingCallsAreBounded(t *testing.T) {
+	t.Parallel()
+	e := startLocks(t, func(o *service.Options) { o.MaxWaiting = 1 })
+	acquire(t, e.locks, "bounded", "holder", 30000, 0)
+	go func() {
+		_, _ = e.locks.Acquire(context.Background(), &locksv1.AcquireRequest{Resource: "bounded", Owner: "first", WaitMs: ms(20000)})
+	}()
+	waitFor(t, "first waiter queued", func() bool { return e.queueLen(t, "bounded") == 1 })
+
+	_, err := e.locks.Acquire(context.Background(), &locksv1.AcquireRequest{Resource: "bounded", Owner: "second", WaitMs: ms(20000)})
+	if status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("a second waiting Acquire with MaxWaiting 1 = %v, want ResourceExhausted", err)
+	}
+	if res := acquire(t, e.locks, "bounded", "third", 30000, 0); res.GetAcquired() || res.GetHolder() != "holder" {
+		t.Errorf("Acquire without waiting = %v, want a plain refusal", res)
+	}
+	if res := acquire(t, e.locks, "other", "fourth", 30000, 20000); !res.GetAcquired() {
+		t.Errorf("waiting Acquire of a free lock at the limit = %v, want acquired", res)
+	}
+	release(t, e.locks, "bounded", "holder")
+	waitFor(t, "the first waiter to get the lock", func() bool {
+		g, err := e.locks.Get(context.Background(), &locksv1.GetRequest{Resource: "bounded"})
+		return err == nil && g.GetOwner() == "first"
+	})
+}

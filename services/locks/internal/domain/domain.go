@@ -32,6 +32,10 @@ var ErrInvalid = errors.New("invalid request")
 // caller left the queue and should ask again, possibly of another replica.
 var ErrShuttingDown = errors.New("lock service is shutting down")
 
+// ErrTooManyWaiting is a waiting acquire's answer when its replica already has as many waiting
+// calls as it allows and the lock is held: the caller should retry after a pause.
+var ErrTooManyWaiting = errors.New("too many waiting acquires")
+
 // InvalidError is a request that breaks a rule. It matches ErrInvalid with errors.Is.
 type InvalidError struct {
 	// Msg is the sentence shown to the caller.

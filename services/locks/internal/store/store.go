@@ -57,6 +57,10 @@ type Options struct {
 	WakeWithin time.Duration
 	// Logger for expiries and notification problems. Default slog.Default().
 	Logger *slog.Logger
+	// MaxWaiting bounds the acquires waiting on this replica at once; beyond it a waiting
+	// acquire of a held lock is refused with domain.ErrTooManyWaiting. It keeps waiting calls
+	// from filling the server's in-flight limit, so releases always get through. Default 512.
+	MaxWaiting int
 	// Pipelines is how many pipelines of concurrent calls may be in flight at once; calls that
 	// arrive meanwhile share the next one. Default 2.
 	Pipelines int
@@ -110,6 +114,9 @@ func New(rdb redis.UniversalClient, q *alarm.Queue, o Options) *Store {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.MaxWaiting <= 0 {
+		o.MaxWaiting = 512
 	}
 	if o.Pipelines <= 0 {
 		o.Pipelines = 2
@@ -258,6 +265,17 @@ func (s *Store) Acquire(ctx context.Context, resource, owner string, ttl, wait t
 		}
 		s.wakeIfDue(ctx, k, now, res[4])
 		return acquired(res), nil
+	}
+
+	s.mu.Lock()
+	full := len(s.waiting) >= s.o.MaxWaiting
+	s.mu.Unlock()
+	if full {
+		a, err := s.Acquire(ctx, resource, owner, ttl, 0)
+		if err == nil && !a.OK {
+			err = domain.ErrTooManyWaiting
+		}
+		return a, err
 	}
 
 	wid := s.o.Replica + "-" + strconv.FormatUint(s.seq.Add(1), 36)

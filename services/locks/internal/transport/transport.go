@@ -127,6 +127,8 @@ func (s *Server) toStatus(ctx context.Context, err error) error {
 		return status.Error(codes.Canceled, "The request was cancelled.")
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, "The request timed out; try again.")
+	case errors.Is(err, domain.ErrTooManyWaiting):
+		return status.Error(codes.ResourceExhausted, "Too many callers are waiting for locks here; try again shortly.")
 	case errors.Is(err, domain.ErrShuttingDown):
 		return status.Error(codes.Unavailable, "The lock service is restarting; try again.")
 	default:
