@@ -448,12 +448,28 @@ func (r *chatRoom) attach(ctx context.Context) (gotHistory bool, err error) {
 			}
 		}
 	}()
+	// Under load, messages that are already waiting are fanned out together: each socket gets
+	// them in one queue append and one write.
 	var deliverErr error
+	batch := make([]*chatv1.ChatMessage, 0, maxFanOutBatch)
 	for m := range msgs {
 		if deliverErr != nil {
 			continue // draining after a gap, until the receiver stops
 		}
-		if deliverErr = r.deliver(m); deliverErr != nil {
+		batch = append(batch[:0], m)
+	more:
+		for len(batch) < maxFanOutBatch {
+			select {
+			case m, ok := <-msgs:
+				if !ok {
+					break more
+				}
+				batch = append(batch, m)
+			default:
+				break more
+			}
+		}
+		if deliverErr = r.deliver(batch); deliverErr != nil {
 			cancel()
 		}
 	}
@@ -497,21 +513,39 @@ func (r *chatRoom) applyHistory(h *chatv1.History) {
 	}
 }
 
-// deliver hands a live message to every member. A gap means the stream lost messages: the
-// caller re-attaches from the last id.
-func (r *chatRoom) deliver(m *chatv1.ChatMessage) error {
+// maxFanOutBatch bounds how many waiting messages are fanned out together.
+const maxFanOutBatch = 64
+
+// deliver hands live messages, in order, to every member. A gap means the stream lost
+// messages: the caller re-attaches from the last id.
+func (r *chatRoom) deliver(batch []*chatv1.ChatMessage) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if m.GetId() > r.lastID+1 {
-		return errors.New("chat stream skipped ids")
+	frames := make([]wsFrame, 0, len(batch))
+	for _, m := range batch {
+		if m.GetId() > r.lastID+1 {
+			r.fanOut(frames)
+			return errors.New("chat stream skipped ids")
+		}
+		if e, ok := r.appendLocked(m); ok {
+			frames = append(frames, e.frame)
+		}
 	}
-	r.deliverLocked(m)
+	r.fanOut(frames)
 	return nil
 }
 
+// deliverLocked hands one message to every member. Called with r.mu.
 func (r *chatRoom) deliverLocked(m *chatv1.ChatMessage) {
+	if e, ok := r.appendLocked(m); ok {
+		r.fanOut([]wsFrame{e.frame})
+	}
+}
+
+// appendLocked adds m to the recent list; false when it was delivered before. Called with r.mu.
+func (r *chatRoom) appendLocked(m *chatv1.ChatMessage) (chatEntry, bool) {
 	if m.GetId() <= r.lastID {
-		return
+		return chatEntry{}, false
 	}
 	e := encodeChatEntry(m)
 	r.lastID = m.GetId()
@@ -519,8 +553,16 @@ func (r *chatRoom) deliverLocked(m *chatv1.ChatMessage) {
 	if keep := max(recentMin, r.joinLimit); len(r.recent) >= 2*keep {
 		r.recent = append(r.recent[:0:0], r.recent[len(r.recent)-keep:]...)
 	}
+	return e, true
+}
+
+// fanOut queues frames on every member's socket. Called with r.mu.
+func (r *chatRoom) fanOut(frames []wsFrame) {
+	if len(frames) == 0 {
+		return
+	}
 	for mem := range r.members {
-		mem.sock.SendFrame(e.frame)
+		mem.sock.SendFrames(frames)
 	}
 }
 

@@ -11,9 +11,9 @@ package gateway
 // masked, so a message is framed once (textFrame) and the same bytes go to every socket; a
 // burst of queued frames leaves in one writev.
 //
-// API: acceptSocket upgrades; (*wsSocket).Read is for the reader goroutine; Send (a payload) and
-// SendFrame (a frame built once by textFrame, for fan-out) queue from anywhere without
-// blocking; Allow applies the rate limit; Close ends the socket.
+// API: acceptSocket upgrades; (*wsSocket).Read is for the reader goroutine; Send (a payload),
+// SendFrame and SendFrames (frames built once by textFrame, for fan-out) queue from anywhere
+// without blocking; Allow applies the rate limit; Close ends the socket.
 
 import (
 	"bufio"
@@ -212,20 +212,24 @@ func (s *wsSocket) Send(payload []byte) bool { return s.SendFrame(textFrame(payl
 // SendFrame queues a frame without blocking. It returns false when the socket is closed or its
 // queue is full; a full queue closes the socket with 1013 (the client should reconnect and
 // resume). f is shared, not copied: callers must not change it afterwards.
-func (s *wsSocket) SendFrame(f wsFrame) bool {
+func (s *wsSocket) SendFrame(f wsFrame) bool { return s.SendFrames([]wsFrame{f}) }
+
+// SendFrames queues several frames at once, in order (a burst: one queue append, one write).
+// Like SendFrame, it never blocks, and the frames are shared, not copied.
+func (s *wsSocket) SendFrames(fs []wsFrame) bool {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return false
 	}
-	if len(s.queue) >= s.lim.SendQueue {
+	if len(s.queue)+len(fs) > s.lim.SendQueue {
 		s.closed = true
 		s.queue = nil
 		s.mu.Unlock()
 		go s.close(closeTryAgainLater, "slow consumer: reconnect and resume with since")
 		return false
 	}
-	s.queue = append(s.queue, f)
+	s.queue = append(s.queue, fs...)
 	start := !s.writing
 	s.writing = true
 	s.mu.Unlock()

@@ -341,9 +341,8 @@ func (c *client) readLoop() {
 			_ = c.write(opPong, data)
 			continue
 		}
-		if centrifugo && bytes.Contains(data, []byte("{}")) && len(bytes.TrimSpace(data)) == 2 {
+		if centrifugo && hasPingLine(data) {
 			_ = c.write(opText, []byte("{}")) // Centrifugo's application-level ping
-			continue
 		}
 		if !c.record.Load() {
 			continue
@@ -521,4 +520,14 @@ func readProc(pid string) (memStats, error) {
 	stm, _ := strconv.ParseUint(f[12], 10, 64)
 	m.CPUNanos = (ut + stm) * uint64(10*time.Millisecond)
 	return m, nil
+}
+
+// hasPingLine reports whether a Centrifugo frame (one JSON per line) holds a ping, "{}".
+func hasPingLine(data []byte) bool {
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		if string(bytes.TrimSpace(line)) == "{}" {
+			return true
+		}
+	}
+	return false
 }
