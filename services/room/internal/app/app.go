@@ -335,27 +335,40 @@ func (a *App) RenewLeases(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
-		for code, ids := range a.hub.Sessions() {
-			now := a.c.Now()
-			missing, err := a.st.Renew(ctx, code, ids, now.UnixMilli(), now.Add(a.c.SessionLease).UnixMilli())
+		sessions := a.hub.Sessions()
+		if len(sessions) == 0 {
+			continue
+		}
+		renewals := make([]store.Renewal, 0, len(sessions))
+		for code, ids := range sessions {
+			renewals = append(renewals, store.Renewal{Code: code, IDs: ids})
+		}
+		now := a.c.Now()
+		if err := a.st.RenewAll(ctx, renewals, now.UnixMilli(), now.Add(a.c.SessionLease).UnixMilli()); err != nil {
+			if ctx.Err() == nil {
+				a.c.Log.Warn("session leases not renewed", "event", "lease_renew_failed", "rooms", len(renewals), "err", err)
+			}
+			continue
+		}
+		for _, r := range renewals {
 			var ended *store.ErrEnded
 			switch {
-			case errors.As(err, &ended):
-				a.hub.KillSessions(code, ids, ended.Reason)
+			case errors.As(r.Err, &ended):
+				a.hub.KillSessions(r.Code, r.IDs, ended.Reason)
 				continue
-			case errors.Is(err, store.ErrMissing):
-				a.hub.KillSessions(code, ids, domain.ReasonEnded)
+			case errors.Is(r.Err, store.ErrMissing):
+				a.hub.KillSessions(r.Code, r.IDs, domain.ReasonEnded)
 				continue
-			case err != nil:
+			case r.Err != nil:
 				if ctx.Err() == nil {
-					a.c.Log.Warn("session leases not renewed", "event", "lease_renew_failed", "code", code, "err", err)
+					a.c.Log.Warn("session leases not renewed", "event", "lease_renew_failed", "code", r.Code, "err", r.Err)
 				}
 				continue
 			}
-			if len(missing) > 0 {
-				a.hub.KillSessions(code, missing, "Your session lapsed; reconnect.")
+			if len(r.Missing) > 0 {
+				a.hub.KillSessions(r.Code, r.Missing, "Your session lapsed; reconnect.")
 			}
-			a.link.Snapshot(code)
+			a.link.Snapshot(r.Code)
 		}
 	}
 }

@@ -205,28 +205,52 @@ func (s *Store) Act(ctx context.Context, code string, a Action, now int64) error
 	return nil
 }
 
-// Renew extends the leases of sessions ids of a room to leaseUntil and returns the ones that
-// are no longer open.
-func (s *Store) Renew(ctx context.Context, code string, ids []string, now, leaseUntil int64) ([]string, error) {
-	args := make([]any, 0, len(ids)+1)
-	args = append(args, leaseUntil)
-	for _, id := range ids {
-		args = append(args, id)
+// Renewal is one room's lease renewal: the sessions this replica holds in it, and (after
+// RenewAll) what the store said.
+type Renewal struct {
+	Code string
+	IDs  []string
+	// Missing are the sessions no longer open (swept after their lease ended).
+	Missing []string
+	// Err is ErrMissing or *ErrEnded when the room is gone or ended, or a store error.
+	Err error
+}
+
+// RenewAll extends the leases of every renewal's sessions to leaseUntil, for all rooms in one
+// pipeline (a replica holding sessions in 10,000 rooms renews them in one round trip, not
+// 10,000), and fills in each renewal's outcome.
+func (s *Store) RenewAll(ctx context.Context, renewals []Renewal, now, leaseUntil int64) error {
+	cmds := make([]*redis.Cmd, len(renewals))
+	_, err := redisx.Pipelined(ctx, s.rdb, []*redisx.Script{s.renew}, func(p redis.Pipeliner) {
+		for i, r := range renewals {
+			args := make([]any, 0, len(r.IDs)+5)
+			args = append(args, r.Code, s.Channel(r.Code), now, s.idleTTL, leaseUntil)
+			for _, id := range r.IDs {
+				args = append(args, id)
+			}
+			cmds[i] = s.renew.Queue(ctx, p, s.keys(r.Code), args...)
+		}
+	})
+	if err != nil && cmds[0] == nil {
+		return fmt.Errorf("renew sessions: %w", err)
 	}
-	res, err := s.run(ctx, s.renew, code, now, args...).Slice()
-	if err != nil {
-		return nil, fmt.Errorf("renew sessions: %w", err)
+	for i := range renewals {
+		r := &renewals[i]
+		res, err := cmds[i].Slice()
+		if err != nil {
+			r.Err = fmt.Errorf("renew sessions: %w", err)
+			continue
+		}
+		if r.Err = status(res); r.Err != nil {
+			continue
+		}
+		s.wakeIf(ctx, r.Code, toInt(res[1]))
+		raw, _ := res[2].([]any)
+		for _, m := range raw {
+			r.Missing = append(r.Missing, toStr(m))
+		}
 	}
-	if err := status(res); err != nil {
-		return nil, err
-	}
-	s.wakeIf(ctx, code, toInt(res[1]))
-	raw, _ := res[2].([]any)
-	missing := make([]string, 0, len(raw))
-	for _, m := range raw {
-		missing = append(missing, toStr(m))
-	}
-	return missing, nil
+	return nil
 }
 
 // SweepOutcome is what the alarm's transition found.
