@@ -155,3 +155,21 @@ func TestEndRoomClosesEveryoneAndRemovesIt(t *testing.T) {
 		t.Fatalf("join an ended room = %v, want NotFound", err)
 	}
 }
+
+func TestEndRoomNeverJoined(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, settings{})
+	code, token := e.createRoom()
+	if _, err := e.room.EndRoom(context.Background(), &roomv1.EndRoomRequest{Code: code, LeaderToken: token}); err != nil {
+		t.Fatalf("EndRoom(never joined) = %v", err)
+	}
+	if e.listed(code) {
+		t.Fatal("an ended room is still listed")
+	}
+	if _, err := tryJoin(t, e.room, code, viewer, "v", ""); status.Code(err) != codes.NotFound {
+		t.Fatalf("join an ended room = %v, want NotFound", err)
+	}
+	if _, err := e.room.EndRoom(context.Background(), &roomv1.EndRoomRequest{Code: code, LeaderToken: token}); status.Code(err) != codes.NotFound {
+		t.Fatalf("EndRoom twice = %v, want NotFound (the room is gone)", err)
+	}
+}
