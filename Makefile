@@ -80,7 +80,7 @@ compose-down:
 # The alarm queue's, reservations', locks' and chat's store tests on a real Redis Cluster (3 masters with a
 # replica each, started per test binary), then a master killed mid-load. The SIGKILLed-replica
 # test is skipped here: it must create 10,000 holds inside their 5 s TTL, which a cluster on
-# this 2-core machine does not always manage; test-faults runs it on one server, and
+# this 2-core machine does not always manage; `make test` runs it on one server, and
 # TestClusterFailoverLosesNoAlarm covers replicas on a cluster with a clock it controls.
 CLUSTER_PACKAGES := ./pkg/alarm/... ./pkg/redisx/... ./services/reservations/internal/store/... ./services/reservations/service/... \
 	./services/locks/internal/store/... ./services/chat/internal/store/...
@@ -88,12 +88,12 @@ test-cluster: redis-image
 	@if [ -z "$$VIGIL_REDIS_IMAGE" ] && docker image inspect $(REDIS_IMAGE_LOCAL) >/dev/null 2>&1; then \
 		export VIGIL_REDIS_IMAGE=$(REDIS_IMAGE_LOCAL); fi; \
 	set -o pipefail; VIGIL_TEST_REDIS_CLUSTER=start go test -count=1 -p 1 -timeout 15m -skip 'TestKilledReplicaExpiresEachHoldOnce' $(CLUSTER_PACKAGES) && \
-	go test -tags faulttest -count=1 -v -timeout 10m -run 'TestCluster' ./deploy/faulttest/ | grep -E '^(=== RUN|--- |\s+\w+_test.go|ok|FAIL|PASS)'
+	go test -tags faulttest -count=1 -v -timeout 10m -run 'TestCluster' ./deploy/faulttest/ | grep -E '^(=== RUN|--- |\s+\w+_test.go|ok|FAIL|PASS|panic)'
 
 # Fault suite: each test prints what was at stake and what was lost. The SIGKILLed-replica test
 # lives beside the reservations service (services/reservations/service/crash_test.go) and runs
 # in `make test`; it is not run twice.
-FAULT_FILTER := grep -E '^(=== RUN|--- |\s+\w+_test.go|ok|FAIL|PASS)'
+FAULT_FILTER := grep -E '^(=== RUN|--- |\s+\w+_test.go|ok|FAIL|PASS|panic)'
 test-faults: redis-image
 	@if [ -z "$$VIGIL_REDIS_IMAGE" ] && docker image inspect $(REDIS_IMAGE_LOCAL) >/dev/null 2>&1; then \
 		export VIGIL_REDIS_IMAGE=$(REDIS_IMAGE_LOCAL); fi; \
