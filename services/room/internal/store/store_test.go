@@ -1,0 +1,122 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/vigil-dev/vigil/pkg/alarm"
+	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/services/room/internal/domain"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// TestOccupancyMatchesTheRule drives the scripts with random joins, leaves, renewals and
+// sweeps of lapsed sessions, and after every step compares the stored counts with the Go twin
+// of the rule (domain.Occupancy) applied to a model of the open sessions.
+func TestOccupancyMatchesTheRule(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.Client(t)
+	q, err := alarm.New(rdb, alarm.Options{Prefix: prefix, Namespace: "room", Shards: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(rdb, q, prefix, 24*time.Hour)
+	ctx := context.Background()
+	const code = "occ-room"
+	now := int64(1_800_000_000_000)
+	if err := s.Init(ctx, code, Seed{LastActivity: now, CreatedAt: now, Title: "v", DurationMs: 1000}, now); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, 11))
+	model := map[string]domain.Session{}
+	var lastSeq int64
+	next := 0
+	for step := range 400 {
+		var what string
+		var ch Change
+		switch op := rng.IntN(10); {
+		case op < 4: // join
+			next++
+			id := fmt.Sprintf("s%d", next)
+			role := domain.Viewer
+			if rng.IntN(5) == 0 {
+				role = domain.Leader
+			}
+			client := fmt.Sprintf("c%d", rng.IntN(4))
+			lease := now + int64(1+rng.IntN(5))*1000
+			_, ch, err = s.Join(ctx, code, id, role, client, now, lease)
+			model[id] = domain.Session{Role: role, ClientID: client, LeaseUntil: lease}
+			what = fmt.Sprintf("join %s %s/%s", id, role, client)
+		case op < 7: // leave, sometimes a session that is not open
+			id := fmt.Sprintf("s%d", 1+rng.IntN(next+1))
+			ch, err = s.Leave(ctx, code, id, now)
+			delete(model, id)
+			what = "leave " + id
+		case op < 8: // renew a few sessions
+			var ids []string
+			for id := range model {
+				if rng.IntN(2) == 0 {
+					ids = append(ids, id)
+				}
+			}
+			lease := now + 3000
+			rs := []Renewal{{Code: code, IDs: ids}}
+			err = s.RenewAll(ctx, rs, now, lease)
+			if err == nil {
+				err = rs[0].Err
+			}
+			for _, id := range ids {
+				m := model[id]
+				m.LeaseUntil = lease
+				model[id] = m
+			}
+			what = fmt.Sprintf("renew %d", len(ids))
+		default: // time passes; the alarm sweeps lapsed sessions
+			now += int64(rng.IntN(2500))
+			var out SweepOutcome
+			out, _, ch, err = s.Sweep(ctx, code, now)
+			if out != Active {
+				t.Fatalf("step %d: sweep outcome %v, want Active", step, out)
+			}
+			for id, m := range model {
+				if m.LeaseUntil <= now {
+					delete(model, id)
+				}
+			}
+			what = fmt.Sprintf("sweep at +%d", now-1_800_000_000_000)
+		}
+		if err != nil {
+			t.Fatalf("step %d (%s): %v", step, what, err)
+		}
+		list := make([]domain.Session, 0, len(model))
+		leaders := 0
+		for _, m := range model {
+			list = append(list, m)
+			if m.Role == domain.Leader {
+				leaders++
+			}
+		}
+		wantViewers, wantLeader := domain.Occupancy(list, now-1) // every modelled session is open
+		seq, viewers, storedLeaders, err := s.Occupancy(ctx, code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int(viewers) != wantViewers || (storedLeaders > 0) != wantLeader || int(storedLeaders) != leaders {
+			t.Fatalf("step %d (%s): stored %d viewers, %d leaders; rule says %d viewers, leader %v (%d sessions)",
+				step, what, viewers, storedLeaders, wantViewers, wantLeader, leaders)
+		}
+		if ch.Seq != 0 && ch.Seq != lastSeq+1 {
+			t.Fatalf("step %d (%s): change seq %d after %d, want the next one", step, what, ch.Seq, lastSeq)
+		}
+		if ch.Seq != 0 {
+			lastSeq = ch.Seq
+		}
+		if seq != lastSeq {
+			t.Fatalf("step %d (%s): stored seq %d, want %d", step, what, seq, lastSeq)
+		}
+	}
+}
