@@ -209,12 +209,12 @@ func (a *App) Act(ctx context.Context, s *hub.Session, req *roomv1.JoinRequest) 
 			return err
 		}
 		m := &roomv1.Mark{PositionMs: f.Mark.GetPositionMs(), Label: f.Mark.GetLabel(), At: now}
-		js, err := proto.Marshal(m)
+		stored, err := proto.Marshal(m) // the marks list keeps each mark's wire form
 		if err != nil {
 			return err
 		}
 		out.Frame = &roomv1.JoinResponse_Mark{Mark: m}
-		act.Args = []any{js}
+		act.Args = []any{stored}
 	case *roomv1.JoinRequest_Reload:
 		r := &roomv1.Reload{At: now}
 		act.Args = []any{0}

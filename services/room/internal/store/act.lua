@@ -3,7 +3,7 @@
 -- KEYS, ARGV[1..4]  see lib.lua
 -- ARGV[5]  kind: sync, formation, mark or reload
 -- ARGV[6]  the stamped frame to publish (opaque bytes)
--- ARGV[7..]  sync: playing (0/1), positionMs | formation: JSON | mark: mark JSON |
+-- ARGV[7..]  sync: playing (0/1), positionMs | formation: JSON | mark: the mark (opaque bytes) |
 --            reload: has video (0/1), title, durationMs
 -- Returns  {-1} no room; {-2, reason} ended; {1, head}.
 if redis.call('EXISTS', KEYS[1]) == 0 then

@@ -4,7 +4,7 @@
 -- KEYS[2]  its sessions: sorted set, session id -> lease end (ms)
 -- KEYS[3]  its session info: hash, session id -> "<role>:<client id>" (role l or v)
 -- KEYS[4]  its viewer refs: hash, client id -> open viewer sessions with that id
--- KEYS[5]  its marks: list of mark JSON
+-- KEYS[5]  its marks: list of marks (opaque bytes, oldest first)
 -- KEYS[6]  its shard's alarm sorted set (member = room code, score = due ms)
 -- KEYS[7]  its tombstone (set when its storage is deleted, so a late join cannot revive it)
 -- ARGV[1]  room code

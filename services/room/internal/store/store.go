@@ -186,9 +186,13 @@ func (s *Store) Leave(ctx context.Context, code, id string, now int64) (Change, 
 
 // Action is one leader action as act.lua takes it.
 type Action struct {
-	Kind  string // sync, formation, mark, reload
-	Frame []byte // the stamped frame every replica relays
-	Args  []any
+	// Kind is sync, formation, mark or reload.
+	Kind string
+	// Frame is the stamped frame every replica relays (an encoded roomv1.JoinResponse).
+	Frame []byte
+	// Args are the kind's ARGV[7..] (see act.lua): sync: playing 0/1, positionMs;
+	// formation: its JSON; mark: the mark's wire form; reload: 0, or 1, title, durationMs.
+	Args []any
 }
 
 // Act applies a leader action at now: state, last activity, alarm, and the relayed frame.
