@@ -140,7 +140,7 @@ type State struct {
 	Viewers       int32
 	Leaders       int32
 	Version       int64
-	Marks         []string // mark JSON, oldest first
+	Marks         []string // each mark's wire form (roomv1.Mark), oldest first
 }
 
 // Join opens session id of role for clientID with a lease until leaseUntil (ms). ErrMissing
