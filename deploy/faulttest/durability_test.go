@@ -276,51 +276,61 @@ func TestFaultRedisKilledWithAOFAlways(t *testing.T) {
 }
 
 // TestFaultDurabilityThroughput measures what appendfsync always costs against everysec:
-// reservations created and chat messages posted per second by 32 concurrent clients, for 2 s
-// each, on a Redis of its own per setting.
+// reservations created and chat messages posted per second by 32 concurrent clients for 1.5 s,
+// on a Redis of its own per setting. The settings are measured in turn, three rounds, and each
+// keeps its best round: on a machine shared with other work, the best is the least disturbed.
 func TestFaultDurabilityThroughput(t *testing.T) {
-	rates := map[string][2]float64{}
-	for _, fsync := range []string{"everysec", "always"} {
+	settings := []string{"everysec", "always"}
+	stacks := map[string]*stack{}
+	for _, fsync := range settings {
 		srv := redistest.Start(t, "--appendfsync", fsync)
-		s := startStack(t, srv.URL(t), redistest.Prefix(t))
-		ctx := context.Background()
-		measure := func(call func(i int64) error) float64 {
-			var n, failed atomic.Int64
-			deadline := time.Now().Add(2 * time.Second)
-			var wg sync.WaitGroup
-			for range 32 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for time.Now().Before(deadline) {
-						if call(n.Add(1)) != nil {
-							failed.Add(1)
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			if failed.Load() > 0 {
-				t.Fatalf("appendfsync %s: %d calls failed", fsync, failed.Load())
-			}
-			return float64(n.Load()) / 2
-		}
-		res := measure(func(i int64) error {
-			_, err := s.reservations.CreateReservation(ctx, &reservationsv1.CreateReservationRequest{ReservationId: fmt.Sprintf("tp-%d", i), TtlSeconds: 3600})
-			return err
-		})
-		msg := measure(func(i int64) error {
-			_, err := s.chat.PostMessage(ctx, &chatv1.PostMessageRequest{Room: fmt.Sprintf("tp-%d", i%8), UserId: "u", Username: "u", Body: "hello"})
-			return err
-		})
-		rates[fsync] = [2]float64{res, msg}
-		s.stop()
+		stacks[fsync] = startStack(t, srv.URL(t), redistest.Prefix(t))
 	}
-	for _, fsync := range []string{"everysec", "always"} {
-		t.Logf("appendfsync %-8s: %6.0f reservations created/s, %6.0f chat messages posted/s (32 clients, gRPC)", fsync, rates[fsync][0], rates[fsync][1])
+	ctx := context.Background()
+	measure := func(fsync string, call func(i int64) error) float64 {
+		var n, failed atomic.Int64
+		deadline := time.Now().Add(1500 * time.Millisecond)
+		var wg sync.WaitGroup
+		for range 32 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for time.Now().Before(deadline) {
+					if call(n.Add(1)) != nil {
+						failed.Add(1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if failed.Load() > 0 {
+			t.Fatalf("appendfsync %s: %d calls failed", fsync, failed.Load())
+		}
+		return float64(n.Load()) / 1.5
+	}
+	best := map[string][2]float64{}
+	var seq atomic.Int64
+	for round := range 3 {
+		for _, fsync := range settings {
+			s := stacks[fsync]
+			res := measure(fsync, func(int64) error {
+				_, err := s.reservations.CreateReservation(ctx, &reservationsv1.CreateReservationRequest{ReservationId: fmt.Sprintf("tp-%d", seq.Add(1)), TtlSeconds: 3600})
+				return err
+			})
+			msg := measure(fsync, func(i int64) error {
+				_, err := s.chat.PostMessage(ctx, &chatv1.PostMessageRequest{Room: fmt.Sprintf("tp-%d", i%8), UserId: "u", Username: "u", Body: "hello"})
+				return err
+			})
+			t.Logf("round %d, appendfsync %-8s: %6.0f reservations created/s, %6.0f chat messages posted/s", round+1, fsync, res, msg)
+			b := best[fsync]
+			best[fsync] = [2]float64{max(b[0], res), max(b[1], msg)}
+		}
+	}
+	for _, fsync := range settings {
+		t.Logf("best of 3, appendfsync %-8s: %6.0f reservations created/s, %6.0f chat messages posted/s (32 clients, gRPC)", fsync, best[fsync][0], best[fsync][1])
 	}
 	t.Logf("always costs %.0f%% of everysec's create rate and %.0f%% of its post rate",
-		100*(1-rates["always"][0]/rates["everysec"][0]), 100*(1-rates["always"][1]/rates["everysec"][1]))
+		100*(1-best["always"][0]/best["everysec"][0]), 100*(1-best["always"][1]/best["everysec"][1]))
 }
 
 func stopped(c <-chan struct{}) bool {
