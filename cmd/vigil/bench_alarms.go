@@ -18,8 +18,12 @@ import (
 	"github.com/vigil-dev/vigil/pkg/redisx"
 )
 
-//go:embed bench_expire.lua
-var benchExpireLua string
+var (
+	//go:embed bench_expire.lua
+	benchExpireLua string
+	//go:embed bench_expire_batch.lua
+	benchExpireBatchLua string
+)
 
 // alarmsBench are the settings of `vigil bench alarms`.
 type alarmsBench struct {
@@ -32,6 +36,7 @@ type alarmsBench struct {
 	batch        int
 	ceilRequests int
 	ceilClients  int
+	handler      string
 }
 
 // benchAlarms measures pkg/alarm: draining many alarms due at one instant, lateness at a steady
@@ -48,8 +53,12 @@ func benchAlarms(ctx context.Context, args []string) (*benchReport, benchOutput,
 	fs.IntVar(&o.batch, "batch", 256, "alarms per claim")
 	fs.IntVar(&o.ceilRequests, "ceiling-requests", 200_000, "redis-benchmark requests per ceiling run (0 skips the ceiling)")
 	fs.IntVar(&o.ceilClients, "ceiling-clients", 50, "redis-benchmark clients")
+	fs.StringVar(&o.handler, "handler", "pipelined", "pipelined: one transition script per object, pipelined; batched: one script call per batch")
 	if err := parseBenchFlags(fs, args); err != nil {
 		return nil, benchOutput{}, err
+	}
+	if o.handler != "pipelined" && o.handler != "batched" {
+		return nil, benchOutput{}, fmt.Errorf("%w: --handler must be pipelined or batched", errUsage)
 	}
 	if o.count <= 0 || o.shards <= 0 || o.batch <= 0 || o.lead <= 0 || o.rate < 0 {
 		return nil, benchOutput{}, fmt.Errorf("%w: --count, --shards, --batch and --lead must be positive, --rate not negative", errUsage)
@@ -70,6 +79,7 @@ func benchAlarms(ctx context.Context, args []string) (*benchReport, benchOutput,
 	rep.Settings["batch"] = o.batch
 	rep.Settings["rate"] = o.rate
 	rep.Settings["duration"] = o.duration.String()
+	rep.Settings["handler"] = o.handler
 
 	// The ceiling is measured before and after the drain, and the drain compared with the mean:
 	// on a machine shared with other work, the load moves between the runs.
@@ -170,6 +180,7 @@ type benchExpiryHandler struct {
 	rdb           redis.UniversalClient
 	q             *alarm.Queue
 	script        *redisx.Script
+	batchScript   *redisx.Script // set when each batch's transitions run in one call
 	lateness      benchLatencies // transition applied − due
 	claimLateness benchLatencies // handler called − due
 	claims        atomic.Int64
@@ -183,8 +194,12 @@ type benchExpiryHandler struct {
 }
 
 // newBenchExpiryHandler expects the objects idPrefix+0 .. idPrefix+(want-1).
-func newBenchExpiryHandler(rdb redis.UniversalClient, q *alarm.Queue, want int) *benchExpiryHandler {
-	return &benchExpiryHandler{rdb: rdb, q: q, script: redisx.NewScript(benchExpireLua), seen: make([]atomic.Bool, want), done: make(chan struct{})}
+func newBenchExpiryHandler(rdb redis.UniversalClient, q *alarm.Queue, want int, mode string) *benchExpiryHandler {
+	h := &benchExpiryHandler{rdb: rdb, q: q, script: redisx.NewScript(benchExpireLua), seen: make([]atomic.Bool, want), done: make(chan struct{})}
+	if mode == "batched" {
+		h.batchScript = redisx.NewScript(benchExpireBatchLua)
+	}
+	return h
 }
 
 func benchObjectKey(q *alarm.Queue, shard int, id string) string {
@@ -195,18 +210,12 @@ func benchObjectKey(q *alarm.Queue, shard int, id string) string {
 func (h *benchExpiryHandler) HandleAlarms(ctx context.Context, batch []alarm.Firing) []error {
 	called := time.Now()
 	now := strconv.FormatInt(called.UnixMilli(), 10)
-	cmds := make([]*redis.Cmd, len(batch))
-	// A failed pipeline fails its commands too: each firing's outcome is its command's.
-	_, _ = redisx.Pipelined(ctx, h.rdb, []*redisx.Script{h.script}, func(p redis.Pipeliner) {
-		for i, f := range batch {
-			cmds[i] = h.script.Queue(ctx, p, []string{benchObjectKey(h.q, f.Shard, f.ID)}, now)
-		}
-	})
+	results := h.transition(ctx, batch, now)
 	applied := time.Now()
 	h.claims.Add(int64(len(batch)))
 	var errs []error
 	for i, f := range batch {
-		n, err := cmds[i].Int()
+		n, err := results[i].n, results[i].err
 		if err != nil {
 			if errs == nil {
 				errs = make([]error, len(batch))
@@ -232,6 +241,47 @@ func (h *benchExpiryHandler) HandleAlarms(ctx context.Context, batch []alarm.Fir
 		}
 	}
 	return errs
+}
+
+// transitionResult is one firing's outcome: 1 when it expired the object.
+type transitionResult struct {
+	n   int64
+	err error
+}
+
+// transition expires the batch's objects: one pipelined script per object, or one script call
+// for the whole batch (its objects share the shard's hash tag).
+func (h *benchExpiryHandler) transition(ctx context.Context, batch []alarm.Firing, now string) []transitionResult {
+	out := make([]transitionResult, len(batch))
+	keys := make([]string, len(batch))
+	for i, f := range batch {
+		keys[i] = benchObjectKey(h.q, f.Shard, f.ID)
+	}
+	if h.batchScript != nil {
+		res, err := h.batchScript.Run(ctx, h.rdb, keys, now).Int64Slice()
+		for i := range out {
+			switch {
+			case err != nil:
+				out[i].err = err
+			case i < len(res):
+				out[i].n = res[i]
+			default:
+				out[i].err = errors.New("batched transition: short reply")
+			}
+		}
+		return out
+	}
+	cmds := make([]*redis.Cmd, len(batch))
+	// A failed pipeline fails its commands too: each firing's outcome is its command's.
+	_, _ = redisx.Pipelined(ctx, h.rdb, []*redisx.Script{h.script}, func(p redis.Pipeliner) {
+		for i := range batch {
+			cmds[i] = h.script.Queue(ctx, p, keys[i:i+1], now)
+		}
+	})
+	for i, c := range cmds {
+		out[i].n, out[i].err = c.Int64()
+	}
+	return out
 }
 
 // alarmsDrain is what the drain measured.
@@ -265,7 +315,7 @@ func drainAlarms(ctx context.Context, b *benchRedis, prefix string, o alarmsBenc
 	// the schedulers start, and the drain is timed from their start instead.
 	overrun := max(-time.Until(due), 0)
 
-	h := newBenchExpiryHandler(b.rdb, q, o.count)
+	h := newBenchExpiryHandler(b.rdb, q, o.count, o.handler)
 	goCPU0 := processCPU()
 	redisCPU0, err := b.serverCPU(ctx)
 	if err != nil {
@@ -378,7 +428,7 @@ func steadyAlarms(ctx context.Context, b *benchRedis, prefix string, o alarmsBen
 	if total <= 0 {
 		return alarmsSteady{}, errors.New("steady: --rate × --duration is less than one alarm")
 	}
-	h := newBenchExpiryHandler(b.rdb, q, total)
+	h := newBenchExpiryHandler(b.rdb, q, total, o.handler)
 	h.setAt = make([]atomic.Int64, total)
 	runCtx, stopRun := context.WithCancel(ctx)
 	runDone := make(chan error, 1)
