@@ -28,7 +28,8 @@ import (
 )
 
 // The chat domain: REST history and posts through grpc-gateway, and the WebSocket bridge
-// GET /websocket?room=&userId=&username=[&since=].
+// GET /websocket?room=&userId=&username=[&since=][&pack=1] (pack=1: a burst of frames may
+// arrive as one frame of newline-separated JSON objects).
 //
 // Fan-out happens here, at the edge: the gateway keeps ONE Connect stream per room it has
 // members in (a chatRoom), keeps the room's recent messages, and copies each message to its
@@ -190,10 +191,14 @@ func (b *chatBridge) serveSocket(w http.ResponseWriter, r *http.Request) {
 		}
 		since = &n
 	}
+	pack := q.Get("pack") == "1"
 	sock, err := acceptSocket(w, r, &b.lim)
 	if err != nil {
 		b.log.Info("websocket upgrade failed", "event", "ws_refused", "route", "chat", "err", err)
 		return
+	}
+	if pack {
+		sock.PackBursts()
 	}
 	m := &chatMember{sock: sock, userID: userID, username: username}
 	// The handler returns now; the reader goroutine is the socket's only goroutine.

@@ -71,14 +71,17 @@ func dialChat(t *testing.T, gwURL, query string) *wsClient {
 				w.closed <- err
 				return
 			}
-			var f map[string]any
+			// One JSON object per frame, or several separated by newlines (pack=1).
 			dec := json.NewDecoder(strings.NewReader(string(data)))
 			dec.UseNumber()
-			if err := dec.Decode(&f); err != nil {
-				w.closed <- fmt.Errorf("frame %q is not JSON: %w", data, err)
-				return
+			for dec.More() {
+				var f map[string]any
+				if err := dec.Decode(&f); err != nil {
+					w.closed <- fmt.Errorf("frame %.60q is not JSON: %w", data, err)
+					return
+				}
+				w.frames <- f
 			}
-			w.frames <- f
 		}
 	}()
 	t.Cleanup(func() { _ = c.CloseNow() })
@@ -662,5 +665,41 @@ func TestChatSlowConsumerIsClosed(t *testing.T) {
 	_ = slowConn.SetReadDeadline(time.Now().Add(20 * time.Second))
 	if _, err := io.Copy(io.Discard, slowConn); err != nil && !errors.Is(err, net.ErrClosed) && !strings.Contains(err.Error(), "reset") {
 		t.Fatalf("slow socket was not closed: %v", err)
+	}
+}
+
+// TestChatPackedBursts: a member that asks for packed frames (pack=1) gets every message once,
+// in order, however the bursts are packed.
+func TestChatPackedBursts(t *testing.T) {
+	t.Parallel()
+	env := newChatEnv(t)
+	chat := env.startChat(t, "", nil)
+	gw := startGateway(t, Backends{Chat: chat.addr})
+	packed := dialChat(t, gw.URL, "room=packed&pack=1")
+	packed.nextOfType("history")
+	plain := dialChat(t, gw.URL, "room=packed")
+	plain.nextOfType("history")
+	const posters, each = 8, 25
+	var wg sync.WaitGroup
+	for p := range posters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				res := call(t, "POST", gw.URL+"/chat/rooms/packed/messages", fmt.Sprintf(`{"userId":"p%d","body":"m%d"}`, p, i))
+				if res.code != http.StatusCreated {
+					t.Errorf("POST = %d %s", res.code, res.raw)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, w := range []*wsClient{packed, plain} {
+		for want := int64(1); want <= posters*each; want++ {
+			if f := w.nextOfType("message"); num(t, f["id"]) != want {
+				t.Fatalf("got id %v, want %d", f["id"], want)
+			}
+		}
 	}
 }

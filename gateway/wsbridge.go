@@ -117,11 +117,21 @@ type wsSocket struct {
 	tokens float64
 	refill time.Time
 
+	// pack, set before the first Send, lets a burst of queued text frames leave as ONE frame
+	// whose payloads are separated by newlines (a client opts in; see PackBursts).
+	pack bool
+
 	mu      sync.Mutex
 	queue   []wsFrame
 	writing bool
 	closed  bool
 }
+
+// PackBursts makes the socket send a burst of queued text frames as one frame, payloads
+// separated by "\n" (newline-delimited JSON), as Centrifugo does: under load a client reads
+// and the kernel writes far fewer frames. Only for clients that asked for it; call before the
+// first Send.
+func (s *wsSocket) PackBursts() { s.pack = true }
 
 // acceptSocket upgrades the request (the caller has checked isWebSocketUpgrade) and starts
 // the socket's keep-alive. The caller must then run one goroutine that calls Read until it
@@ -206,6 +216,34 @@ func textFrame(payload []byte) wsFrame {
 	return append(f, payload...)
 }
 
+// payload is the frame's payload (server frames are unmasked).
+func (f wsFrame) payload() []byte {
+	switch f[1] & 0x7f {
+	case 126:
+		return f[4:]
+	case 127:
+		return f[10:]
+	default:
+		return f[2:]
+	}
+}
+
+// packFrames joins text frames into one, payloads separated by newlines.
+func packFrames(frames []wsFrame) wsFrame {
+	n := len(frames) - 1
+	for _, f := range frames {
+		n += len(f.payload())
+	}
+	p := make([]byte, 0, n)
+	for i, f := range frames {
+		if i > 0 {
+			p = append(p, '\n')
+		}
+		p = append(p, f.payload()...)
+	}
+	return textFrame(p)
+}
+
 // Send queues payload as a text frame; see SendFrame.
 func (s *wsSocket) Send(payload []byte) bool { return s.SendFrame(textFrame(payload)) }
 
@@ -252,6 +290,9 @@ func (s *wsSocket) writeLoop() {
 			return
 		}
 		s.mu.Unlock()
+		if s.pack && len(batch) > 1 {
+			batch = []wsFrame{packFrames(batch)}
+		}
 		if err := s.nc.writeFrames(batch, s.lim.WriteTimeout); err != nil {
 			s.markClosed()
 			_ = s.c.CloseNow()

@@ -148,3 +148,22 @@ func TestBridgeSlowConsumer(t *testing.T) {
 		t.Error("a socket closed as a slow consumer accepted another frame")
 	}
 }
+
+// TestPackFrames: packed frames carry the payloads in order, newline-separated, under every
+// header length.
+func TestPackFrames(t *testing.T) {
+	t.Parallel()
+	payloads := []string{"a", strings.Repeat("b", 200), strings.Repeat("c", 70000)}
+	var frames []wsFrame
+	for _, p := range payloads {
+		f := textFrame([]byte(p))
+		if string(f.payload()) != p {
+			t.Fatalf("payload of a %d-byte frame is %d bytes", len(p), len(f.payload()))
+		}
+		frames = append(frames, f)
+	}
+	got := packFrames(frames)
+	if want := strings.Join(payloads, "\n"); string(got.payload()) != want || got[0] != 0x81 {
+		t.Fatalf("packed frame: header %x, %d payload bytes; want text, %d", got[0], len(got.payload()), len(want))
+	}
+}

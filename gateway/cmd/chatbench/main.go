@@ -173,7 +173,11 @@ func load(args []string) error {
 	target := fs.String("target", "vigil", `server kind: "vigil" (the gateway), or "centrifugo" (a local Centrifugo v6 with `+
 		`client publishing allowed in the channel; -gw its address, -pid its process id)`)
 	pid := fs.Int("pid", 0, "for -target centrifugo: the server's process id, for RSS and CPU from /proc")
+	pack := fs.Bool("pack", false, "for -target vigil: ask the gateway to pack bursts into one frame (&pack=1)")
 	_ = fs.Parse(args)
+	if *pack {
+		packQuery = "&pack=1"
+	}
 	memURL := "http://" + *stats + "/mem"
 	if *target == "centrifugo" {
 		memURL = fmt.Sprintf("proc:%d", *pid)
@@ -190,7 +194,7 @@ func load(args []string) error {
 		if centrifugo {
 			c, err = dialCentrifugo(*gw, *room)
 		} else {
-			c, err = dialRaw(*gw, fmt.Sprintf("/websocket?room=%s&userId=b%d", *room, i))
+			c, err = dialRaw(*gw, fmt.Sprintf("/websocket?room=%s&userId=b%d%s", *room, i, packQuery))
 			if err == nil {
 				_, _, err = c.readFrame() // the history frame
 			}
@@ -460,6 +464,9 @@ func (c *client) write(op byte, p []byte) error {
 	_, err := c.conn.Write(f)
 	return err
 }
+
+// packQuery asks the gateway to pack bursts.
+var packQuery string
 
 // centrifugo makes the load speak Centrifugo's client protocol (JSON, protocol v2).
 var centrifugo bool
