@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/vigil-dev/vigil/pkg/alarm"
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
@@ -42,9 +43,23 @@ func runChild() {
 		Prefix:   os.Getenv("CHILD_PREFIX"),
 		Lease:    lease,
 		Logger:   slog.New(slog.NewJSONHandler(os.Stdout, nil)),
+		// The replica dies between transition and ack: each shard loop expires its first
+		// batch, then hangs before acknowledging it until the test SIGKILLs the process.
+		wrapHandler: func(h alarm.Handler) alarm.Handler {
+			return hangAfter{h}
+		},
 	}, func(a net.Addr) { fmt.Println(`{"event":"ready"}`) })
 	fmt.Fprintln(os.Stderr, err)
 	os.Exit(1)
+}
+
+// hangAfter runs the real handler, then never returns, so its batch is never acknowledged.
+type hangAfter struct{ h alarm.Handler }
+
+func (w hangAfter) HandleAlarms(ctx context.Context, batch []alarm.Firing) []error {
+	errs := w.h.HandleAlarms(ctx, batch)
+	_ = errs
+	select {} // until SIGKILL: the child process exists only to die here
 }
 
 // firings counts a replica's alarm log lines.
@@ -93,6 +108,7 @@ func (f *firings) Write(p []byte) (int, error) {
 func TestKilledReplicaExpiresEachHoldOnce(t *testing.T) {
 	t.Parallel()
 	const holds = 10_000
+	const holdTTL = 15 // seconds: creating them all must finish before the first is due, even on a loaded machine
 	_, prefix := redistest.Universal(t)
 	url, cluster := redistest.Target(t) // a Redis Cluster when VIGIL_TEST_REDIS_CLUSTER is set
 	cfg := redisx.Config{URL: url, ClusterAddrs: cluster}
@@ -142,7 +158,7 @@ func TestKilledReplicaExpiresEachHoldOnce(t *testing.T) {
 			defer wg.Done()
 			for i := w; i < holds; i += 16 {
 				_, err := client.CreateReservation(ctx, &reservationsv1.CreateReservationRequest{
-					ReservationId: fmt.Sprintf("hold-%05d", i), TtlSeconds: 5})
+					ReservationId: fmt.Sprintf("hold-%05d", i), TtlSeconds: holdTTL})
 				if err != nil {
 					errs <- err
 					return
@@ -155,14 +171,14 @@ func TestKilledReplicaExpiresEachHoldOnce(t *testing.T) {
 	for err := range errs {
 		t.Fatalf("create: %v", err)
 	}
-	if time.Since(created) > 4*time.Second {
+	if time.Since(created) > (holdTTL-1)*time.Second {
 		t.Fatalf("creating %d holds took %v; they must all be created before the first is due", holds, time.Since(created))
 	}
 
-	// Kill A the moment it reports its first expiry: it holds claimed, unacknowledged batches.
+	// Kill A once it reports an expiry: that batch is expired but will never be acknowledged.
 	select {
 	case <-a.first:
-	case <-time.After(20 * time.Second):
+	case <-time.After((holdTTL + 20) * time.Second):
 		t.Fatal("replica A expired nothing")
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {

@@ -41,6 +41,10 @@ type Options struct {
 	Now func() time.Time
 	// DrainTimeout bounds the graceful stop. Default 10s.
 	DrainTimeout time.Duration
+
+	// wrapHandler, set only by this package's tests, stands between the scheduler and the
+	// alarm handler (to crash a replica at a chosen point).
+	wrapHandler func(alarm.Handler) alarm.Handler
 }
 
 // Run serves the reservations service until ctx ends. ready, when not nil, receives the gRPC
@@ -78,5 +82,9 @@ func Run(ctx context.Context, o Options, ready func(net.Addr)) error {
 	if ready != nil {
 		ready(srv.Addr())
 	}
-	return srv.Serve(ctx, func(ctx context.Context) error { return q.Run(ctx, a) })
+	var handler alarm.Handler = a
+	if o.wrapHandler != nil {
+		handler = o.wrapHandler(handler)
+	}
+	return srv.Serve(ctx, func(ctx context.Context) error { return q.Run(ctx, handler) })
 }
