@@ -16,6 +16,9 @@ local resource = ARGV[1]
 local now = tonumber(ARGV[2])
 -- armed is the lease end this script set as the resource's alarm (0 when none).
 local armed = 0
+-- quiet_channel: a grant to a waiter on this channel is not published, because the calling
+-- replica answers that waiter itself from the script's reply (release.lua sets it).
+local quiet_channel = false
 
 local function arm(exp)
   redis.call('ZADD', alarms_key, exp, resource)
@@ -55,7 +58,9 @@ local function handoff()
     local deadline, ttl, wid, channel, owner = string.match(entry, '^(%d+)\n(%d+)\n([^\n]+)\n([^\n]*)\n(.*)$')
     if deadline and tonumber(deadline) > now then
       local token, exp = grant(owner, tonumber(ttl), wid)
-      redis.call('PUBLISH', channel, wid .. '\n' .. token .. '\n' .. string.format('%d', exp))
+      if channel ~= quiet_channel then
+        redis.call('PUBLISH', channel, wid .. '\n' .. token .. '\n' .. string.format('%d', exp))
+      end
       return owner, token, exp, wid
     end
   end

@@ -1,11 +1,13 @@
 -- release.lua: free the lock if the caller holds it, handing it to the next live waiter.
 -- KEYS[1..4], ARGV[1..2]  as in lib.lua
 -- ARGV[3]  owner
+-- ARGV[4]  the releasing replica's grant channel: a waiter there is answered by the replica
+--          from this reply, so its grant is not published
 -- Returns  {released, wake, wid, token, exp}: released 1 or 0 (the caller did not hold it);
---          wake as in lib.lua; when a waiter got the lock, its id, token and lease end (so a
---          waiter on the releasing replica is answered without waiting for the published
---          notice), else '', 0, 0.
+--          wake as in lib.lua; when a waiter got the lock by this release, its id, token and
+--          lease end, else '', 0, 0.
 local holder = settle()
+quiet_channel = ARGV[4]
 if holder ~= ARGV[3] then
   return {0, wake(), '', 0, 0}
 end

@@ -377,14 +377,17 @@ func acquired(res []any) domain.Acquired {
 func (s *Store) Release(ctx context.Context, resource, owner string) (bool, error) {
 	k := keysOf(s.q, resource)
 	now := s.o.Now()
-	res, err := s.run(ctx, s.release, k, resource, now, owner)
+	res, err := s.run(ctx, s.release, k, resource, now, owner, s.channel)
 	if err != nil {
+		// The release may have granted the lock to a waiter here without publishing it:
+		// every waiting call looks for itself.
+		s.recheckAll()
 		return false, fmt.Errorf("release %q: %w", resource, err)
 	}
 	s.wakeIfDue(ctx, k, now, res[1])
 	if wid, _ := res[2].(string); wid != "" {
-		// The next holder may be waiting on this replica: answer it now, ahead of the
-		// published notice (which then finds it gone).
+		// The next holder may be waiting on this replica: answer it now (its grant was not
+		// published).
 		token, _ := res[3].(int64)
 		exp, _ := res[4].(int64)
 		s.notify(wid, notice{token: token, exp: exp})
