@@ -42,6 +42,7 @@ type InvalidError struct {
 	Msg string
 }
 
+// Error is the sentence shown to the caller.
 func (e *InvalidError) Error() string { return e.Msg }
 
 // Is makes errors.Is(err, ErrInvalid) true.
