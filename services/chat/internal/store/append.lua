@@ -10,6 +10,12 @@
 -- ARGV[3] the room's channel
 -- ARGV[4] how long to remember the idempotency key, in ms; "0" when the post has none
 -- Returns {id, 0} for a new message, or {id, 1} for a repeated post: the first post's id.
+-- Arguments are checked before the first write: a script that faults halfway keeps its writes.
+local function int(s) return type(s) == 'string' and #s <= 16 and (s == '0' or s:match('^%-?[1-9]%d*$') ~= nil) end
+local function nat(s) return int(s) and s:sub(1, 1) ~= '-' end
+if type(ARGV[1]) ~= 'string' or not nat(ARGV[2]) or type(ARGV[3]) ~= 'string' or not nat(ARGV[4]) then
+  return redis.error_reply('ERR append.lua: want a message, a length, a channel and a TTL')
+end
 if ARGV[4] ~= "0" then
   local seen = redis.call("GET", KEYS[3])
   if seen then
