@@ -52,6 +52,9 @@ type Options struct {
 	// acquire of a held lock gets RESOURCE_EXHAUSTED. Waiting calls count against the server's
 	// in-flight limit (1024 by default), so this keeps room for releases. Default 512.
 	MaxWaiting int
+	// MaxWaitersPerLock is how many calls may queue for one lock, across replicas; one more
+	// gets acquired false at once. Default 1000; negative: no limit.
+	MaxWaitersPerLock int
 }
 
 // Run serves LockService until ctx ends, then drains. ready, when not nil, gets the gRPC
@@ -88,12 +91,13 @@ func Run(ctx context.Context, o Options, ready func(net.Addr)) error {
 		return fmt.Errorf("locks: %w", err)
 	}
 	st := store.New(rdb, q, store.Options{
-		Prefix:     o.Prefix,
-		Replica:    o.Replica,
-		Now:        o.Now,
-		WakeWithin: o.AlarmMaxSleep,
-		Logger:     o.Logger,
-		MaxWaiting: o.MaxWaiting,
+		Prefix:            o.Prefix,
+		Replica:           o.Replica,
+		Now:               o.Now,
+		WakeWithin:        o.AlarmMaxSleep,
+		Logger:            o.Logger,
+		MaxWaiting:        o.MaxWaiting,
+		MaxWaitersPerLock: o.MaxWaitersPerLock,
 	})
 	if err := st.Subscribe(ctx); err != nil {
 		return fmt.Errorf("locks: %w", err)

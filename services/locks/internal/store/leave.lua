@@ -9,6 +9,9 @@
 -- Returns  {status, token, exp, holder, wake}: status 0 not granted (token, exp, holder are
 --          the holder's, if any; the entry is gone unless ARGV[5] is '2'), 1 granted (token and
 --          exp are the waiter's), 3 granted and given back.
+if type(ARGV[3]) ~= 'string' or type(ARGV[4]) ~= 'string' or type(ARGV[5]) ~= 'string' then
+  return redis.error_reply('ERR leave.lua: want an entry, a waiter id and a mode')
+end
 local mode = ARGV[5]
 if mode ~= '2' and redis.call('LREM', queue_key, 1, ARGV[3]) == 1 then
   local holder, token, exp = settle()

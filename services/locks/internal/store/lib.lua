@@ -14,6 +14,12 @@
 local lock_key, queue_key, fence_key, alarms_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local resource = ARGV[1]
 local now = tonumber(ARGV[2])
+-- Arguments are checked before the first write: a script that faults halfway keeps its writes.
+local function int(s) return type(s) == 'string' and #s <= 16 and (s == '0' or s:match('^%-?[1-9]%d*$') ~= nil) end
+local function nat(s) return int(s) and s:sub(1, 1) ~= '-' end
+if type(ARGV[1]) ~= 'string' or not int(ARGV[2]) then
+  return redis.error_reply('ERR lock script: want a resource and a time in ms')
+end
 -- armed is the lease end this script set as the resource's alarm (0 when none).
 local armed = 0
 -- quiet_channel: a grant to a waiter on this channel is not published, because the calling

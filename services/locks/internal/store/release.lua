@@ -6,6 +6,9 @@
 -- Returns  {released, wake, wid, token, exp}: released 1 or 0 (the caller did not hold it);
 --          wake as in lib.lua; when a waiter got the lock by this release, its id, token and
 --          lease end, else '', 0, 0.
+if type(ARGV[3]) ~= 'string' then
+  return redis.error_reply('ERR release.lua: want an owner')
+end
 local holder = settle()
 quiet_channel = ARGV[4]
 if holder ~= ARGV[3] then

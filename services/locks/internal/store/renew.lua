@@ -3,6 +3,9 @@
 -- ARGV[3]  owner
 -- ARGV[4]  ttl in ms from now
 -- Returns  {renewed, exp, wake}: renewed 1 with the new lease end, or 0 (not the holder).
+if type(ARGV[3]) ~= 'string' or not nat(ARGV[4]) then
+  return redis.error_reply('ERR renew.lua: want an owner and a ttl')
+end
 local holder = settle()
 if holder ~= ARGV[3] then
   return {0, 0, wake()}

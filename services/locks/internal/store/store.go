@@ -64,6 +64,10 @@ type Options struct {
 	// Pipelines is how many pipelines of concurrent calls may be in flight at once; calls that
 	// arrive meanwhile share the next one. Default 2.
 	Pipelines int
+	// MaxWaitersPerLock is how many calls may queue for one lock, across replicas; one more
+	// is refused at once (acquired false, with the holder) instead of queueing. Default 1000;
+	// negative: no limit.
+	MaxWaitersPerLock int
 }
 
 // Store is the Redis side of the lock service.
@@ -120,6 +124,9 @@ func New(rdb redis.UniversalClient, q *alarm.Queue, o Options) *Store {
 	}
 	if o.Pipelines <= 0 {
 		o.Pipelines = 2
+	}
+	if o.MaxWaitersPerLock == 0 {
+		o.MaxWaitersPerLock = 1000
 	}
 	script := func(src string) *redisx.Script { return redisx.NewScript(libLua + src) }
 	s := &Store{
@@ -259,7 +266,7 @@ func (s *Store) Acquire(ctx context.Context, resource, owner string, ttl, wait t
 	k := keysOf(s.q, resource)
 	now := s.o.Now()
 	if wait <= 0 {
-		res, err := s.run(ctx, s.acquire, k, resource, now, owner, ttl.Milliseconds(), "", 0)
+		res, err := s.run(ctx, s.acquire, k, resource, now, owner, ttl.Milliseconds(), "", 0, 0)
 		if err != nil {
 			return domain.Acquired{}, fmt.Errorf("acquire %q: %w", resource, err)
 		}
@@ -292,7 +299,7 @@ func (s *Store) Acquire(ctx context.Context, resource, owner string, ttl, wait t
 		s.mu.Unlock()
 	}()
 
-	res, err := s.run(ctx, s.acquire, k, resource, now, owner, ttl.Milliseconds(), entry, (wait + 5*time.Second).Milliseconds())
+	res, err := s.run(ctx, s.acquire, k, resource, now, owner, ttl.Milliseconds(), entry, (wait + 5*time.Second).Milliseconds(), max(s.o.MaxWaitersPerLock, 0))
 	if err != nil {
 		// The script may have queued the caller before the answer was lost.
 		s.abandon(k, resource, entry, wid)
