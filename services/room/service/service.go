@@ -13,7 +13,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/vigil-dev/vigil/pkg/alarm"
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
@@ -41,7 +40,8 @@ type Options struct {
 	Shards int
 	// LobbyAddr is the Lobby service's gRPC address. Required.
 	LobbyAddr string
-	// LobbyDialOptions for the Lobby connection. Default: plaintext.
+	// LobbyDialOptions for the Lobby connection. Default: TLS from the VIGIL_TLS_* environment
+	// (server.TLSFromEnv: mutual TLS with the deployment's certificate), else plaintext.
 	LobbyDialOptions []grpc.DialOption
 	// IdleTTL: a room with no leader action for this long expires. It must match the Lobby's
 	// IdleTTL. Default 1h.
@@ -92,7 +92,11 @@ func Run(ctx context.Context, o Options, ready func(net.Addr)) error {
 		o.SessionBuffer = 256
 	}
 	if len(o.LobbyDialOptions) == 0 {
-		o.LobbyDialOptions = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+		cred, err := server.TLSFromEnv().DialOption()
+		if err != nil {
+			return fmt.Errorf("room: lobby TLS: %w", err)
+		}
+		o.LobbyDialOptions = []grpc.DialOption{cred}
 	}
 	rdb, err := redisx.Open(ctx, o.Redis)
 	if err != nil {

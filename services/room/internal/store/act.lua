@@ -6,6 +6,11 @@
 -- ARGV[7..]  sync: playing (0/1), positionMs | formation: JSON | mark: the mark (opaque bytes) |
 --            reload: has video (0/1), title, durationMs
 -- Returns  {-1} no room; {-2, reason} ended; {1, head}.
+if type(ARGV[5]) ~= 'string' or type(ARGV[6]) ~= 'string' or type(ARGV[7]) ~= 'string'
+    or (ARGV[5] == 'sync' and ((ARGV[7] ~= '0' and ARGV[7] ~= '1') or not nat(ARGV[8])))
+    or (ARGV[5] == 'reload' and ARGV[7] == '1' and (type(ARGV[8]) ~= 'string' or not nat(ARGV[9]))) then
+  return redis.error_reply('ERR act.lua: want a kind, a frame and the values of the kind')
+end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return { -1 }
 end

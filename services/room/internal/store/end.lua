@@ -4,6 +4,9 @@
 -- ARGV[5]  reason
 -- ARGV[6]  tombstone TTL (ms)
 -- Returns  0 the room has no state here (it was never joined: tombstoned now), 1 ended.
+if type(ARGV[5]) ~= 'string' or not nat(ARGV[6]) or ARGV[6] == '0' then
+  return redis.error_reply('ERR end.lua: want a reason and a positive tombstone TTL')
+end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('SET', KEYS[7], 1, 'PX', ARGV[6])
   return 0

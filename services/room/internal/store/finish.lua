@@ -3,6 +3,9 @@
 -- KEYS, ARGV[1..4]  see lib.lua
 -- ARGV[5]  tombstone TTL (ms)
 -- Returns  1 deleted (or already gone), -1 the room is open.
+if not nat(ARGV[5]) or ARGV[5] == '0' then
+  return redis.error_reply('ERR finish.lua: want a positive tombstone TTL')
+end
 if redis.call('EXISTS', KEYS[1]) == 1 and not ended() then
   return -1
 end

@@ -6,6 +6,9 @@
 -- ARGV[8]  video duration (ms)
 -- Returns  -1 tombstoned (ended: do not revive), 0 already there, 1 created, 2 created and
 --          its alarm is the shard's head.
+if not int(ARGV[5]) or not int(ARGV[6]) or type(ARGV[7]) ~= 'string' or not nat(ARGV[8]) then
+  return redis.error_reply('ERR init.lua: want an activity time, a creation time, a title and a duration')
+end
 if redis.call('EXISTS', KEYS[7]) == 1 then
   return -1
 end

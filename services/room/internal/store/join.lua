@@ -7,6 +7,9 @@
 -- Returns  {-1} no room; {-2, reason} ended; else
 --          {1, head, seq, viewersDelta, leadersDelta, state, marks} where state is
 --          HMGET playing, positionMs, at, formation, title, durationMs, viewers, leaders, version.
+if type(ARGV[5]) ~= 'string' or (ARGV[6] ~= 'l' and ARGV[6] ~= 'v') or type(ARGV[7]) ~= 'string' or not int(ARGV[8]) then
+  return redis.error_reply('ERR join.lua: want a session id, a role l or v, a client id and a lease end')
+end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return { -1 }
 end

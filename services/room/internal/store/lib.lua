@@ -11,6 +11,12 @@
 -- ARGV[2]  the room's pub/sub channel
 -- ARGV[3]  now (ms)
 -- ARGV[4]  idle TTL (ms)
+-- Arguments are checked before the first write: a script that faults halfway keeps its writes.
+local function int(s) return type(s) == 'string' and #s <= 16 and (s == '0' or s:match('^%-?[1-9]%d*$') ~= nil) end
+local function nat(s) return int(s) and s:sub(1, 1) ~= '-' end
+if type(ARGV[1]) ~= 'string' or type(ARGV[2]) ~= 'string' or not int(ARGV[3]) or not nat(ARGV[4]) then
+  return redis.error_reply('ERR room script: want a code, a channel, a time and an idle TTL')
+end
 
 -- rearm sets the room's one alarm to the earlier of its inactivity deadline and its first
 -- session lease end; returns 1 when that alarm is now its shard's head (wake the scheduler).

@@ -4,6 +4,9 @@
 -- ARGV[6..]  session ids
 -- Returns  {-1} no room; {-2, reason} ended; else {1, head, missing} where missing lists the
 --          sessions that are no longer open (swept after their lease ended).
+if not int(ARGV[5]) then
+  return redis.error_reply('ERR renew.lua: want a lease end')
+end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return { -1 }
 end
