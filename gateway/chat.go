@@ -46,7 +46,7 @@ func chatDomain(addr string) domain {
 			return chatv1.RegisterChatServiceHandler(ctx, mux, conn)
 		},
 		sockets: func(g *Gateway, mux *http.ServeMux, conn *grpc.ClientConn) {
-			b := newChatBridge(conn, g.log, wsLimits{})
+			b := newChatBridge(conn, g.log, g.socketLimits(0))
 			mux.HandleFunc("GET /websocket", b.serveSocket)
 		},
 		created: map[string]int{

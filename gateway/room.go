@@ -48,7 +48,7 @@ func roomDomain(addr string) domain {
 			return roomv1.RegisterRoomServiceHandler(ctx, mux, conn)
 		},
 		sockets: func(g *Gateway, mux *http.ServeMux, conn *grpc.ClientConn) {
-			b := &roomBridge{client: roomv1.NewRoomServiceClient(conn), lim: wsLimits{MaxFrame: 24 << 10}.withDefaults()}
+			b := &roomBridge{client: roomv1.NewRoomServiceClient(conn), lim: g.socketLimits(24 << 10)}
 			b.log = g.log
 			mux.HandleFunc("GET /rooms/{code}/websocket", b.serveSocket)
 		},

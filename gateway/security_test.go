@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -593,5 +594,46 @@ func TestSecurityFlags(t *testing.T) {
 		if _, err := parse(bad...); err == nil {
 			t.Errorf("SecurityFlags(%q) = nil error, want an error", bad)
 		}
+	}
+}
+
+// TestConfiguredSocketLimitsReachChat: with MaxFrameBytes 512 and SocketBurst 2, the chat
+// socket refuses a third frame in a burst with an error frame, and closes with 1009 on a
+// frame over 512 bytes.
+func TestConfiguredSocketLimitsReachChat(t *testing.T) {
+	t.Parallel()
+	env := newChatEnv(t)
+	chat := env.startChat(t, "", nil)
+	g, err := New(context.Background(), Options{Backends: Backends{Chat: chat.addr}, Logger: testLogger(t),
+		Security: Security{Limits: Limits{MaxFrameBytes: 512, SocketRate: 0.001, SocketBurst: 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { gw.Close(); g.Close() })
+	w := dialChat(t, gw.URL, "room=limits&userId=u1")
+	if f := w.next(); f["type"] != "history" {
+		t.Fatalf("first frame = %v, want history", f)
+	}
+	for range 3 {
+		w.say("hi")
+	}
+	var sawLimit bool
+	for range 3 {
+		if f := w.next(); f["type"] == "error" && strings.Contains(fmt.Sprint(f["error"]), "too fast") {
+			sawLimit = true
+		}
+	}
+	if !sawLimit {
+		t.Fatal("a third frame in a burst of 2 got no rate-limit error frame")
+	}
+	w.send(`{"body": "` + strings.Repeat("x", 600) + `"}`)
+	select {
+	case err := <-w.closed:
+		if websocket.CloseStatus(err) != websocket.StatusMessageTooBig {
+			t.Fatalf("socket closed with %v, want 1009", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a 600-byte frame did not close the socket within 10s")
 	}
 }

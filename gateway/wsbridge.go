@@ -139,7 +139,7 @@ func (s *wsSocket) PackBursts() { s.pack = true }
 func acceptSocket(w http.ResponseWriter, r *http.Request, lim *wsLimits) (*wsSocket, error) {
 	hw := &smallBufHijacker{ResponseWriter: w}
 	c, err := websocket.Accept(hw, r, &websocket.AcceptOptions{
-		// Origins are not checked: sockets carry no ambient credentials (no cookies are read).
+		// The security layer checked the Origin before the upgrade (security.go, AllowedOrigins).
 		InsecureSkipVerify: true,
 		CompressionMode:    websocket.CompressionDisabled,
 	})
