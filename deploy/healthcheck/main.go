@@ -3,6 +3,10 @@
 //
 //	healthcheck grpc://127.0.0.1:7001      gRPC health check of the server (service "")
 //	healthcheck http://127.0.0.1:8080/healthz   HTTP GET answering 2xx
+//	healthcheck https://127.0.0.1:8443/healthz  the same over TLS
+//
+// With VIGIL_TLS_CA (and VIGIL_TLS_CERT/VIGIL_TLS_KEY for mutual TLS) set, as in a deployment
+// with TLS on, the probe verifies the target with that CA and presents that certificate.
 //
 // A second argument bounds the check (default 2s).
 package main
@@ -16,8 +20,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/vigil-dev/vigil/pkg/server"
 )
 
 func main() {
@@ -46,15 +51,19 @@ func check(ctx context.Context, target string) error {
 	switch {
 	case strings.HasPrefix(target, "grpc://"):
 		return checkGRPC(ctx, strings.TrimPrefix(target, "grpc://"))
-	case strings.HasPrefix(target, "http://"):
+	case strings.HasPrefix(target, "http://"), strings.HasPrefix(target, "https://"):
 		return checkHTTP(ctx, target)
 	default:
-		return fmt.Errorf("target %q: want grpc://host:port or http://host:port/path", target)
+		return fmt.Errorf("target %q: want grpc://host:port or http(s)://host:port/path", target)
 	}
 }
 
 func checkGRPC(ctx context.Context, addr string) error {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cred, err := server.TLSFromEnv().DialOption()
+	if err != nil {
+		return err
+	}
+	conn, err := grpc.NewClient(addr, cred)
 	if err != nil {
 		return err
 	}
@@ -74,7 +83,11 @@ func checkHTTP(ctx context.Context, url string) error {
 	if err != nil {
 		return err
 	}
-	res, err := http.DefaultClient.Do(req)
+	tc, err := server.TLSFromEnv().ClientConfig()
+	if err != nil {
+		return err
+	}
+	res, err := (&http.Client{Transport: &http.Transport{TLSClientConfig: tc}}).Do(req)
 	if err != nil {
 		return err
 	}

@@ -26,11 +26,17 @@ func main() {
 	drain := config.Duration(fs, "drain-timeout", "VIGIL_DRAIN_TIMEOUT", 10*time.Second, "graceful shutdown deadline")
 	logFormat := config.String(fs, "log-format", "VIGIL_LOG_FORMAT", "json", "log format: json or text")
 	logLevel := config.String(fs, "log-level", "VIGIL_LOG_LEVEL", "info", "log level: debug, info, warn, error")
+	security := gateway.SecurityFlags(fs)
 	_ = fs.Parse(os.Args[1:])
+	sec, err := security()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gateway:", err)
+		os.Exit(2)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := gateway.Run(ctx, gateway.Options{
+	err = gateway.Run(ctx, gateway.Options{
 		Addr: *addr,
 		Backends: gateway.Backends{
 			Reservations: *reservations,
@@ -42,6 +48,7 @@ func main() {
 		MaxBodyBytes: int64(*maxBody),
 		DrainTimeout: *drain,
 		Logger:       config.Logger(*logFormat, *logLevel),
+		Security:     sec,
 	}, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gateway:", err)
