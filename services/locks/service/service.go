@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vigil-dev/vigil/pkg/alarm"
+	"github.com/vigil-dev/vigil/pkg/alarmadmin"
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
@@ -113,7 +114,9 @@ func Run(ctx context.Context, o Options, ready func(net.Addr)) error {
 	if err != nil {
 		return fmt.Errorf("locks: %w", err)
 	}
-	locksv1.RegisterLockServiceServer(srv.GRPC(), transport.New(st, o.Logger))
+	ls := transport.New(observeLocks(st), o.Logger)
+	locksv1.RegisterLockServiceServer(srv.GRPC(), ls)
+	alarmadmin.Register(srv.GRPC(), q, lockLookup(ls), o.Logger)
 	if ready != nil {
 		ready(srv.Addr())
 	}
