@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/vigil-dev/vigil/pkg/alarm"
+	"github.com/vigil-dev/vigil/pkg/alarmadmin"
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
 	roomv1 "github.com/vigil-dev/vigil/pkg/api/vigil/room/v1"
 	"github.com/vigil-dev/vigil/pkg/redisx"
@@ -134,6 +135,7 @@ func Run(ctx context.Context, o Options, ready func(net.Addr)) error {
 		return fmt.Errorf("room: %w", err)
 	}
 	roomv1.RegisterRoomServiceServer(srv.GRPC(), transport.NewServer(a, ctx.Done(), o.Logger))
+	alarmadmin.Register(srv.GRPC(), q, roomLookup(lobby), o.Logger)
 	var g errgroup.Group
 	g.Go(func() error { return h.Run(bg) })
 	if ready != nil {
