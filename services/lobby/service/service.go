@@ -76,7 +76,7 @@ func Run(ctx context.Context, o Options, ready func(net.Addr)) error {
 	if err != nil {
 		return fmt.Errorf("lobby: %w", err)
 	}
-	lobbyv1.RegisterLobbyServiceServer(srv.GRPC(), transport.NewServer(a, o.Logger))
+	lobbyv1.RegisterLobbyServiceServer(srv.GRPC(), countOccupancy(transport.NewServer(a, o.Logger)))
 	if ready != nil {
 		ready(srv.Addr())
 	}
