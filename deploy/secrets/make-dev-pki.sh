@@ -25,9 +25,13 @@ leaf service serverAuth,clientAuth
 leaf gateway serverAuth
 leaf redis serverAuth,clientAuth
 rm -f ca.srl
-# Redis runs as its own user in its container: its key must be readable there.
-chmod 644 redis-key.pem service-key.pem
 openssl rand -hex 24 > redis-password
+printf "requirepass %s\n" "$(cat redis-password)" > redis.conf
+chmod 644 redis.conf
 openssl rand -out socket-token-secret 48
 touch api-keys
+# The containers run as their own users and mount this directory read-only: everything but
+# the CA's key must be readable there: restrict who can read the directory on the host.
+chmod 644 ./*.pem redis-password redis.conf socket-token-secret api-keys
+chmod 600 ca-key.pem
 echo "made a CA and certificates in $out; add keys with: go run ./gateway/cmd/apikey <name> <scopes> >> $out/api-keys"

@@ -14,6 +14,9 @@ import (
 const (
 	// EnvPassword is the Redis password (AUTH) when neither the URL nor Config.Password has one.
 	EnvPassword = "VIGIL_REDIS_PASSWORD"
+	// EnvPasswordFile names a file holding the password (a container secret), read when
+	// EnvPassword is unset; surrounding white space is dropped.
+	EnvPasswordFile = "VIGIL_REDIS_PASSWORD_FILE"
 	// EnvTLSCA, EnvTLSCert and EnvTLSKey name PEM files: the CA that signs Redis's certificate,
 	// and a client certificate for a Redis that requires one (tls-auth-clients yes).
 	EnvTLSCA   = "VIGIL_REDIS_TLS_CA"
@@ -43,6 +46,11 @@ func (t TLS) on() bool { return t.Enabled || t.CAFile != "" || t.CertFile != "" 
 func (cfg Config) withEnv() Config {
 	if cfg.Password == "" {
 		cfg.Password = os.Getenv(EnvPassword)
+	}
+	if f := os.Getenv(EnvPasswordFile); cfg.Password == "" && f != "" {
+		if b, err := os.ReadFile(f); err == nil {
+			cfg.Password = strings.TrimSpace(string(b))
+		}
 	}
 	if !cfg.TLS.on() {
 		cfg.TLS = TLS{
