@@ -36,6 +36,8 @@ func runDev(ctx context.Context, args []string) error {
 	dataDir := config.String(fs, "data", "VIGIL_DATA_DIR", ".data", "data directory of the redis-server child")
 	logFormat := config.String(fs, "log-format", "VIGIL_LOG_FORMAT", "text", "log format: json or text")
 	logLevel := config.String(fs, "log-level", "VIGIL_LOG_LEVEL", "warn", "log level: debug, info, warn, error")
+	portBase := config.Int(fs, "grpc-port-base", "VIGIL_GRPC_PORT_BASE", 7001,
+		"first gRPC port: reservations, locks, chat, lobby, room listen on 127.0.0.1 from it up (the CLI's defaults); 0 for any free ports")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -51,23 +53,30 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	rc := redisx.Config{URL: store.URL}
 
+	// addr is where the i-th service listens: the CLI's default address, or any free port.
+	addr := func(i int) string {
+		if *portBase <= 0 {
+			return "127.0.0.1:0"
+		}
+		return fmt.Sprintf("127.0.0.1:%d", *portBase+i)
+	}
 	var b gateway.Backends
 	services := []devService{
 		{"reservations", func(ctx context.Context, ready func(net.Addr)) error {
-			return reservations.Run(ctx, reservations.Options{Redis: rc, Replay: true, Logger: log.With("service", "reservations")}, ready)
+			return reservations.Run(ctx, reservations.Options{GRPCAddr: addr(0), Redis: rc, Replay: true, Logger: log.With("service", "reservations")}, ready)
 		}, &b.Reservations},
 		{"locks", func(ctx context.Context, ready func(net.Addr)) error {
-			return locks.Run(ctx, locks.Options{Redis: rc, Logger: log.With("service", "locks")}, ready)
+			return locks.Run(ctx, locks.Options{GRPCAddr: addr(1), Redis: rc, Logger: log.With("service", "locks")}, ready)
 		}, &b.Locks},
 		{"chat", func(ctx context.Context, ready func(net.Addr)) error {
-			return chat.Run(ctx, chat.Options{Redis: rc, Logger: log.With("service", "chat")}, ready)
+			return chat.Run(ctx, chat.Options{GRPCAddr: addr(2), Redis: rc, Logger: log.With("service", "chat")}, ready)
 		}, &b.Chat},
 		// The lobby starts before the room: the room dials it.
 		{"lobby", func(ctx context.Context, ready func(net.Addr)) error {
-			return lobby.Run(ctx, lobby.Options{Redis: rc, Logger: log.With("service", "lobby")}, ready)
+			return lobby.Run(ctx, lobby.Options{GRPCAddr: addr(3), Redis: rc, Logger: log.With("service", "lobby")}, ready)
 		}, &b.Lobby},
 		{"room", func(ctx context.Context, ready func(net.Addr)) error {
-			return room.Run(ctx, room.Options{Redis: rc, LobbyAddr: b.Lobby, Logger: log.With("service", "room")}, ready)
+			return room.Run(ctx, room.Options{GRPCAddr: addr(4), Redis: rc, LobbyAddr: b.Lobby, Logger: log.With("service", "room")}, ready)
 		}, &b.Room},
 	}
 
