@@ -92,12 +92,17 @@ func TestServeRecoverDrain(t *testing.T) {
 		t.Fatalf("Panic = %v, want INTERNAL without the panic value", err)
 	}
 
-	resp, err := http.Get("http://" + metricsAddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	// The metrics listener starts beside the gRPC server; wait until it answers.
+	var body []byte
+	waitFor(t, func() bool {
+		resp, err := http.Get("http://" + metricsAddr + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		body, _ = io.ReadAll(resp.Body)
+		return true
+	})
 	if !strings.Contains(string(body), `grpc_server_handled_total{grpc_code="Internal",grpc_method="Panic"`) {
 		t.Fatalf("metrics do not count the failed call:\n%s", body)
 	}
