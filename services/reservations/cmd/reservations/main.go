@@ -4,42 +4,28 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/vigil-dev/vigil/pkg/config"
-	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/services/reservations/service"
 )
 
 func main() {
 	fs := flag.NewFlagSet("reservations", flag.ExitOnError)
-	grpcAddr := config.String(fs, "grpc-addr", "VIGIL_GRPC_ADDR", ":7001", "gRPC listen address")
-	metricsAddr := config.String(fs, "metrics-addr", "VIGIL_METRICS_ADDR", ":9001", "Prometheus metrics address; empty for none")
-	redisURL := config.String(fs, "redis-url", "REDIS_URL", "redis://127.0.0.1:6379/0", "Redis URL (redis:// or rediss://)")
-	cluster := config.String(fs, "redis-cluster", "REDIS_CLUSTER", "", "comma-separated Redis Cluster seed addresses; overrides -redis-url")
-	prefix := config.String(fs, "prefix", "VIGIL_PREFIX", "vigil", "key prefix")
+	common := config.Service(fs, ":7001", ":9001")
 	shards := config.Int(fs, "shards", "VIGIL_SHARDS", 16, "alarm queue shards (fixed per deployment)")
 	replay := config.Bool(fs, "replay", "VIGIL_REPLAY", false, "enable the replay-alarm RPC")
-	logFormat := config.String(fs, "log-format", "VIGIL_LOG_FORMAT", "json", "log format: json or text")
-	logLevel := config.String(fs, "log-level", "VIGIL_LOG_LEVEL", "info", "log level: debug, info, warn, error")
 	_ = fs.Parse(os.Args[1:])
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	err := service.Run(ctx, service.Options{
-		GRPCAddr:    *grpcAddr,
-		MetricsAddr: *metricsAddr,
-		Redis:       redisx.Config{URL: *redisURL, ClusterAddrs: redisx.ParseClusterAddrs(*cluster)},
-		Prefix:      *prefix,
-		Shards:      *shards,
-		Replay:      *replay,
-		Logger:      config.Logger(*logFormat, *logLevel),
-	}, nil)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "reservations:", err)
-		os.Exit(1)
-	}
+	config.Main("reservations", func(ctx context.Context) error {
+		return service.Run(ctx, service.Options{
+			GRPCAddr:    *common.GRPCAddr,
+			MetricsAddr: *common.MetricsAddr,
+			Redis:       common.Redis(),
+			Prefix:      *common.Prefix,
+			Shards:      *shards,
+			Replay:      *replay,
+			Logger:      common.Logger(),
+		}, nil)
+	})
 }

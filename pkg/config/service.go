@@ -1,0 +1,68 @@
+package config
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/vigil-dev/vigil/pkg/redisx"
+)
+
+// ServiceFlags are the settings every Vigil service shares, each a flag with an environment
+// variable (a container runs one service, so the names carry no service prefix).
+type ServiceFlags struct {
+	// GRPCAddr to listen on (-grpc-addr, VIGIL_GRPC_ADDR).
+	GRPCAddr *string
+	// MetricsAddr serves Prometheus metrics; empty for none (-metrics-addr, VIGIL_METRICS_ADDR).
+	MetricsAddr *string
+	// RedisURL is one Redis (-redis-url, REDIS_URL).
+	RedisURL *string
+	// RedisCluster is a comma-separated seed list; when set it wins (-redis-cluster, REDIS_CLUSTER).
+	RedisCluster *string
+	// Prefix starts every key (-prefix, VIGIL_PREFIX). Default "vigil".
+	Prefix *string
+	// LogFormat is json or text (-log-format, VIGIL_LOG_FORMAT). Default json.
+	LogFormat *string
+	// LogLevel is debug, info, warn or error (-log-level, VIGIL_LOG_LEVEL). Default info.
+	LogLevel *string
+}
+
+// Service defines the shared flags on fs with the service's default listen addresses.
+func Service(fs *flag.FlagSet, grpcAddr, metricsAddr string) ServiceFlags {
+	return ServiceFlags{
+		GRPCAddr:     String(fs, "grpc-addr", "VIGIL_GRPC_ADDR", grpcAddr, "gRPC listen address"),
+		MetricsAddr:  String(fs, "metrics-addr", "VIGIL_METRICS_ADDR", metricsAddr, "Prometheus metrics address; empty for none"),
+		RedisURL:     String(fs, "redis-url", "REDIS_URL", "redis://127.0.0.1:6379/0", "Redis URL (redis:// or rediss://)"),
+		RedisCluster: String(fs, "redis-cluster", "REDIS_CLUSTER", "", "comma-separated Redis Cluster seed addresses; overrides -redis-url"),
+		Prefix:       String(fs, "prefix", "VIGIL_PREFIX", "vigil", "key prefix"),
+		LogFormat:    String(fs, "log-format", "VIGIL_LOG_FORMAT", "json", "log format: json or text"),
+		LogLevel:     String(fs, "log-level", "VIGIL_LOG_LEVEL", "info", "log level: debug, info, warn, error"),
+	}
+}
+
+// Redis is the Redis the flags name: the cluster when a seed list is given, else the URL.
+func (f ServiceFlags) Redis() redisx.Config {
+	if addrs := redisx.ParseClusterAddrs(*f.RedisCluster); len(addrs) > 0 {
+		return redisx.Config{ClusterAddrs: addrs}
+	}
+	return redisx.Config{URL: *f.RedisURL}
+}
+
+// Logger is the process logger the flags ask for.
+func (f ServiceFlags) Logger() *slog.Logger { return Logger(*f.LogFormat, *f.LogLevel) }
+
+// Main runs a command until SIGINT or SIGTERM, then exits: 0 after a clean stop, 1 with the
+// error on stderr otherwise. It is the whole tail of every service's main.
+func Main(name string, run func(ctx context.Context) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(1)
+	}
+}
