@@ -3,14 +3,12 @@ package alarm
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
@@ -280,14 +278,21 @@ func (q *Queue) DeadLetters(ctx context.Context) ([]DeadLetter, error) {
 		if err != nil {
 			return nil, fmt.Errorf("list dead letters: %w", err)
 		}
-		for _, z := range ids {
-			id, _ := z.Member.(string)
-			d := DeadLetter{ID: id, Shard: shard, At: time.UnixMilli(int64(z.Score))}
-			raw, err := q.rdb.HGet(ctx, k.DeadInfo, id).Result()
-			if err != nil && !errors.Is(err, redis.Nil) {
-				return nil, fmt.Errorf("read dead letter %q: %w", id, err)
-			}
-			if raw != "" {
+		if len(ids) == 0 {
+			continue
+		}
+		members := make([]string, len(ids))
+		for i, z := range ids {
+			members[i], _ = z.Member.(string)
+		}
+		// One read for the shard's details, not one per dead letter.
+		infos, err := q.rdb.HMGet(ctx, k.DeadInfo, members...).Result()
+		if err != nil {
+			return nil, fmt.Errorf("read dead letters: %w", err)
+		}
+		for i, z := range ids {
+			d := DeadLetter{ID: members[i], Shard: shard, At: time.UnixMilli(int64(z.Score))}
+			if raw, ok := infos[i].(string); ok {
 				_ = json.Unmarshal([]byte(raw), &d)
 			}
 			out = append(out, d)
