@@ -11,7 +11,16 @@ require (
 	google.golang.org/grpc v1.85.0
 )
 
-require github.com/coder/websocket v1.8.15 // indirect
+require (
+	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
+	github.com/coder/websocket v1.8.15 // indirect
+	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.72.0 // indirect
+	go.opentelemetry.io/otel/exporters/otlp/otlptrace v1.47.0 // indirect
+	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc v1.47.0 // indirect
+	go.opentelemetry.io/otel/sdk v1.47.0 // indirect
+	go.opentelemetry.io/proto/otlp v1.11.0 // indirect
+	golang.org/x/time v0.16.0 // indirect
+)
 
 require (
 	dario.cat/mergo v1.0.2 // indirect
@@ -53,7 +62,7 @@ require (
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/opencontainers/image-spec v1.1.1 // indirect
 	github.com/power-devops/perfstat v0.0.0-20240221224432-82ca36839d55 // indirect
-	github.com/prometheus/client_golang v1.25.0 // indirect
+	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
@@ -80,7 +89,7 @@ require (
 	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20261026165753-2ffab32bce7e // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261019180522-ce908d29299b // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
+	google.golang.org/protobuf v1.36.12
 )
 
 replace github.com/vigil-dev/vigil/pkg => ../../pkg
@@ -88,3 +97,9 @@ replace github.com/vigil-dev/vigil/pkg => ../../pkg
 replace github.com/vigil-dev/vigil/gateway => ../../gateway
 
 replace github.com/vigil-dev/vigil/services/reservations => ../reservations
+
+replace github.com/vigil-dev/vigil/services/chat => ../chat
+
+replace github.com/vigil-dev/vigil/services/lobby => ../lobby
+
+replace github.com/vigil-dev/vigil/services/room => ../room
