@@ -17,7 +17,7 @@ PACKAGES := $(addprefix ./,$(addsuffix /...,$(MODULES)))
 # else whatever VIGIL_REDIS_IMAGE says, else the official image (see pkg/redistest).
 REDIS_IMAGE_LOCAL := vigil/redis:local
 
-.PHONY: all tools generate check-generated lint vet test test-short run redis-image bench images
+.PHONY: all tools generate check-generated lint vet test test-short run deps redis-image bench images
 
 all: generate lint test
 
@@ -48,12 +48,22 @@ lint: tools
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	go vet $(PACKAGES)
 
+# Debian packages the suite needs (redis-server for the local Redis image, chromium and ffmpeg
+# for the browser tests): installed when missing and possible (root with apt-get), else named.
+deps:
+	@missing=""; for c in redis-server:redis-server redis-cli:redis-tools chromium:chromium ffmpeg:ffmpeg; do \
+		command -v $${c%%:*} >/dev/null || missing="$$missing $${c##*:}"; done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "installing$$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+		else echo "make test needs these Debian packages:$$missing"; exit 1; fi; fi
+
 redis-image:
 	@if command -v redis-server >/dev/null && ! docker image inspect $(REDIS_IMAGE_LOCAL) >/dev/null 2>&1; then \
 		deploy/redis/build-image.sh $(REDIS_IMAGE_LOCAL); fi
 
 # The test suite: real Redis in containers (or VIGIL_TEST_REDIS_URL), real gRPC, real sockets.
-test: redis-image
+test: deps redis-image
 	@if [ -z "$$VIGIL_REDIS_IMAGE" ] && docker image inspect $(REDIS_IMAGE_LOCAL) >/dev/null 2>&1; then \
 		export VIGIL_REDIS_IMAGE=$(REDIS_IMAGE_LOCAL); fi; \
 	go test -count=1 -timeout 30m $(PACKAGES)
