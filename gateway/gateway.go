@@ -58,7 +58,7 @@ type Backends struct {
 	Locks        string
 	// Chat may list several replicas, comma-separated ("127.0.0.1:7003,127.0.0.1:7013"):
 	// calls are balanced round-robin, and a chat room whose stream breaks re-attaches to
-	// another (see backendTarget in chat.go).
+	// another (see backendTarget in chat.go). Every backend takes such a list.
 	Chat  string
 	Lobby string
 	Room  string

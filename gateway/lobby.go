@@ -21,7 +21,7 @@ import (
 func lobbyDomain(addr string) domain {
 	return domain{
 		name: "lobby",
-		addr: addr,
+		addr: backendTarget(addr),
 		rest: func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
 			return lobbyv1.RegisterLobbyServiceHandler(ctx, mux, conn)
 		},

@@ -15,7 +15,7 @@ import (
 func locksDomain(addr string) domain {
 	return domain{
 		name: "locks",
-		addr: addr,
+		addr: backendTarget(addr),
 		rest: func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
 			return locksv1.RegisterLockServiceHandler(ctx, mux, conn)
 		},

@@ -14,7 +14,7 @@ import (
 func reservationsDomain(addr string) domain {
 	return domain{
 		name: "reservations",
-		addr: addr,
+		addr: backendTarget(addr),
 		rest: func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
 			return reservationsv1.RegisterReservationServiceHandler(ctx, mux, conn)
 		},

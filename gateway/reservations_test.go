@@ -277,3 +277,29 @@ func TestOperationalRoutes(t *testing.T) {
 		return nil
 	})
 }
+
+// TestBackendListIsBalanced gives the gateway two reservations replicas as one backend: calls
+// reach both.
+func TestBackendListIsBalanced(t *testing.T) {
+	t.Parallel()
+	_, prefix := redistest.Client(t)
+	var logs [2]*logBuffer
+	var addrs []string
+	for i := range logs {
+		logs[i] = &logBuffer{}
+		svc := startReservations(t, service.Options{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix,
+			Logger: slog.New(slog.NewJSONHandler(logs[i], &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		addrs = append(addrs, svc.addr)
+	}
+	gw := startGateway(t, Backends{Reservations: strings.Join(addrs, ",")})
+	for i := range 20 {
+		if r := call(t, "GET", gw.URL+fmt.Sprintf("/reservations/hold-%d", i), ""); r.code != 200 {
+			t.Fatalf("GET = %d %s", r.code, r.raw)
+		}
+	}
+	for i, l := range logs {
+		if n := len(l.events(map[string]any{"event": "rpc", "grpc.method": "GetReservation"})); n == 0 {
+			t.Fatalf("replica %d served none of 20 calls: the backend list is not balanced", i)
+		}
+	}
+}
