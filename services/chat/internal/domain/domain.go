@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/vigil-dev/vigil/pkg/usererr"
 )
 
 // Limits of the chat contract (docs/API.md).
@@ -53,16 +55,8 @@ var (
 	ErrInvalid = errors.New("invalid input")
 )
 
-// UserError is an error with a sentence a person can act on.
-type UserError struct {
-	Kind error
-	Msg  string
-}
-
-func (e *UserError) Error() string { return e.Msg }
-
-// Unwrap lets errors.Is match the kind.
-func (e *UserError) Unwrap() error { return e.Kind }
+// UserError is an error with a sentence a person can act on (shared by every domain).
+type UserError = usererr.Error
 
 func invalid(format string, args ...any) error {
 	return &UserError{Kind: ErrInvalid, Msg: fmt.Sprintf(format, args...)}

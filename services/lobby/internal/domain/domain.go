@@ -14,6 +14,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/vigil-dev/vigil/pkg/usererr"
 )
 
 // Errors the transport maps to gRPC codes (in one function).
@@ -24,16 +26,8 @@ var (
 	ErrNotFound = errors.New("room not found")
 )
 
-// UserError is an error with a sentence a person can act on.
-type UserError struct {
-	Kind error
-	Msg  string
-}
-
-func (e *UserError) Error() string { return e.Msg }
-
-// Unwrap lets errors.Is find the kind.
-func (e *UserError) Unwrap() error { return e.Kind }
+// UserError is an error with a sentence a person can act on (shared by every domain).
+type UserError = usererr.Error
 
 func invalid(msg string) error { return &UserError{Kind: ErrInvalid, Msg: msg} }
 

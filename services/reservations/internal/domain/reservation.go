@@ -5,9 +5,10 @@ package domain
 
 import (
 	"errors"
-	"fmt"
 	"regexp"
 	"time"
+
+	"github.com/vigil-dev/vigil/pkg/usererr"
 )
 
 // Status is where a reservation is in its life.
@@ -40,20 +41,10 @@ var (
 	ErrReplayDisabled = errors.New("alarm replay disabled")
 )
 
-// UserError is an error with a sentence a person can act on.
-type UserError struct {
-	Kind error
-	Msg  string
-}
+// UserError is an error with a sentence a person can act on (shared by every domain).
+type UserError = usererr.Error
 
-func (e *UserError) Error() string { return e.Msg }
-
-// Unwrap lets errors.Is match the kind.
-func (e *UserError) Unwrap() error { return e.Kind }
-
-func userErr(kind error, format string, args ...any) error {
-	return &UserError{Kind: kind, Msg: fmt.Sprintf(format, args...)}
-}
+var userErr = usererr.New
 
 var idPattern = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{1,38}[a-z0-9])$`)
 

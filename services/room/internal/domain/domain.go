@@ -5,10 +5,11 @@ package domain
 
 import (
 	"errors"
-	"fmt"
 	"regexp"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/vigil-dev/vigil/pkg/usererr"
 )
 
 // Errors the transport maps to gRPC codes (in one function).
@@ -23,20 +24,10 @@ var (
 	ErrForbidden = errors.New("forbidden")
 )
 
-// UserError is an error with a sentence a person can act on.
-type UserError struct {
-	Kind error
-	Msg  string
-}
+// UserError is an error with a sentence a person can act on (shared by every domain).
+type UserError = usererr.Error
 
-func (e *UserError) Error() string { return e.Msg }
-
-// Unwrap lets errors.Is find the kind.
-func (e *UserError) Unwrap() error { return e.Kind }
-
-func userErr(kind error, format string, args ...any) error {
-	return &UserError{Kind: kind, Msg: fmt.Sprintf(format, args...)}
-}
+var userErr = usererr.New
 
 // NotFound is the error for a room that is not open.
 func NotFound(code string) error {
