@@ -1,9 +1,18 @@
 // Package usererr is the one error type Vigil's domains return for failures a person can fix:
-// a kind that callers match with errors.Is (and transports map to a gRPC code), and a sentence
-// that is safe to show the end user.
+// a kind that callers match with errors.Is, a sentence that is safe to show the end user, and
+// the one mapping from those kinds to gRPC status codes (Status) that every service's
+// transport uses.
 package usererr
 
-import "fmt"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
 
 // Error is an error with a sentence a person can act on.
 type Error struct {
@@ -21,4 +30,80 @@ func (e *Error) Unwrap() error { return e.Kind }
 // New is an *Error of kind with a formatted sentence.
 func New(kind error, format string, args ...any) error {
 	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...)}
+}
+
+// The kinds every domain shares. A domain may alias them (domain.ErrInvalid = usererr.ErrInvalid)
+// or wrap them in a sentinel of its own with fmt.Errorf("...: %w", usererr.ErrConflict).
+var (
+	// ErrInvalid is bad input: InvalidArgument.
+	ErrInvalid = errors.New("invalid input")
+	// ErrNotFound is a named object that does not exist: NotFound.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict is a transition the object's state forbids: FailedPrecondition.
+	ErrConflict = errors.New("state conflict")
+	// ErrExists is a create of something that already exists: AlreadyExists.
+	ErrExists = errors.New("already exists")
+	// ErrExhausted is a limit that was hit; trying later may work: ResourceExhausted.
+	ErrExhausted = errors.New("limit reached")
+	// ErrDenied is a caller without the right to do this: PermissionDenied.
+	ErrDenied = errors.New("permission denied")
+	// ErrUnavailable is a dependency or replica that cannot serve now: Unavailable.
+	ErrUnavailable = errors.New("unavailable")
+)
+
+// Invalid is an ErrInvalid with a formatted sentence.
+func Invalid(format string, args ...any) error { return New(ErrInvalid, format, args...) }
+
+// Code is the gRPC code for err's kind, and false when err has none of the shared kinds.
+func Code(err error) (codes.Code, bool) {
+	switch {
+	case errors.Is(err, ErrInvalid):
+		return codes.InvalidArgument, true
+	case errors.Is(err, ErrNotFound):
+		return codes.NotFound, true
+	case errors.Is(err, ErrConflict):
+		return codes.FailedPrecondition, true
+	case errors.Is(err, ErrExists):
+		return codes.AlreadyExists, true
+	case errors.Is(err, ErrExhausted):
+		return codes.ResourceExhausted, true
+	case errors.Is(err, ErrDenied):
+		return codes.PermissionDenied, true
+	case errors.Is(err, ErrUnavailable):
+		return codes.Unavailable, true
+	case errors.Is(err, context.Canceled):
+		return codes.Canceled, true
+	case errors.Is(err, context.DeadlineExceeded):
+		return codes.DeadlineExceeded, true
+	}
+	return codes.Unknown, false
+}
+
+// Status maps err to a gRPC status error for a client. An *Error keeps its sentence; a
+// cancelled or timed-out call says so; an error already carrying a status passes through;
+// anything else is an internal failure: it is logged on log with the event "store_error" and
+// the client reads only "the <store> is unavailable; try again" (store is e.g. "locks store").
+func Status(ctx context.Context, log *slog.Logger, store string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if code, ok := Code(err); ok {
+		var ue *Error
+		switch {
+		case errors.As(err, &ue):
+			return status.Error(code, ue.Msg)
+		case code == codes.Canceled:
+			return status.Error(code, "request cancelled")
+		case code == codes.DeadlineExceeded:
+			return status.Error(code, "request timed out")
+		}
+		return status.Error(code, err.Error())
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	if log != nil {
+		log.ErrorContext(ctx, store+" failed", "event", "store_error", "err", err)
+	}
+	return status.Errorf(codes.Unavailable, "the %s is unavailable; try again", store)
 }
