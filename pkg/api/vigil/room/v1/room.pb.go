@@ -80,8 +80,12 @@ type Hello struct {
 	// Identifies the viewer's device: two sessions with one client id are one viewer.
 	// 1 through 64 printable characters.
 	ClientId string `protobuf:"bytes,3,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
-	// Required for ROLE_LEADER.
-	LeaderToken   string `protobuf:"bytes,4,opt,name=leader_token,json=leaderToken,proto3" json:"leader_token,omitempty"`
+	// Required for ROLE_LEADER (a re-attach checks it again).
+	LeaderToken string `protobuf:"bytes,4,opt,name=leader_token,json=leaderToken,proto3" json:"leader_token,omitempty"`
+	// Optional. The session id, chosen by the caller: 1 through 64 characters of [A-Za-z0-9_-].
+	// Empty: the service picks one. The id of a session open in the room with the same role and
+	// client id re-attaches to it; one open with another role or client id is INVALID_ARGUMENT.
+	SessionId     string `protobuf:"bytes,5,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -140,6 +144,13 @@ func (x *Hello) GetClientId() string {
 func (x *Hello) GetLeaderToken() string {
 	if x != nil {
 		return x.LeaderToken
+	}
+	return ""
+}
+
+func (x *Hello) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
 	}
 	return ""
 }
@@ -269,6 +280,8 @@ type State struct {
 	Video         *Video          `protobuf:"bytes,4,opt,name=video,proto3" json:"video,omitempty"`
 	Viewers       int32           `protobuf:"varint,5,opt,name=viewers,proto3" json:"viewers,omitempty"`
 	LeaderPresent bool            `protobuf:"varint,6,opt,name=leader_present,json=leaderPresent,proto3" json:"leader_present,omitempty"`
+	// True when the Hello re-attached to a session that was already open (nothing was counted).
+	Resumed       bool `protobuf:"varint,7,opt,name=resumed,proto3" json:"resumed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -341,6 +354,13 @@ func (x *State) GetViewers() int32 {
 func (x *State) GetLeaderPresent() bool {
 	if x != nil {
 		return x.LeaderPresent
+	}
+	return false
+}
+
+func (x *State) GetResumed() bool {
+	if x != nil {
+		return x.Resumed
 	}
 	return false
 }
@@ -632,8 +652,10 @@ func (x *Occupancy) GetLeaderPresent() bool {
 
 // Error refuses one frame; the session stays open.
 type Error struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Message       string                 `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Message string                 `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	// The refused control frame's ref (0 when it had none).
+	Ref           int64 `protobuf:"varint,2,opt,name=ref,proto3" json:"ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -675,6 +697,67 @@ func (x *Error) GetMessage() string {
 	return ""
 }
 
+func (x *Error) GetRef() int64 {
+	if x != nil {
+		return x.Ref
+	}
+	return 0
+}
+
+// Ack answers a control frame that carried a ref: it was applied, or it is a repeat of one
+// already applied (re-sent after a re-attach) and was not applied again.
+type Ack struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ref           int64                  `protobuf:"varint,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	Repeat        bool                   `protobuf:"varint,2,opt,name=repeat,proto3" json:"repeat,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Ack) Reset() {
+	*x = Ack{}
+	mi := &file_vigil_room_v1_room_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Ack) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Ack) ProtoMessage() {}
+
+func (x *Ack) ProtoReflect() protoreflect.Message {
+	mi := &file_vigil_room_v1_room_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Ack.ProtoReflect.Descriptor instead.
+func (*Ack) Descriptor() ([]byte, []int) {
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *Ack) GetRef() int64 {
+	if x != nil {
+		return x.Ref
+	}
+	return 0
+}
+
+func (x *Ack) GetRepeat() bool {
+	if x != nil {
+		return x.Repeat
+	}
+	return false
+}
+
 // Ended says the room closed; the stream ends after it.
 type Ended struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -686,7 +769,7 @@ type Ended struct {
 
 func (x *Ended) Reset() {
 	*x = Ended{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[10]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -698,7 +781,7 @@ func (x *Ended) String() string {
 func (*Ended) ProtoMessage() {}
 
 func (x *Ended) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[10]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -711,7 +794,7 @@ func (x *Ended) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ended.ProtoReflect.Descriptor instead.
 func (*Ended) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{10}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Ended) GetReason() string {
@@ -731,14 +814,16 @@ type JoinRequest struct {
 	//	*JoinRequest_Formation
 	//	*JoinRequest_Mark
 	//	*JoinRequest_Reload
-	Frame         isJoinRequest_Frame `protobuf_oneof:"frame"`
+	Frame isJoinRequest_Frame `protobuf_oneof:"frame"`
+	// A control frame's ref: 1 through 2^53-1, increasing per session; 0 (none) gets no Ack.
+	Ref           int64 `protobuf:"varint,6,opt,name=ref,proto3" json:"ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[11]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -750,7 +835,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[11]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -763,7 +848,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{11}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *JoinRequest) GetFrame() isJoinRequest_Frame {
@@ -818,6 +903,13 @@ func (x *JoinRequest) GetReload() *Reload {
 	return nil
 }
 
+func (x *JoinRequest) GetRef() int64 {
+	if x != nil {
+		return x.Ref
+	}
+	return 0
+}
+
 type isJoinRequest_Frame interface {
 	isJoinRequest_Frame()
 }
@@ -865,6 +957,7 @@ type JoinResponse struct {
 	//	*JoinResponse_Occupancy
 	//	*JoinResponse_Error
 	//	*JoinResponse_Ended
+	//	*JoinResponse_Ack
 	Frame         isJoinResponse_Frame `protobuf_oneof:"frame"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -872,7 +965,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[12]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -884,7 +977,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[12]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -897,7 +990,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{12}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *JoinResponse) GetFrame() isJoinResponse_Frame {
@@ -979,6 +1072,15 @@ func (x *JoinResponse) GetEnded() *Ended {
 	return nil
 }
 
+func (x *JoinResponse) GetAck() *Ack {
+	if x != nil {
+		if x, ok := x.Frame.(*JoinResponse_Ack); ok {
+			return x.Ack
+		}
+	}
+	return nil
+}
+
 type isJoinResponse_Frame interface {
 	isJoinResponse_Frame()
 }
@@ -1015,6 +1117,10 @@ type JoinResponse_Ended struct {
 	Ended *Ended `protobuf:"bytes,8,opt,name=ended,proto3,oneof"`
 }
 
+type JoinResponse_Ack struct {
+	Ack *Ack `protobuf:"bytes,9,opt,name=ack,proto3,oneof"`
+}
+
 func (*JoinResponse_State) isJoinResponse_Frame() {}
 
 func (*JoinResponse_Sync) isJoinResponse_Frame() {}
@@ -1031,6 +1137,8 @@ func (*JoinResponse_Error) isJoinResponse_Frame() {}
 
 func (*JoinResponse_Ended) isJoinResponse_Frame() {}
 
+func (*JoinResponse_Ack) isJoinResponse_Frame() {}
+
 // EndRoomRequest names the room; the token may instead come as metadata.
 type EndRoomRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1042,7 +1150,7 @@ type EndRoomRequest struct {
 
 func (x *EndRoomRequest) Reset() {
 	*x = EndRoomRequest{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[13]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1054,7 +1162,7 @@ func (x *EndRoomRequest) String() string {
 func (*EndRoomRequest) ProtoMessage() {}
 
 func (x *EndRoomRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[13]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1067,7 +1175,7 @@ func (x *EndRoomRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndRoomRequest.ProtoReflect.Descriptor instead.
 func (*EndRoomRequest) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{13}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *EndRoomRequest) GetCode() string {
@@ -1093,7 +1201,7 @@ type EndRoomResponse struct {
 
 func (x *EndRoomResponse) Reset() {
 	*x = EndRoomResponse{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[14]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1105,7 +1213,7 @@ func (x *EndRoomResponse) String() string {
 func (*EndRoomResponse) ProtoMessage() {}
 
 func (x *EndRoomResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[14]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1118,19 +1226,21 @@ func (x *EndRoomResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndRoomResponse.ProtoReflect.Descriptor instead.
 func (*EndRoomResponse) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{14}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{15}
 }
 
 var File_vigil_room_v1_room_proto protoreflect.FileDescriptor
 
 const file_vigil_room_v1_room_proto_rawDesc = "" +
 	"\n" +
-	"\x18vigil/room/v1/room.proto\x12\rvigil.room.v1\x1a\x1cgoogle/protobuf/struct.proto\"\x84\x01\n" +
+	"\x18vigil/room/v1/room.proto\x12\rvigil.room.v1\x1a\x1cgoogle/protobuf/struct.proto\"\xa3\x01\n" +
 	"\x05Hello\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12'\n" +
 	"\x04role\x18\x02 \x01(\x0e2\x13.vigil.room.v1.RoleR\x04role\x12\x1b\n" +
 	"\tclient_id\x18\x03 \x01(\tR\bclientId\x12!\n" +
-	"\fleader_token\x18\x04 \x01(\tR\vleaderToken\">\n" +
+	"\fleader_token\x18\x04 \x01(\tR\vleaderToken\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x05 \x01(\tR\tsessionId\">\n" +
 	"\x05Video\x12\x14\n" +
 	"\x05title\x18\x01 \x01(\tR\x05title\x12\x1f\n" +
 	"\vduration_ms\x18\x02 \x01(\x03R\n" +
@@ -1139,14 +1249,15 @@ const file_vigil_room_v1_room_proto_rawDesc = "" +
 	"\aplaying\x18\x01 \x01(\bR\aplaying\x12\x1f\n" +
 	"\vposition_ms\x18\x02 \x01(\x03R\n" +
 	"positionMs\x12\x0e\n" +
-	"\x02at\x18\x03 \x01(\x03R\x02at\"\x8a\x02\n" +
+	"\x02at\x18\x03 \x01(\x03R\x02at\"\xa4\x02\n" +
 	"\x05State\x123\n" +
 	"\bplayback\x18\x01 \x01(\v2\x17.vigil.room.v1.PlaybackR\bplayback\x124\n" +
 	"\tformation\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\tformation\x12)\n" +
 	"\x05marks\x18\x03 \x03(\v2\x13.vigil.room.v1.MarkR\x05marks\x12*\n" +
 	"\x05video\x18\x04 \x01(\v2\x14.vigil.room.v1.VideoR\x05video\x12\x18\n" +
 	"\aviewers\x18\x05 \x01(\x05R\aviewers\x12%\n" +
-	"\x0eleader_present\x18\x06 \x01(\bR\rleaderPresent\"Q\n" +
+	"\x0eleader_present\x18\x06 \x01(\bR\rleaderPresent\x12\x18\n" +
+	"\aresumed\x18\a \x01(\bR\aresumed\"Q\n" +
 	"\x04Sync\x12\x18\n" +
 	"\aplaying\x18\x01 \x01(\bR\aplaying\x12\x1f\n" +
 	"\vposition_ms\x18\x02 \x01(\x03R\n" +
@@ -1166,18 +1277,23 @@ const file_vigil_room_v1_room_proto_rawDesc = "" +
 	"\x06_video\"L\n" +
 	"\tOccupancy\x12\x18\n" +
 	"\aviewers\x18\x01 \x01(\x05R\aviewers\x12%\n" +
-	"\x0eleader_present\x18\x02 \x01(\bR\rleaderPresent\"!\n" +
+	"\x0eleader_present\x18\x02 \x01(\bR\rleaderPresent\"3\n" +
 	"\x05Error\x12\x18\n" +
-	"\amessage\x18\x01 \x01(\tR\amessage\"\x1f\n" +
+	"\amessage\x18\x01 \x01(\tR\amessage\x12\x10\n" +
+	"\x03ref\x18\x02 \x01(\x03R\x03ref\"/\n" +
+	"\x03Ack\x12\x10\n" +
+	"\x03ref\x18\x01 \x01(\x03R\x03ref\x12\x16\n" +
+	"\x06repeat\x18\x02 \x01(\bR\x06repeat\"\x1f\n" +
 	"\x05Ended\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\x85\x02\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\x97\x02\n" +
 	"\vJoinRequest\x12,\n" +
 	"\x05hello\x18\x01 \x01(\v2\x14.vigil.room.v1.HelloH\x00R\x05hello\x12)\n" +
 	"\x04sync\x18\x02 \x01(\v2\x13.vigil.room.v1.SyncH\x00R\x04sync\x128\n" +
 	"\tformation\x18\x03 \x01(\v2\x18.vigil.room.v1.FormationH\x00R\tformation\x12)\n" +
 	"\x04mark\x18\x04 \x01(\v2\x13.vigil.room.v1.MarkH\x00R\x04mark\x12/\n" +
-	"\x06reload\x18\x05 \x01(\v2\x15.vigil.room.v1.ReloadH\x00R\x06reloadB\a\n" +
-	"\x05frame\"\x9c\x03\n" +
+	"\x06reload\x18\x05 \x01(\v2\x15.vigil.room.v1.ReloadH\x00R\x06reload\x12\x10\n" +
+	"\x03ref\x18\x06 \x01(\x03R\x03refB\a\n" +
+	"\x05frame\"\xc4\x03\n" +
 	"\fJoinResponse\x12,\n" +
 	"\x05state\x18\x01 \x01(\v2\x14.vigil.room.v1.StateH\x00R\x05state\x12)\n" +
 	"\x04sync\x18\x02 \x01(\v2\x13.vigil.room.v1.SyncH\x00R\x04sync\x128\n" +
@@ -1186,7 +1302,8 @@ const file_vigil_room_v1_room_proto_rawDesc = "" +
 	"\x06reload\x18\x05 \x01(\v2\x15.vigil.room.v1.ReloadH\x00R\x06reload\x128\n" +
 	"\toccupancy\x18\x06 \x01(\v2\x18.vigil.room.v1.OccupancyH\x00R\toccupancy\x12,\n" +
 	"\x05error\x18\a \x01(\v2\x14.vigil.room.v1.ErrorH\x00R\x05error\x12,\n" +
-	"\x05ended\x18\b \x01(\v2\x14.vigil.room.v1.EndedH\x00R\x05endedB\a\n" +
+	"\x05ended\x18\b \x01(\v2\x14.vigil.room.v1.EndedH\x00R\x05ended\x12&\n" +
+	"\x03ack\x18\t \x01(\v2\x12.vigil.room.v1.AckH\x00R\x03ackB\a\n" +
 	"\x05frame\"G\n" +
 	"\x0eEndRoomRequest\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12!\n" +
@@ -1213,7 +1330,7 @@ func file_vigil_room_v1_room_proto_rawDescGZIP() []byte {
 }
 
 var file_vigil_room_v1_room_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_vigil_room_v1_room_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_vigil_room_v1_room_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_vigil_room_v1_room_proto_goTypes = []any{
 	(Role)(0),               // 0: vigil.room.v1.Role
 	(*Hello)(nil),           // 1: vigil.room.v1.Hello
@@ -1226,20 +1343,21 @@ var file_vigil_room_v1_room_proto_goTypes = []any{
 	(*Reload)(nil),          // 8: vigil.room.v1.Reload
 	(*Occupancy)(nil),       // 9: vigil.room.v1.Occupancy
 	(*Error)(nil),           // 10: vigil.room.v1.Error
-	(*Ended)(nil),           // 11: vigil.room.v1.Ended
-	(*JoinRequest)(nil),     // 12: vigil.room.v1.JoinRequest
-	(*JoinResponse)(nil),    // 13: vigil.room.v1.JoinResponse
-	(*EndRoomRequest)(nil),  // 14: vigil.room.v1.EndRoomRequest
-	(*EndRoomResponse)(nil), // 15: vigil.room.v1.EndRoomResponse
-	(*structpb.Value)(nil),  // 16: google.protobuf.Value
+	(*Ack)(nil),             // 11: vigil.room.v1.Ack
+	(*Ended)(nil),           // 12: vigil.room.v1.Ended
+	(*JoinRequest)(nil),     // 13: vigil.room.v1.JoinRequest
+	(*JoinResponse)(nil),    // 14: vigil.room.v1.JoinResponse
+	(*EndRoomRequest)(nil),  // 15: vigil.room.v1.EndRoomRequest
+	(*EndRoomResponse)(nil), // 16: vigil.room.v1.EndRoomResponse
+	(*structpb.Value)(nil),  // 17: google.protobuf.Value
 }
 var file_vigil_room_v1_room_proto_depIdxs = []int32{
 	0,  // 0: vigil.room.v1.Hello.role:type_name -> vigil.room.v1.Role
 	3,  // 1: vigil.room.v1.State.playback:type_name -> vigil.room.v1.Playback
-	16, // 2: vigil.room.v1.State.formation:type_name -> google.protobuf.Value
+	17, // 2: vigil.room.v1.State.formation:type_name -> google.protobuf.Value
 	7,  // 3: vigil.room.v1.State.marks:type_name -> vigil.room.v1.Mark
 	2,  // 4: vigil.room.v1.State.video:type_name -> vigil.room.v1.Video
-	16, // 5: vigil.room.v1.Formation.formation:type_name -> google.protobuf.Value
+	17, // 5: vigil.room.v1.Formation.formation:type_name -> google.protobuf.Value
 	2,  // 6: vigil.room.v1.Reload.video:type_name -> vigil.room.v1.Video
 	1,  // 7: vigil.room.v1.JoinRequest.hello:type_name -> vigil.room.v1.Hello
 	5,  // 8: vigil.room.v1.JoinRequest.sync:type_name -> vigil.room.v1.Sync
@@ -1253,16 +1371,17 @@ var file_vigil_room_v1_room_proto_depIdxs = []int32{
 	8,  // 16: vigil.room.v1.JoinResponse.reload:type_name -> vigil.room.v1.Reload
 	9,  // 17: vigil.room.v1.JoinResponse.occupancy:type_name -> vigil.room.v1.Occupancy
 	10, // 18: vigil.room.v1.JoinResponse.error:type_name -> vigil.room.v1.Error
-	11, // 19: vigil.room.v1.JoinResponse.ended:type_name -> vigil.room.v1.Ended
-	12, // 20: vigil.room.v1.RoomService.Join:input_type -> vigil.room.v1.JoinRequest
-	14, // 21: vigil.room.v1.RoomService.EndRoom:input_type -> vigil.room.v1.EndRoomRequest
-	13, // 22: vigil.room.v1.RoomService.Join:output_type -> vigil.room.v1.JoinResponse
-	15, // 23: vigil.room.v1.RoomService.EndRoom:output_type -> vigil.room.v1.EndRoomResponse
-	22, // [22:24] is the sub-list for method output_type
-	20, // [20:22] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	12, // 19: vigil.room.v1.JoinResponse.ended:type_name -> vigil.room.v1.Ended
+	11, // 20: vigil.room.v1.JoinResponse.ack:type_name -> vigil.room.v1.Ack
+	13, // 21: vigil.room.v1.RoomService.Join:input_type -> vigil.room.v1.JoinRequest
+	15, // 22: vigil.room.v1.RoomService.EndRoom:input_type -> vigil.room.v1.EndRoomRequest
+	14, // 23: vigil.room.v1.RoomService.Join:output_type -> vigil.room.v1.JoinResponse
+	16, // 24: vigil.room.v1.RoomService.EndRoom:output_type -> vigil.room.v1.EndRoomResponse
+	23, // [23:25] is the sub-list for method output_type
+	21, // [21:23] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_vigil_room_v1_room_proto_init() }
@@ -1271,14 +1390,14 @@ func file_vigil_room_v1_room_proto_init() {
 		return
 	}
 	file_vigil_room_v1_room_proto_msgTypes[7].OneofWrappers = []any{}
-	file_vigil_room_v1_room_proto_msgTypes[11].OneofWrappers = []any{
+	file_vigil_room_v1_room_proto_msgTypes[12].OneofWrappers = []any{
 		(*JoinRequest_Hello)(nil),
 		(*JoinRequest_Sync)(nil),
 		(*JoinRequest_Formation)(nil),
 		(*JoinRequest_Mark)(nil),
 		(*JoinRequest_Reload)(nil),
 	}
-	file_vigil_room_v1_room_proto_msgTypes[12].OneofWrappers = []any{
+	file_vigil_room_v1_room_proto_msgTypes[13].OneofWrappers = []any{
 		(*JoinResponse_State)(nil),
 		(*JoinResponse_Sync)(nil),
 		(*JoinResponse_Formation)(nil),
@@ -1287,6 +1406,7 @@ func file_vigil_room_v1_room_proto_init() {
 		(*JoinResponse_Occupancy)(nil),
 		(*JoinResponse_Error)(nil),
 		(*JoinResponse_Ended)(nil),
+		(*JoinResponse_Ack)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1294,7 +1414,7 @@ func file_vigil_room_v1_room_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_vigil_room_v1_room_proto_rawDesc), len(file_vigil_room_v1_room_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   15,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
