@@ -195,9 +195,9 @@ type benchExpiryHandler struct {
 
 // newBenchExpiryHandler expects the objects idPrefix+0 .. idPrefix+(want-1).
 func newBenchExpiryHandler(rdb redis.UniversalClient, q *alarm.Queue, want int, mode string) *benchExpiryHandler {
-	h := &benchExpiryHandler{rdb: rdb, q: q, script: redisx.NewScript(benchExpireLua), seen: make([]atomic.Bool, want), done: make(chan struct{})}
+	h := &benchExpiryHandler{rdb: rdb, q: q, script: redisx.NewScript("bench_expire.lua", benchExpireLua), seen: make([]atomic.Bool, want), done: make(chan struct{})}
 	if mode == "batched" {
-		h.batchScript = redisx.NewScript(benchExpireBatchLua)
+		h.batchScript = redisx.NewScript("bench_expire_batch.lua", benchExpireBatchLua)
 	}
 	return h
 }

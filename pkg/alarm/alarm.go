@@ -165,11 +165,11 @@ func New(rdb redis.UniversalClient, o Options) (*Queue, error) {
 	q := &Queue{
 		rdb:     rdb,
 		o:       o,
-		claim:   redisx.NewScript(claimLua),
-		ack:     redisx.NewScript(ackLua),
-		retry:   redisx.NewScript(retryLua),
-		revive:  redisx.NewScript(reviveLua),
-		set:     redisx.NewScript(setLua),
+		claim:   redisx.NewScript("claim.lua", claimLua),
+		ack:     redisx.NewScript("ack.lua", ackLua),
+		retry:   redisx.NewScript("retry.lua", retryLua),
+		revive:  redisx.NewScript("revive.lua", reviveLua),
+		set:     redisx.NewScript("set.lua", setLua),
 		metrics: metricsFor(o.Namespace),
 	}
 	q.scripts = []*redisx.Script{q.claim, q.ack, q.retry, q.revive, q.set}

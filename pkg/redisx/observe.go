@@ -5,7 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
-	"strings"
+	"fmt"
 	"sync"
 	"time"
 
@@ -22,28 +22,30 @@ import (
 // operators watch) and, while tracing is on, gives every command and pipeline a span under the
 // caller's, named after the script it runs. Plain commands cost nothing extra with tracing off.
 
-var (
-	scriptSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+// scriptNames maps a script's SHA-1 (hex) to the name NewScript gave it.
+var scriptNames sync.Map
+
+// scriptHistogram is the script-latency histogram registered on reg (nil: the default
+// registerer). A second client registering on the same reg gets the first one's histogram.
+func scriptHistogram(reg prometheus.Registerer) (*prometheus.HistogramVec, error) {
+	if reg == nil {
+		reg = prometheus.DefaultRegisterer
+	}
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "vigil_redis_script_duration_seconds",
 		Help:    "Time from sending a Lua script to its answer, by script; a script sent in a pipeline counts the whole pipeline.",
 		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
 	}, []string{"script"})
-	// scriptNames maps a script's SHA-1 (hex) to its name.
-	scriptNames sync.Map
-)
-
-func init() { prometheus.MustRegister(scriptSeconds) }
-
-// nameScript remembers a script's name: the file named by its header's first line ("-- ack.lua:
-// ..." is "ack.lua"), else the start of its SHA-1.
-func nameScript(src, sha string) {
-	name := "sha:" + sha[:min(8, len(sha))]
-	if line, _, _ := strings.Cut(src, "\n"); strings.HasPrefix(line, "--") {
-		if n, _, ok := strings.Cut(strings.TrimSpace(strings.TrimPrefix(line, "--")), ":"); ok && strings.HasSuffix(n, ".lua") && !strings.ContainsAny(n, " \t") {
-			name = n
+	if err := reg.Register(h); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(*prometheus.HistogramVec); ok {
+				return existing, nil
+			}
 		}
+		return nil, fmt.Errorf("redis metrics: %w", err)
 	}
-	scriptNames.Store(sha, name)
+	return h, nil
 }
 
 // scriptOf is the name of the script cmd runs, or "" when cmd runs none.
@@ -69,13 +71,15 @@ func scriptOf(cmd redis.Cmder) string {
 	return "sha:" + sha[:min(8, len(sha))]
 }
 
-type observeHook struct{}
+type observeHook struct {
+	seconds *prometheus.HistogramVec
+}
 
 var _ redis.Hook = observeHook{}
 
 func (observeHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-func (observeHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (h observeHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		script := scriptOf(cmd)
 		traced := tracing.Enabled()
@@ -94,7 +98,7 @@ func (observeHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		err := next(ctx, cmd)
 		if script != "" {
-			scriptSeconds.WithLabelValues(script).Observe(time.Since(start).Seconds())
+			h.seconds.WithLabelValues(script).Observe(time.Since(start).Seconds())
 		}
 		if span != nil {
 			endSpan(span, err)
@@ -103,7 +107,7 @@ func (observeHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-func (observeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (h observeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		var scripts []string
 		for _, c := range cmds {
@@ -125,7 +129,7 @@ func (observeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 		err := next(ctx, cmds)
 		took := time.Since(start).Seconds()
 		for _, s := range scripts {
-			scriptSeconds.WithLabelValues(s).Observe(took)
+			h.seconds.WithLabelValues(s).Observe(took)
 		}
 		if span != nil {
 			endSpan(span, err)

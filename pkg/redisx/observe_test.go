@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vigil-dev/vigil/pkg/redistest"
@@ -14,42 +12,46 @@ import (
 
 func TestScriptNames(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct{ src, want string }{
-		{"-- ack.lua: remove handled alarms\nreturn 1", "ack.lua"},
-		{"--   set.lua:   spaces\nreturn 2", "set.lua"},
-		{"-- no file named here\nreturn 3", "sha:"},
-		{"return 4", "sha:"},
+	named := NewScript("ack.lua", "return 1 -- TestScriptNames")
+	if named.Name() != "ack.lua" {
+		t.Errorf("Name() = %q, want ack.lua", named.Name())
+	}
+	src := "return 2 -- TestScriptNames"
+	NewScript("set.lua", src)
+	for _, c := range []struct {
+		cmd  *redis.Cmd
+		want string
+	}{
+		{redis.NewCmd(context.Background(), "evalsha", named.s.Hash(), 0), "ack.lua"},
+		{redis.NewCmd(context.Background(), "eval", src, 0), "set.lua"},
+		{redis.NewCmd(context.Background(), "eval", "return 3 -- never named", 0), "sha:"},
+		{redis.NewCmd(context.Background(), "get", "k"), ""},
 	} {
-		s := NewScript(c.src)
-		got := scriptOf(redis.NewCmd(context.Background(), "evalsha", s.s.Hash(), 0))
+		got := scriptOf(c.cmd)
 		if c.want == "sha:" {
-			if got != "sha:"+s.s.Hash()[:8] {
-				t.Errorf("name of %q = %q, want sha:%s", c.src, got, s.s.Hash()[:8])
+			if len(got) != len("sha:")+8 || got[:4] != "sha:" {
+				t.Errorf("name of %v = %q, want sha: and 8 hex digits", c.cmd.Args(), got)
 			}
 		} else if got != c.want {
-			t.Errorf("name of %q = %q, want %q", c.src, got, c.want)
+			t.Errorf("name of %v = %q, want %q", c.cmd.Args(), got, c.want)
 		}
-		if eval := scriptOf(redis.NewCmd(context.Background(), "eval", c.src, 0)); eval != got {
-			t.Errorf("EVAL of %q is named %q, EVALSHA %q; want the same", c.src, eval, got)
-		}
-	}
-	if got := scriptOf(redis.NewCmd(context.Background(), "get", "k")); got != "" {
-		t.Errorf("GET is named %q, want no script", got)
 	}
 }
 
 // TestScriptLatencyIsTimed runs a script alone and in a pipeline on a client from Open: each
-// run is one observation of vigil_redis_script_duration_seconds under the script's file name.
+// run is one observation of vigil_redis_script_duration_seconds, on the Registerer the client
+// was given, under the script's name.
 func TestScriptLatencyIsTimed(t *testing.T) {
 	t.Parallel()
-	rdb, err := Open(context.Background(), Config{URL: redistest.URL(t)})
+	reg := prometheus.NewRegistry()
+	rdb, err := Open(context.Background(), Config{URL: redistest.URL(t), Metrics: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rdb.Close()
 	prefix := redistest.Prefix(t)
 	name := "observe-" + prefix + ".lua"
-	s := NewScript("-- " + name + ": counts\nreturn redis.call('INCR', KEYS[1])")
+	s := NewScript(name, "return redis.call('INCR', KEYS[1]) -- "+prefix)
 	ctx := context.Background()
 	if err := s.Load(ctx, rdb); err != nil { // so no run meets NOSCRIPT and runs twice
 		t.Fatal(err)
@@ -63,18 +65,30 @@ func TestScriptLatencyIsTimed(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if n := testutil.CollectAndCount(scriptSeconds, "vigil_redis_script_duration_seconds"); n == 0 {
-		t.Fatal("no vigil_redis_script_duration_seconds series")
-	}
-	h, err := scriptSeconds.GetMetricWithLabelValues(name)
+	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m dto.Metric
-	if err := h.(prometheus.Metric).Write(&m); err != nil {
-		t.Fatal(err)
+	var count uint64
+	for _, mf := range mfs {
+		if mf.GetName() != "vigil_redis_script_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "script" && l.GetValue() == name {
+					count = m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
 	}
-	if c := m.GetHistogram().GetSampleCount(); c != 3 {
-		t.Fatalf("%s was timed %d times, want 3 (one run, two in a pipeline)", name, c)
+	if count != 3 {
+		t.Fatalf("%s was timed %d times on the client's registry, want 3 (one run, two in a pipeline)", name, count)
 	}
+	// A second client on the same Registerer shares the histogram instead of failing.
+	again, err := Open(context.Background(), Config{URL: redistest.URL(t), Metrics: reg})
+	if err != nil {
+		t.Fatalf("second Open on one Registerer: %v", err)
+	}
+	_ = again.Close()
 }

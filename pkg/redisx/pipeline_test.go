@@ -16,8 +16,8 @@ func TestPipelinedResendsOnlyNoScript(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := redistest.Universal(t)
 	ctx := context.Background()
-	loaded := NewScript("return redis.call('INCR', KEYS[1])")
-	unseen := NewScript("return redis.call('INCRBY', KEYS[1], 10) -- " + prefix)
+	loaded := NewScript("loaded.lua", "return redis.call('INCR', KEYS[1])")
+	unseen := NewScript("unseen.lua", "return redis.call('INCRBY', KEYS[1], 10) -- "+prefix)
 	if err := loaded.Load(ctx, rdb); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -34,6 +35,9 @@ type Config struct {
 	// read_timeout, write_timeout, pool_timeout and max_retries parameters win. Default: env
 	// VIGIL_REDIS_TIMEOUT (a Go duration), else DefaultTimeout.
 	Timeout time.Duration
+	// Metrics is where the client registers vigil_redis_script_duration_seconds (every client
+	// registering on one Registerer shares one histogram). Default: prometheus.DefaultRegisterer.
+	Metrics prometheus.Registerer
 	// ClusterRefresh is how often a cluster client in use re-reads the slot map; it is how the
 	// client finds the replica that took over a failed master (a refused connection does not
 	// make go-redis look). Default DefaultClusterRefresh; go-redis's own default is 60 s.
@@ -132,7 +136,12 @@ func Open(ctx context.Context, cfg Config) (redis.UniversalClient, error) {
 	default:
 		return nil, errors.New("redis: set a URL or cluster addresses")
 	}
-	c.AddHook(observeHook{})
+	seconds, err := scriptHistogram(cfg.Metrics)
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	c.AddHook(observeHook{seconds: seconds})
 	if err := c.Ping(ctx).Err(); err != nil {
 		_ = c.Close()
 		return nil, fmt.Errorf("redis ping: %w", err)
@@ -142,15 +151,20 @@ func Open(ctx context.Context, cfg Config) (redis.UniversalClient, error) {
 
 // Script is a Lua script run by its SHA, loaded on demand.
 type Script struct {
-	s *redis.Script
+	name string
+	s    *redis.Script
 }
 
-// NewScript wraps Lua source. Construct scripts once, at store construction.
-func NewScript(src string) *Script {
-	s := &Script{s: redis.NewScript(src)}
-	nameScript(src, s.s.Hash())
+// NewScript wraps Lua source under a name (its file name, "create.lua"), which labels its
+// latency metric and its trace spans. Construct scripts once, at store construction.
+func NewScript(name, src string) *Script {
+	s := &Script{name: name, s: redis.NewScript(src)}
+	scriptNames.Store(s.s.Hash(), name)
 	return s
 }
+
+// Name is the name the script was made with.
+func (s *Script) Name() string { return s.name }
 
 // Run evaluates the script by SHA and falls back to sending its source on NOSCRIPT.
 func (s *Script) Run(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {

@@ -11,7 +11,7 @@ import (
 
 func TestArgErrTurnsAGuardRefusalIntoInvalid(t *testing.T) {
 	rdb, _ := redistest.Client(t)
-	guard := NewScript("-- guard.lua\nif tonumber(ARGV[1]) == nil then return redis.error_reply('ERR guard.lua: want a number') end\nreturn 1")
+	guard := NewScript("guard.lua", "if tonumber(ARGV[1]) == nil then return redis.error_reply('ERR guard.lua: want a number') end\nreturn 1")
 	err := guard.Run(context.Background(), rdb, []string{"k"}, "x").Err()
 	if !Refused(err) {
 		t.Fatalf("Refused(%v) = false, want true", err)
@@ -19,7 +19,7 @@ func TestArgErrTurnsAGuardRefusalIntoInvalid(t *testing.T) {
 	if got := ArgErr(err); !errors.Is(got, usererr.ErrInvalid) {
 		t.Errorf("ArgErr(%v) = %v, want ErrInvalid", err, got)
 	}
-	other := NewScript("-- boom.lua\nreturn redis.error_reply('ERR something else')")
+	other := NewScript("boom.lua", "return redis.error_reply('ERR something else')")
 	err = other.Run(context.Background(), rdb, []string{"k"}).Err()
 	if Refused(err) || errors.Is(ArgErr(err), usererr.ErrInvalid) {
 		t.Errorf("a non-guard error %v was taken for a refusal", err)

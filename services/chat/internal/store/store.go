@@ -57,7 +57,7 @@ func New(rdb redis.UniversalClient, o Options) *Store {
 	}
 	return &Store{
 		rdb: rdb, prefix: o.Prefix, keep: o.Keep, postTTL: o.PostIDTTL,
-		appendSc: redisx.NewScript(appendSrc), readSc: redisx.NewScript(readSrc),
+		appendSc: redisx.NewScript("append.lua", appendSrc), readSc: redisx.NewScript("read.lua", readSrc),
 	}
 }
 

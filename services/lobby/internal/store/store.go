@@ -76,12 +76,12 @@ func New(rdb redis.UniversalClient, prefix string) *Store {
 	return &Store{
 		rdb:      rdb,
 		k:        keysFor(prefix),
-		create:   redisx.NewScript(createLua),
-		remove:   redisx.NewScript(removeLua),
-		prune:    redisx.NewScript(pruneLua),
-		delta:    redisx.NewScript(deltaLua),
-		snapshot: redisx.NewScript(snapshotLua),
-		touch:    redisx.NewScript(touchLua),
+		create:   redisx.NewScript("create.lua", createLua),
+		remove:   redisx.NewScript("remove.lua", removeLua),
+		prune:    redisx.NewScript("prune.lua", pruneLua),
+		delta:    redisx.NewScript("delta.lua", deltaLua),
+		snapshot: redisx.NewScript("snapshot.lua", snapshotLua),
+		touch:    redisx.NewScript("touch.lua", touchLua),
 	}
 }
 

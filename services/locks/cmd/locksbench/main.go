@@ -232,8 +232,8 @@ func run(redisURL string, clients int, d time.Duration, nconns int) error {
 	cpuNow = func() time.Duration { return processCPU() + redisCPU(rdb) }
 	rs := redsync.New(redsyncgoredis.NewPool(rdb))
 	rl := redislock.New(rdb)
-	rawAcquire := redisx.NewScript(`if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end return 0`)
-	rawRelease := redisx.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
+	rawAcquire := redisx.NewScript("raw-acquire.lua", `if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end return 0`)
+	rawRelease := redisx.NewScript("raw-release.lua", `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
 
 	owner := func(c int) string { return fmt.Sprintf("client-%d", c) }
 	ttl := int64(30000)

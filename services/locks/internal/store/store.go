@@ -128,18 +128,18 @@ func New(rdb redis.UniversalClient, q *alarm.Queue, o Options) *Store {
 	if o.MaxWaitersPerLock == 0 {
 		o.MaxWaitersPerLock = 1000
 	}
-	script := func(src string) *redisx.Script { return redisx.NewScript(libLua + src) }
+	script := func(name, src string) *redisx.Script { return redisx.NewScript(name, libLua+src) }
 	s := &Store{
 		rdb:     rdb,
 		q:       q,
 		o:       o,
 		channel: grantChannel(o.Prefix, o.Replica),
-		acquire: script(acquireLua),
-		release: script(releaseLua),
-		renew:   script(renewLua),
-		get:     script(getLua),
-		expire:  script(expireLua),
-		leave:   script(leaveLua),
+		acquire: script("acquire.lua", acquireLua),
+		release: script("release.lua", releaseLua),
+		renew:   script("renew.lua", renewLua),
+		get:     script("get.lua", getLua),
+		expire:  script("expire.lua", expireLua),
+		leave:   script("leave.lua", leaveLua),
 		waiting: map[string]chan notice{},
 		closing: make(chan struct{}),
 	}

@@ -44,10 +44,10 @@ func New(rdb redis.UniversalClient, q *alarm.Queue) *Store {
 	return &Store{
 		rdb:    rdb,
 		q:      q,
-		create: redisx.NewScript(createLua),
-		expire: redisx.NewScript(expireLua),
-		settle: redisx.NewScript(settleLua),
-		get:    redisx.NewScript(getLua),
+		create: redisx.NewScript("create.lua", createLua),
+		expire: redisx.NewScript("expire.lua", expireLua),
+		settle: redisx.NewScript("settle.lua", settleLua),
+		get:    redisx.NewScript("get.lua", getLua),
 	}
 }
 

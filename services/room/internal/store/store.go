@@ -73,11 +73,11 @@ type Store struct {
 
 // New returns the store; q is the rooms' alarm queue, idleTTL their inactivity TTL.
 func New(rdb redis.UniversalClient, q *alarm.Queue, prefix string, idleTTL time.Duration) *Store {
-	s := func(src string) *redisx.Script { return redisx.NewScript(libLua + src) }
+	s := func(name, src string) *redisx.Script { return redisx.NewScript(name, libLua+src) }
 	return &Store{
 		rdb: rdb, q: q, prefix: prefix, idleTTL: idleTTL.Milliseconds(),
-		init: s(initLua), join: s(joinLua), leave: s(leaveLua), act: s(actLua),
-		renew: s(renewLua), sweep: s(sweepLua), end: s(endLua), finish: s(finishLua),
+		init: s("init.lua", initLua), join: s("join.lua", joinLua), leave: s("leave.lua", leaveLua), act: s("act.lua", actLua),
+		renew: s("renew.lua", renewLua), sweep: s("sweep.lua", sweepLua), end: s("end.lua", endLua), finish: s("finish.lua", finishLua),
 	}
 }
 
