@@ -120,3 +120,8 @@ compose-smoke:
 # (no schema registry is reachable for kubeconform; see deploy/k8s/validate_test.go).
 k8s-validate:
 	set -o pipefail; go test -count=1 -v ./deploy/k8s/ | grep -E '^(--- |\s+\w+_test.go|ok|FAIL|PASS)'
+
+# The generated Python client (pkg/api/python) against `vigil dev`, over gRPC.
+.PHONY: test-python
+test-python:
+	deploy/python-client-test.sh

@@ -1,0 +1,162 @@
+from google.protobuf import struct_pb2 as _struct_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+ROLE_LEADER: Role
+ROLE_UNSPECIFIED: Role
+ROLE_VIEWER: Role
+
+class EndRoomRequest(_message.Message):
+    __slots__ = ["code", "leader_token"]
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    LEADER_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    code: str
+    leader_token: str
+    def __init__(self, code: _Optional[str] = ..., leader_token: _Optional[str] = ...) -> None: ...
+
+class EndRoomResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class Ended(_message.Message):
+    __slots__ = ["reason"]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    reason: str
+    def __init__(self, reason: _Optional[str] = ...) -> None: ...
+
+class Error(_message.Message):
+    __slots__ = ["message"]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: str
+    def __init__(self, message: _Optional[str] = ...) -> None: ...
+
+class Formation(_message.Message):
+    __slots__ = ["at", "formation"]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    FORMATION_FIELD_NUMBER: _ClassVar[int]
+    at: int
+    formation: _struct_pb2.Value
+    def __init__(self, formation: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., at: _Optional[int] = ...) -> None: ...
+
+class Hello(_message.Message):
+    __slots__ = ["client_id", "code", "leader_token", "role"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    LEADER_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    client_id: str
+    code: str
+    leader_token: str
+    role: Role
+    def __init__(self, code: _Optional[str] = ..., role: _Optional[_Union[Role, str]] = ..., client_id: _Optional[str] = ..., leader_token: _Optional[str] = ...) -> None: ...
+
+class JoinRequest(_message.Message):
+    __slots__ = ["formation", "hello", "mark", "reload", "sync"]
+    FORMATION_FIELD_NUMBER: _ClassVar[int]
+    HELLO_FIELD_NUMBER: _ClassVar[int]
+    MARK_FIELD_NUMBER: _ClassVar[int]
+    RELOAD_FIELD_NUMBER: _ClassVar[int]
+    SYNC_FIELD_NUMBER: _ClassVar[int]
+    formation: Formation
+    hello: Hello
+    mark: Mark
+    reload: Reload
+    sync: Sync
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., sync: _Optional[_Union[Sync, _Mapping]] = ..., formation: _Optional[_Union[Formation, _Mapping]] = ..., mark: _Optional[_Union[Mark, _Mapping]] = ..., reload: _Optional[_Union[Reload, _Mapping]] = ...) -> None: ...
+
+class JoinResponse(_message.Message):
+    __slots__ = ["ended", "error", "formation", "mark", "occupancy", "reload", "state", "sync"]
+    ENDED_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    FORMATION_FIELD_NUMBER: _ClassVar[int]
+    MARK_FIELD_NUMBER: _ClassVar[int]
+    OCCUPANCY_FIELD_NUMBER: _ClassVar[int]
+    RELOAD_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    SYNC_FIELD_NUMBER: _ClassVar[int]
+    ended: Ended
+    error: Error
+    formation: Formation
+    mark: Mark
+    occupancy: Occupancy
+    reload: Reload
+    state: State
+    sync: Sync
+    def __init__(self, state: _Optional[_Union[State, _Mapping]] = ..., sync: _Optional[_Union[Sync, _Mapping]] = ..., formation: _Optional[_Union[Formation, _Mapping]] = ..., mark: _Optional[_Union[Mark, _Mapping]] = ..., reload: _Optional[_Union[Reload, _Mapping]] = ..., occupancy: _Optional[_Union[Occupancy, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., ended: _Optional[_Union[Ended, _Mapping]] = ...) -> None: ...
+
+class Mark(_message.Message):
+    __slots__ = ["at", "label", "position_ms"]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    POSITION_MS_FIELD_NUMBER: _ClassVar[int]
+    at: int
+    label: str
+    position_ms: int
+    def __init__(self, position_ms: _Optional[int] = ..., label: _Optional[str] = ..., at: _Optional[int] = ...) -> None: ...
+
+class Occupancy(_message.Message):
+    __slots__ = ["leader_present", "viewers"]
+    LEADER_PRESENT_FIELD_NUMBER: _ClassVar[int]
+    VIEWERS_FIELD_NUMBER: _ClassVar[int]
+    leader_present: bool
+    viewers: int
+    def __init__(self, viewers: _Optional[int] = ..., leader_present: bool = ...) -> None: ...
+
+class Playback(_message.Message):
+    __slots__ = ["at", "playing", "position_ms"]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    PLAYING_FIELD_NUMBER: _ClassVar[int]
+    POSITION_MS_FIELD_NUMBER: _ClassVar[int]
+    at: int
+    playing: bool
+    position_ms: int
+    def __init__(self, playing: bool = ..., position_ms: _Optional[int] = ..., at: _Optional[int] = ...) -> None: ...
+
+class Reload(_message.Message):
+    __slots__ = ["at", "video"]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    VIDEO_FIELD_NUMBER: _ClassVar[int]
+    at: int
+    video: Video
+    def __init__(self, video: _Optional[_Union[Video, _Mapping]] = ..., at: _Optional[int] = ...) -> None: ...
+
+class State(_message.Message):
+    __slots__ = ["formation", "leader_present", "marks", "playback", "video", "viewers"]
+    FORMATION_FIELD_NUMBER: _ClassVar[int]
+    LEADER_PRESENT_FIELD_NUMBER: _ClassVar[int]
+    MARKS_FIELD_NUMBER: _ClassVar[int]
+    PLAYBACK_FIELD_NUMBER: _ClassVar[int]
+    VIDEO_FIELD_NUMBER: _ClassVar[int]
+    VIEWERS_FIELD_NUMBER: _ClassVar[int]
+    formation: _struct_pb2.Value
+    leader_present: bool
+    marks: _containers.RepeatedCompositeFieldContainer[Mark]
+    playback: Playback
+    video: Video
+    viewers: int
+    def __init__(self, playback: _Optional[_Union[Playback, _Mapping]] = ..., formation: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., marks: _Optional[_Iterable[_Union[Mark, _Mapping]]] = ..., video: _Optional[_Union[Video, _Mapping]] = ..., viewers: _Optional[int] = ..., leader_present: bool = ...) -> None: ...
+
+class Sync(_message.Message):
+    __slots__ = ["at", "playing", "position_ms"]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    PLAYING_FIELD_NUMBER: _ClassVar[int]
+    POSITION_MS_FIELD_NUMBER: _ClassVar[int]
+    at: int
+    playing: bool
+    position_ms: int
+    def __init__(self, playing: bool = ..., position_ms: _Optional[int] = ..., at: _Optional[int] = ...) -> None: ...
+
+class Video(_message.Message):
+    __slots__ = ["duration_ms", "title"]
+    DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    duration_ms: int
+    title: str
+    def __init__(self, title: _Optional[str] = ..., duration_ms: _Optional[int] = ...) -> None: ...
+
+class Role(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []

@@ -1,0 +1,33 @@
+"""Every generated module imports with only grpcio and protobuf installed: nothing the protos
+import (google/protobuf well-known types) is missing from the package's dependencies."""
+
+import importlib
+import pathlib
+import unittest
+
+import vigil
+
+
+class ImportsTest(unittest.TestCase):
+    def test_every_generated_module_imports(self):
+        names = []
+        for root in vigil.__path__:
+            for f in sorted(pathlib.Path(root).rglob("*_pb2*.py")):
+                rel = f.relative_to(pathlib.Path(root).parent).with_suffix("")
+                names.append(".".join(rel.parts))
+        self.assertGreaterEqual(len(names), 12, names)  # 6 domains, messages and stubs
+        for name in names:
+            with self.subTest(module=name):
+                importlib.import_module(name)
+
+    def test_services_have_stubs(self):
+        for domain, stub in [("reservations", "ReservationServiceStub"), ("locks", "LockServiceStub"),
+                             ("chat", "ChatServiceStub"), ("lobby", "LobbyServiceStub"),
+                             ("room", "RoomServiceStub"), ("admin", "AlarmAdminServiceStub")]:
+            with self.subTest(domain=domain):
+                mod = importlib.import_module(f"vigil.{domain}.v1.{domain}_pb2_grpc")
+                self.assertTrue(callable(getattr(mod, stub)))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
