@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18vigil/room/v1/room.proto\x12\rvigil.room.v1\x1a\x1cgoogle/protobuf/struct.proto\"\x84\x01\n\x05Hello\x12\x12\n\x04\x63ode\x18\x01 \x01(\tR\x04\x63ode\x12\'\n\x04role\x18\x02 \x01(\x0e\x32\x13.vigil.room.v1.RoleR\x04role\x12\x1b\n\tclient_id\x18\x03 \x01(\tR\x08\x63lientId\x12!\n\x0cleader_token\x18\x04 \x01(\tR\x0bleaderToken\">\n\x05Video\x12\x14\n\x05title\x18\x01 \x01(\tR\x05title\x12\x1f\n\x0b\x64uration_ms\x18\x02 \x01(\x03R\ndurationMs\"U\n\x08Playback\x12\x18\n\x07playing\x18\x01 \x01(\x08R\x07playing\x12\x1f\n\x0bposition_ms\x18\x02 \x01(\x03R\npositionMs\x12\x0e\n\x02\x61t\x18\x03 \x01(\x03R\x02\x61t\"\x8a\x02\n\x05State\x12\x33\n\x08playback\x18\x01 \x01(\x0b\x32\x17.vigil.room.v1.PlaybackR\x08playback\x12\x34\n\tformation\x18\x02 \x01(\x0b\x32\x16.google.protobuf.ValueR\tformation\x12)\n\x05marks\x18\x03 \x03(\x0b\x32\x13.vigil.room.v1.MarkR\x05marks\x12*\n\x05video\x18\x04 \x01(\x0b\x32\x14.vigil.room.v1.VideoR\x05video\x12\x18\n\x07viewers\x18\x05 \x01(\x05R\x07viewers\x12%\n\x0eleader_present\x18\x06 \x01(\x08R\rleaderPresent\"Q\n\x04Sync\x12\x18\n\x07playing\x18\x01 \x01(\x08R\x07playing\x12\x1f\n\x0bposition_ms\x18\x02 \x01(\x03R\npositionMs\x12\x0e\n\x02\x61t\x18\x03 \x01(\x03R\x02\x61t\"Q\n\tFormation\x12\x34\n\tformation\x18\x01 \x01(\x0b\x32\x16.google.protobuf.ValueR\tformation\x12\x0e\n\x02\x61t\x18\x02 \x01(\x03R\x02\x61t\"M\n\x04Mark\x12\x1f\n\x0bposition_ms\x18\x01 \x01(\x03R\npositionMs\x12\x14\n\x05label\x18\x02 \x01(\tR\x05label\x12\x0e\n\x02\x61t\x18\x03 \x01(\x03R\x02\x61t\"S\n\x06Reload\x12/\n\x05video\x18\x01 \x01(\x0b\x32\x14.vigil.room.v1.VideoH\x00R\x05video\x88\x01\x01\x12\x0e\n\x02\x61t\x18\x02 \x01(\x03R\x02\x61tB\x08\n\x06_video\"L\n\tOccupancy\x12\x18\n\x07viewers\x18\x01 \x01(\x05R\x07viewers\x12%\n\x0eleader_present\x18\x02 \x01(\x08R\rleaderPresent\"!\n\x05\x45rror\x12\x18\n\x07message\x18\x01 \x01(\tR\x07message\"\x1f\n\x05\x45nded\x12\x16\n\x06reason\x18\x01 \x01(\tR\x06reason\"\x85\x02\n\x0bJoinRequest\x12,\n\x05hello\x18\x01 \x01(\x0b\x32\x14.vigil.room.v1.HelloH\x00R\x05hello\x12)\n\x04sync\x18\x02 \x01(\x0b\x32\x13.vigil.room.v1.SyncH\x00R\x04sync\x12\x38\n\tformation\x18\x03 \x01(\x0b\x32\x18.vigil.room.v1.FormationH\x00R\tformation\x12)\n\x04mark\x18\x04 \x01(\x0b\x32\x13.vigil.room.v1.MarkH\x00R\x04mark\x12/\n\x06reload\x18\x05 \x01(\x0b\x32\x15.vigil.room.v1.ReloadH\x00R\x06reloadB\x07\n\x05\x66rame\"\x9c\x03\n\x0cJoinResponse\x12,\n\x05state\x18\x01 \x01(\x0b\x32\x14.vigil.room.v1.StateH\x00R\x05state\x12)\n\x04sync\x18\x02 \x01(\x0b\x32\x13.vigil.room.v1.SyncH\x00R\x04sync\x12\x38\n\tformation\x18\x03 \x01(\x0b\x32\x18.vigil.room.v1.FormationH\x00R\tformation\x12)\n\x04mark\x18\x04 \x01(\x0b\x32\x13.vigil.room.v1.MarkH\x00R\x04mark\x12/\n\x06reload\x18\x05 \x01(\x0b\x32\x15.vigil.room.v1.ReloadH\x00R\x06reload\x12\x38\n\toccupancy\x18\x06 \x01(\x0b\x32\x18.vigil.room.v1.OccupancyH\x00R\toccupancy\x12,\n\x05\x65rror\x18\x07 \x01(\x0b\x32\x14.vigil.room.v1.ErrorH\x00R\x05\x65rror\x12,\n\x05\x65nded\x18\x08 \x01(\x0b\x32\x14.vigil.room.v1.EndedH\x00R\x05\x65ndedB\x07\n\x05\x66rame\"G\n\x0e\x45ndRoomRequest\x12\x12\n\x04\x63ode\x18\x01 \x01(\tR\x04\x63ode\x12!\n\x0cleader_token\x18\x02 \x01(\tR\x0bleaderToken\"\x11\n\x0f\x45ndRoomResponse*>\n\x04Role\x12\x14\n\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n\x0bROLE_LEADER\x10\x01\x12\x0f\n\x0bROLE_VIEWER\x10\x02\x32\x9c\x01\n\x0bRoomService\x12\x43\n\x04Join\x12\x1a.vigil.room.v1.JoinRequest\x1a\x1b.vigil.room.v1.JoinResponse(\x01\x30\x01\x12H\n\x07\x45ndRoom\x12\x1d.vigil.room.v1.EndRoomRequest\x1a\x1e.vigil.room.v1.EndRoomResponseB9Z7github.com/vigil-dev/vigil/pkg/api/vigil/room/v1;roomv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18vigil/room/v1/room.proto\x12\rvigil.room.v1\x1a\x1cgoogle/protobuf/struct.proto\"\xa3\x01\n\x05Hello\x12\x12\n\x04\x63ode\x18\x01 \x01(\tR\x04\x63ode\x12\'\n\x04role\x18\x02 \x01(\x0e\x32\x13.vigil.room.v1.RoleR\x04role\x12\x1b\n\tclient_id\x18\x03 \x01(\tR\x08\x63lientId\x12!\n\x0cleader_token\x18\x04 \x01(\tR\x0bleaderToken\x12\x1d\n\nsession_id\x18\x05 \x01(\tR\tsessionId\">\n\x05Video\x12\x14\n\x05title\x18\x01 \x01(\tR\x05title\x12\x1f\n\x0b\x64uration_ms\x18\x02 \x01(\x03R\ndurationMs\"U\n\x08Playback\x12\x18\n\x07playing\x18\x01 \x01(\x08R\x07playing\x12\x1f\n\x0bposition_ms\x18\x02 \x01(\x03R\npositionMs\x12\x0e\n\x02\x61t\x18\x03 \x01(\x03R\x02\x61t\"\xa4\x02\n\x05State\x12\x33\n\x08playback\x18\x01 \x01(\x0b\x32\x17.vigil.room.v1.PlaybackR\x08playback\x12\x34\n\tformation\x18\x02 \x01(\x0b\x32\x16.google.protobuf.ValueR\tformation\x12)\n\x05marks\x18\x03 \x03(\x0b\x32\x13.vigil.room.v1.MarkR\x05marks\x12*\n\x05video\x18\x04 \x01(\x0b\x32\x14.vigil.room.v1.VideoR\x05video\x12\x18\n\x07viewers\x18\x05 \x01(\x05R\x07viewers\x12%\n\x0eleader_present\x18\x06 \x01(\x08R\rleaderPresent\x12\x18\n\x07resumed\x18\x07 \x01(\x08R\x07resumed\"Q\n\x04Sync\x12\x18\n\x07playing\x18\x01 \x01(\x08R\x07playing\x12\x1f\n\x0bposition_ms\x18\x02 \x01(\x03R\npositionMs\x12\x0e\n\x02\x61t\x18\x03 \x01(\x03R\x02\x61t\"Q\n\tFormation\x12\x34\n\tformation\x18\x01 \x01(\x0b\x32\x16.google.protobuf.ValueR\tformation\x12\x0e\n\x02\x61t\x18\x02 \x01(\x03R\x02\x61t\"M\n\x04Mark\x12\x1f\n\x0bposition_ms\x18\x01 \x01(\x03R\npositionMs\x12\x14\n\x05label\x18\x02 \x01(\tR\x05label\x12\x0e\n\x02\x61t\x18\x03 \x01(\x03R\x02\x61t\"S\n\x06Reload\x12/\n\x05video\x18\x01 \x01(\x0b\x32\x14.vigil.room.v1.VideoH\x00R\x05video\x88\x01\x01\x12\x0e\n\x02\x61t\x18\x02 \x01(\x03R\x02\x61tB\x08\n\x06_video\"L\n\tOccupancy\x12\x18\n\x07viewers\x18\x01 \x01(\x05R\x07viewers\x12%\n\x0eleader_present\x18\x02 \x01(\x08R\rleaderPresent\"3\n\x05\x45rror\x12\x18\n\x07message\x18\x01 \x01(\tR\x07message\x12\x10\n\x03ref\x18\x02 \x01(\x03R\x03ref\"/\n\x03\x41\x63k\x12\x10\n\x03ref\x18\x01 \x01(\x03R\x03ref\x12\x16\n\x06repeat\x18\x02 \x01(\x08R\x06repeat\"\x1f\n\x05\x45nded\x12\x16\n\x06reason\x18\x01 \x01(\tR\x06reason\"\x97\x02\n\x0bJoinRequest\x12,\n\x05hello\x18\x01 \x01(\x0b\x32\x14.vigil.room.v1.HelloH\x00R\x05hello\x12)\n\x04sync\x18\x02 \x01(\x0b\x32\x13.vigil.room.v1.SyncH\x00R\x04sync\x12\x38\n\tformation\x18\x03 \x01(\x0b\x32\x18.vigil.room.v1.FormationH\x00R\tformation\x12)\n\x04mark\x18\x04 \x01(\x0b\x32\x13.vigil.room.v1.MarkH\x00R\x04mark\x12/\n\x06reload\x18\x05 \x01(\x0b\x32\x15.vigil.room.v1.ReloadH\x00R\x06reload\x12\x10\n\x03ref\x18\x06 \x01(\x03R\x03refB\x07\n\x05\x66rame\"\xc4\x03\n\x0cJoinResponse\x12,\n\x05state\x18\x01 \x01(\x0b\x32\x14.vigil.room.v1.StateH\x00R\x05state\x12)\n\x04sync\x18\x02 \x01(\x0b\x32\x13.vigil.room.v1.SyncH\x00R\x04sync\x12\x38\n\tformation\x18\x03 \x01(\x0b\x32\x18.vigil.room.v1.FormationH\x00R\tformation\x12)\n\x04mark\x18\x04 \x01(\x0b\x32\x13.vigil.room.v1.MarkH\x00R\x04mark\x12/\n\x06reload\x18\x05 \x01(\x0b\x32\x15.vigil.room.v1.ReloadH\x00R\x06reload\x12\x38\n\toccupancy\x18\x06 \x01(\x0b\x32\x18.vigil.room.v1.OccupancyH\x00R\toccupancy\x12,\n\x05\x65rror\x18\x07 \x01(\x0b\x32\x14.vigil.room.v1.ErrorH\x00R\x05\x65rror\x12,\n\x05\x65nded\x18\x08 \x01(\x0b\x32\x14.vigil.room.v1.EndedH\x00R\x05\x65nded\x12&\n\x03\x61\x63k\x18\t \x01(\x0b\x32\x12.vigil.room.v1.AckH\x00R\x03\x61\x63kB\x07\n\x05\x66rame\"G\n\x0e\x45ndRoomRequest\x12\x12\n\x04\x63ode\x18\x01 \x01(\tR\x04\x63ode\x12!\n\x0cleader_token\x18\x02 \x01(\tR\x0bleaderToken\"\x11\n\x0f\x45ndRoomResponse*>\n\x04Role\x12\x14\n\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n\x0bROLE_LEADER\x10\x01\x12\x0f\n\x0bROLE_VIEWER\x10\x02\x32\x9c\x01\n\x0bRoomService\x12\x43\n\x04Join\x12\x1a.vigil.room.v1.JoinRequest\x1a\x1b.vigil.room.v1.JoinResponse(\x01\x30\x01\x12H\n\x07\x45ndRoom\x12\x1d.vigil.room.v1.EndRoomRequest\x1a\x1e.vigil.room.v1.EndRoomResponseB9Z7github.com/vigil-dev/vigil/pkg/api/vigil/room/v1;roomv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'vigil.room.v1.room_pb2', globals())
@@ -22,38 +22,40 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'Z7github.com/vigil-dev/vigil/pkg/api/vigil/room/v1;roomv1'
-  _ROLE._serialized_start=1875
-  _ROLE._serialized_end=1937
+  _ROLE._serialized_start=2057
+  _ROLE._serialized_end=2119
   _HELLO._serialized_start=74
-  _HELLO._serialized_end=206
-  _VIDEO._serialized_start=208
-  _VIDEO._serialized_end=270
-  _PLAYBACK._serialized_start=272
-  _PLAYBACK._serialized_end=357
-  _STATE._serialized_start=360
-  _STATE._serialized_end=626
-  _SYNC._serialized_start=628
-  _SYNC._serialized_end=709
-  _FORMATION._serialized_start=711
-  _FORMATION._serialized_end=792
-  _MARK._serialized_start=794
-  _MARK._serialized_end=871
-  _RELOAD._serialized_start=873
-  _RELOAD._serialized_end=956
-  _OCCUPANCY._serialized_start=958
-  _OCCUPANCY._serialized_end=1034
-  _ERROR._serialized_start=1036
-  _ERROR._serialized_end=1069
-  _ENDED._serialized_start=1071
-  _ENDED._serialized_end=1102
-  _JOINREQUEST._serialized_start=1105
-  _JOINREQUEST._serialized_end=1366
-  _JOINRESPONSE._serialized_start=1369
-  _JOINRESPONSE._serialized_end=1781
-  _ENDROOMREQUEST._serialized_start=1783
-  _ENDROOMREQUEST._serialized_end=1854
-  _ENDROOMRESPONSE._serialized_start=1856
-  _ENDROOMRESPONSE._serialized_end=1873
-  _ROOMSERVICE._serialized_start=1940
-  _ROOMSERVICE._serialized_end=2096
+  _HELLO._serialized_end=237
+  _VIDEO._serialized_start=239
+  _VIDEO._serialized_end=301
+  _PLAYBACK._serialized_start=303
+  _PLAYBACK._serialized_end=388
+  _STATE._serialized_start=391
+  _STATE._serialized_end=683
+  _SYNC._serialized_start=685
+  _SYNC._serialized_end=766
+  _FORMATION._serialized_start=768
+  _FORMATION._serialized_end=849
+  _MARK._serialized_start=851
+  _MARK._serialized_end=928
+  _RELOAD._serialized_start=930
+  _RELOAD._serialized_end=1013
+  _OCCUPANCY._serialized_start=1015
+  _OCCUPANCY._serialized_end=1091
+  _ERROR._serialized_start=1093
+  _ERROR._serialized_end=1144
+  _ACK._serialized_start=1146
+  _ACK._serialized_end=1193
+  _ENDED._serialized_start=1195
+  _ENDED._serialized_end=1226
+  _JOINREQUEST._serialized_start=1229
+  _JOINREQUEST._serialized_end=1508
+  _JOINRESPONSE._serialized_start=1511
+  _JOINRESPONSE._serialized_end=1963
+  _ENDROOMREQUEST._serialized_start=1965
+  _ENDROOMREQUEST._serialized_end=2036
+  _ENDROOMRESPONSE._serialized_start=2038
+  _ENDROOMRESPONSE._serialized_end=2055
+  _ROOMSERVICE._serialized_start=2122
+  _ROOMSERVICE._serialized_end=2278
 # @@protoc_insertion_point(module_scope)

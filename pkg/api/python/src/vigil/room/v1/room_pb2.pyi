@@ -10,6 +10,14 @@ ROLE_LEADER: Role
 ROLE_UNSPECIFIED: Role
 ROLE_VIEWER: Role
 
+class Ack(_message.Message):
+    __slots__ = ["ref", "repeat"]
+    REF_FIELD_NUMBER: _ClassVar[int]
+    REPEAT_FIELD_NUMBER: _ClassVar[int]
+    ref: int
+    repeat: bool
+    def __init__(self, ref: _Optional[int] = ..., repeat: bool = ...) -> None: ...
+
 class EndRoomRequest(_message.Message):
     __slots__ = ["code", "leader_token"]
     CODE_FIELD_NUMBER: _ClassVar[int]
@@ -29,10 +37,12 @@ class Ended(_message.Message):
     def __init__(self, reason: _Optional[str] = ...) -> None: ...
 
 class Error(_message.Message):
-    __slots__ = ["message"]
+    __slots__ = ["message", "ref"]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    REF_FIELD_NUMBER: _ClassVar[int]
     message: str
-    def __init__(self, message: _Optional[str] = ...) -> None: ...
+    ref: int
+    def __init__(self, message: _Optional[str] = ..., ref: _Optional[int] = ...) -> None: ...
 
 class Formation(_message.Message):
     __slots__ = ["at", "formation"]
@@ -43,33 +53,38 @@ class Formation(_message.Message):
     def __init__(self, formation: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., at: _Optional[int] = ...) -> None: ...
 
 class Hello(_message.Message):
-    __slots__ = ["client_id", "code", "leader_token", "role"]
+    __slots__ = ["client_id", "code", "leader_token", "role", "session_id"]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     CODE_FIELD_NUMBER: _ClassVar[int]
     LEADER_TOKEN_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     client_id: str
     code: str
     leader_token: str
     role: Role
-    def __init__(self, code: _Optional[str] = ..., role: _Optional[_Union[Role, str]] = ..., client_id: _Optional[str] = ..., leader_token: _Optional[str] = ...) -> None: ...
+    session_id: str
+    def __init__(self, code: _Optional[str] = ..., role: _Optional[_Union[Role, str]] = ..., client_id: _Optional[str] = ..., leader_token: _Optional[str] = ..., session_id: _Optional[str] = ...) -> None: ...
 
 class JoinRequest(_message.Message):
-    __slots__ = ["formation", "hello", "mark", "reload", "sync"]
+    __slots__ = ["formation", "hello", "mark", "ref", "reload", "sync"]
     FORMATION_FIELD_NUMBER: _ClassVar[int]
     HELLO_FIELD_NUMBER: _ClassVar[int]
     MARK_FIELD_NUMBER: _ClassVar[int]
+    REF_FIELD_NUMBER: _ClassVar[int]
     RELOAD_FIELD_NUMBER: _ClassVar[int]
     SYNC_FIELD_NUMBER: _ClassVar[int]
     formation: Formation
     hello: Hello
     mark: Mark
+    ref: int
     reload: Reload
     sync: Sync
-    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., sync: _Optional[_Union[Sync, _Mapping]] = ..., formation: _Optional[_Union[Formation, _Mapping]] = ..., mark: _Optional[_Union[Mark, _Mapping]] = ..., reload: _Optional[_Union[Reload, _Mapping]] = ...) -> None: ...
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., sync: _Optional[_Union[Sync, _Mapping]] = ..., formation: _Optional[_Union[Formation, _Mapping]] = ..., mark: _Optional[_Union[Mark, _Mapping]] = ..., reload: _Optional[_Union[Reload, _Mapping]] = ..., ref: _Optional[int] = ...) -> None: ...
 
 class JoinResponse(_message.Message):
-    __slots__ = ["ended", "error", "formation", "mark", "occupancy", "reload", "state", "sync"]
+    __slots__ = ["ack", "ended", "error", "formation", "mark", "occupancy", "reload", "state", "sync"]
+    ACK_FIELD_NUMBER: _ClassVar[int]
     ENDED_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     FORMATION_FIELD_NUMBER: _ClassVar[int]
@@ -78,6 +93,7 @@ class JoinResponse(_message.Message):
     RELOAD_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     SYNC_FIELD_NUMBER: _ClassVar[int]
+    ack: Ack
     ended: Ended
     error: Error
     formation: Formation
@@ -86,7 +102,7 @@ class JoinResponse(_message.Message):
     reload: Reload
     state: State
     sync: Sync
-    def __init__(self, state: _Optional[_Union[State, _Mapping]] = ..., sync: _Optional[_Union[Sync, _Mapping]] = ..., formation: _Optional[_Union[Formation, _Mapping]] = ..., mark: _Optional[_Union[Mark, _Mapping]] = ..., reload: _Optional[_Union[Reload, _Mapping]] = ..., occupancy: _Optional[_Union[Occupancy, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., ended: _Optional[_Union[Ended, _Mapping]] = ...) -> None: ...
+    def __init__(self, state: _Optional[_Union[State, _Mapping]] = ..., sync: _Optional[_Union[Sync, _Mapping]] = ..., formation: _Optional[_Union[Formation, _Mapping]] = ..., mark: _Optional[_Union[Mark, _Mapping]] = ..., reload: _Optional[_Union[Reload, _Mapping]] = ..., occupancy: _Optional[_Union[Occupancy, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., ended: _Optional[_Union[Ended, _Mapping]] = ..., ack: _Optional[_Union[Ack, _Mapping]] = ...) -> None: ...
 
 class Mark(_message.Message):
     __slots__ = ["at", "label", "position_ms"]
@@ -125,20 +141,22 @@ class Reload(_message.Message):
     def __init__(self, video: _Optional[_Union[Video, _Mapping]] = ..., at: _Optional[int] = ...) -> None: ...
 
 class State(_message.Message):
-    __slots__ = ["formation", "leader_present", "marks", "playback", "video", "viewers"]
+    __slots__ = ["formation", "leader_present", "marks", "playback", "resumed", "video", "viewers"]
     FORMATION_FIELD_NUMBER: _ClassVar[int]
     LEADER_PRESENT_FIELD_NUMBER: _ClassVar[int]
     MARKS_FIELD_NUMBER: _ClassVar[int]
     PLAYBACK_FIELD_NUMBER: _ClassVar[int]
+    RESUMED_FIELD_NUMBER: _ClassVar[int]
     VIDEO_FIELD_NUMBER: _ClassVar[int]
     VIEWERS_FIELD_NUMBER: _ClassVar[int]
     formation: _struct_pb2.Value
     leader_present: bool
     marks: _containers.RepeatedCompositeFieldContainer[Mark]
     playback: Playback
+    resumed: bool
     video: Video
     viewers: int
-    def __init__(self, playback: _Optional[_Union[Playback, _Mapping]] = ..., formation: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., marks: _Optional[_Iterable[_Union[Mark, _Mapping]]] = ..., video: _Optional[_Union[Video, _Mapping]] = ..., viewers: _Optional[int] = ..., leader_present: bool = ...) -> None: ...
+    def __init__(self, playback: _Optional[_Union[Playback, _Mapping]] = ..., formation: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., marks: _Optional[_Iterable[_Union[Mark, _Mapping]]] = ..., video: _Optional[_Union[Video, _Mapping]] = ..., viewers: _Optional[int] = ..., leader_present: bool = ..., resumed: bool = ...) -> None: ...
 
 class Sync(_message.Message):
     __slots__ = ["at", "playing", "position_ms"]

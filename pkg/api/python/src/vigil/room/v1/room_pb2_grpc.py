@@ -42,6 +42,19 @@ class RoomServiceServicer(object):
         State. Then the leader's frames are stamped and relayed to every session, and occupancy
         changes reach everyone. The stream ends after an Ended frame when the room closes.
         A wrong or missing leader token fails with UNAUTHENTICATED before any response.
+
+        Sessions outlive their streams. The stream's end closes the session only when the client
+        ended it (CloseSend or a cancel); a replica that shuts down ends its streams with
+        UNAVAILABLE and leaves their sessions open under their leases (15 s by default). A Hello
+        with the session_id of an open session (same role and client id) re-attaches to it on any
+        replica: it is not counted again and State.resumed is true. A session nobody re-attaches
+        ends when its lease runs out. A closed stream's late end never closes a session that was
+        re-attached since.
+
+        Control frames may carry a ref (increasing per session): the service then answers each with
+        an Ack or an Error carrying the same ref. A control re-sent after a re-attach with a ref the
+        session already applied is acknowledged as a repeat and not applied again, so a caller can
+        re-send every control it holds no answer for.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
