@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -143,13 +142,7 @@ func deadLetter(t *testing.T, url, prefix, ns, id, why string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := q.KeysOf(id)
-	info, _ := json.Marshal(map[string]any{"id": id, "shard": q.ShardOf(id), "attempts": 7, "error": why})
-	ctx := context.Background()
-	if err := rdb.ZAdd(ctx, k.Dead, redis.Z{Score: float64(time.Now().UnixMilli()), Member: id}).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := rdb.HSet(ctx, k.DeadInfo, id, string(info)).Err(); err != nil {
+	if err := q.Bury(context.Background(), id, 7, why); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -2,7 +2,6 @@ package uitest
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -29,13 +28,7 @@ func opsDeadLetter(t *testing.T, rdb *redis.Client, prefix, id, why string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := q.KeysOf(id)
-	info, _ := json.Marshal(map[string]any{"id": id, "shard": q.ShardOf(id), "attempts": 7, "error": why})
-	ctx := context.Background()
-	if err := rdb.ZAdd(ctx, k.Dead, redis.Z{Score: float64(time.Now().UnixMilli()), Member: id}).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := rdb.HSet(ctx, k.DeadInfo, id, string(info)).Err(); err != nil {
+	if err := q.Bury(context.Background(), id, 7, why); err != nil {
 		t.Fatal(err)
 	}
 }

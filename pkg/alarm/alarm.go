@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vigil-dev/vigil/pkg/redisx"
@@ -37,7 +38,19 @@ var (
 	reviveLua string
 	//go:embed set.lua
 	setLua string
+	//go:embed lib.lua
+	libLua string
 )
+
+// Lua is the alarm contract for domain scripts (lib.lua): alarm_set, alarm_clear, alarm_due and
+// alarm_int, Lua functions that set and clear an object's alarm by the queue's score rules.
+// Domain scripts use it through NewScript instead of writing ZADD and ZREM on the alarm set
+// themselves; a domain with a prelude of its own passes NewScript(name, prelude+src).
+func Lua() string { return libLua }
+
+// NewScript is redisx.NewScript(name, src) with the alarm contract (Lua) in front of src, so
+// src may call alarm_set, alarm_clear, alarm_due and alarm_int.
+func NewScript(name, src string) *redisx.Script { return redisx.NewScript(name, libLua+src) }
 
 // Options configure a Queue. Every zero value has the default given in its comment.
 type Options struct {
@@ -62,6 +75,9 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives scheduler errors. Default slog.Default().
 	Logger *slog.Logger
+	// Metrics is where the queue's counters and lateness histogram are registered (queues on
+	// one Registerer share them, labelled by namespace). Default prometheus.DefaultRegisterer.
+	Metrics prometheus.Registerer
 }
 
 func (o *Options) setDefaults() error {
@@ -94,6 +110,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.Metrics == nil {
+		o.Metrics = prometheus.DefaultRegisterer
 	}
 	return nil
 }
@@ -162,6 +181,10 @@ func New(rdb redis.UniversalClient, o Options) (*Queue, error) {
 	if err := o.setDefaults(); err != nil {
 		return nil, err
 	}
+	metrics, err := metricsFor(o.Metrics, o.Namespace)
+	if err != nil {
+		return nil, err
+	}
 	q := &Queue{
 		rdb:     rdb,
 		o:       o,
@@ -169,8 +192,8 @@ func New(rdb redis.UniversalClient, o Options) (*Queue, error) {
 		ack:     redisx.NewScript("ack.lua", ackLua),
 		retry:   redisx.NewScript("retry.lua", retryLua),
 		revive:  redisx.NewScript("revive.lua", reviveLua),
-		set:     redisx.NewScript("set.lua", setLua),
-		metrics: metricsFor(o.Namespace),
+		set:     NewScript("set.lua", setLua),
+		metrics: metrics,
 	}
 	q.scripts = []*redisx.Script{q.claim, q.ack, q.retry, q.revive, q.set}
 	return q, nil

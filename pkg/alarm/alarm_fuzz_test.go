@@ -9,7 +9,7 @@ import (
 // FuzzLuaArguments fuzzes every alarm script's argument checks on real Redis: whatever ARGV
 // holds, a script answers or refuses, and never faults halfway through its writes.
 func FuzzLuaArguments(f *testing.F) {
-	redistest.FuzzScripts(f, redistest.LoadScripts(f, "",
+	redistest.FuzzScripts(f, redistest.LoadScripts(f, "lib.lua",
 		map[string]int{"claim.lua": 2, "ack.lua": 2, "retry.lua": 4, "revive.lua": 4, "set.lua": 1},
 		map[string][][]string{
 			"claim.lua":  {{"1700000000000", "1700000015000.5", "256"}, {"x", "1.5", "-1"}},

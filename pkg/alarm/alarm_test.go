@@ -9,7 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
 // fakeClock is an injected Options.Now that only moves when the test says so.
@@ -68,14 +72,17 @@ func TestSetReplacesGetAndDelete(t *testing.T) {
 	}
 }
 
+// TestReplacedAlarmFiresOnceAtItsNewTime replaces an alarm before it is due: it fires once, at
+// the new time only. The injected clock decides what is due, so a slow machine changes nothing.
 func TestReplacedAlarmFiresOnceAtItsNewTime(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	q, _ := testQueue(t, Options{Shards: 2, MaxSleep: time.Minute})
+	clock := &fakeClock{t: t0}
+	q, _ := testQueue(t, Options{Shards: 2, MaxSleep: 10 * time.Millisecond, Now: clock.Now})
 	rec := newRecorder(nil)
 	run(t, q, rec.handler())
 
-	first := time.Now().Add(30 * time.Millisecond)
+	first := t0.Add(30 * time.Millisecond)
 	second := first.Add(50 * time.Millisecond)
 	if err := q.Set(ctx, "x", first); err != nil {
 		t.Fatalf("Set: %v", err)
@@ -83,11 +90,17 @@ func TestReplacedAlarmFiresOnceAtItsNewTime(t *testing.T) {
 	if err := q.Set(ctx, "x", second); err != nil {
 		t.Fatalf("Set again: %v", err)
 	}
-	f := rec.next(t, 5*time.Second)
-	if f.ID != "x" || f.At.Before(second) || f.Attempt != 1 {
-		t.Fatalf("first firing = %+v, want x, attempt 1, at or after %v", f, second)
+	clock.Set(first) // the old due time passes: nothing is due
+	clock.Set(second.Add(-time.Millisecond))
+	if due, ok, err := q.Get(ctx, "x"); err != nil || !ok || !due.Equal(second) {
+		t.Fatalf("Get(x) = %v, %v, %v; want the replaced alarm at %v", due, ok, err, second)
 	}
-	waitFor(t, 5*time.Second, "the alarm to be acknowledged", func() bool { return pending(t, q) == 0 })
+	clock.Set(second)
+	f := rec.next(t)
+	if f.ID != "x" || !f.Due.Equal(second) || f.Attempt != 1 {
+		t.Fatalf("first firing = %+v, want x, attempt 1, due %v", f, second)
+	}
+	wait.Until(t, "the alarm to be acknowledged", func() bool { return pending(t, q) == 0 })
 	select {
 	case f := <-rec.ch:
 		t.Fatalf("replaced alarm fired a second time: %+v", f)
@@ -235,5 +248,97 @@ func TestAckTouchesOnlyItsOwnBatch(t *testing.T) {
 	attempts := rdb.HGetAll(ctx, k.Attempts).Val()
 	if len(attempts) != 2 || attempts["same-score"] != "1" || attempts["re-claimed"] != "2" {
 		t.Fatalf("attempts after ack = %v, want same-score:1 re-claimed:2", attempts)
+	}
+}
+
+// TestDomainScriptsUseTheContract runs a domain-style script built with NewScript: the alarm it
+// sets through alarm_set is the queue's alarm (Get sees it, it fires), the head flag is right,
+// and alarm_clear removes it.
+func TestDomainScriptsUseTheContract(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := &fakeClock{t: t0}
+	q, rdb := testQueue(t, Options{Shards: 1, Now: clock.Now})
+	arm := NewScript("arm.lua", `
+if not alarm_int(ARGV[2]) then return redis.error_reply('ERR arm.lua: want an integer due time') end
+redis.call('SET', KEYS[1], 'armed')
+return alarm_set(KEYS[2], ARGV[1], ARGV[2])`)
+	disarm := NewScript("disarm.lua", `redis.call('SET', KEYS[1], 'disarmed') alarm_clear(KEYS[2], ARGV[1]) return alarm_due(KEYS[2], ARGV[1])`)
+	k := q.KeysOf("obj")
+	keys := []string{k.Tag + ":obj", k.Alarms}
+	due := t0.Add(time.Minute)
+	if head, err := arm.Run(ctx, rdb, keys, "obj", due.UnixMilli()).Int(); err != nil || head != 1 {
+		t.Fatalf("arm = %d, %v; want 1 (the only alarm is the head)", head, err)
+	}
+	if got, ok, err := q.Get(ctx, "obj"); err != nil || !ok || !got.Equal(due) {
+		t.Fatalf("Get(obj) = %v, %v, %v; want %v", got, ok, err, due)
+	}
+	if err := q.Set(ctx, "sooner", t0); err != nil {
+		t.Fatal(err)
+	}
+	if head, err := arm.Run(ctx, rdb, keys, "obj", due.UnixMilli()).Int(); err != nil || head != 0 {
+		t.Fatalf("arm behind an earlier alarm = %d, %v; want 0", head, err)
+	}
+	if err := arm.Run(ctx, rdb, keys, "obj", "1.5").Err(); !redisx.Refused(err) {
+		t.Fatalf("arm with a fractional due time = %v, want a refusal", err)
+	}
+	if err := disarm.Run(ctx, rdb, keys, "obj").Err(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("disarm = %v, want no alarm left (nil)", err)
+	}
+	if _, ok, _ := q.Get(ctx, "obj"); ok {
+		t.Fatal("Get(obj) after alarm_clear found an alarm")
+	}
+}
+
+// TestBuryMakesADeadLetter checks the test and drill helper: the dead letter it makes is listed
+// with its attempts and error, and replays like one left by a failed retry.
+func TestBuryMakesADeadLetter(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q, _ := testQueue(t, Options{Shards: 2})
+	if err := q.Set(ctx, "stuck", time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Bury(ctx, "stuck", 7, "payment service down"); err != nil {
+		t.Fatalf("Bury: %v", err)
+	}
+	dead, err := q.DeadLetters(ctx)
+	if err != nil || len(dead) != 1 || dead[0].ID != "stuck" || dead[0].Attempts != 7 || dead[0].Error != "payment service down" || dead[0].Shard != q.ShardOf("stuck") {
+		t.Fatalf("DeadLetters = %+v, %v; want stuck after 7 attempts with its error", dead, err)
+	}
+	if _, ok, _ := q.Get(ctx, "stuck"); ok {
+		t.Fatal("a buried alarm is still in the queue")
+	}
+	if ok, err := q.ReplayDead(ctx, "stuck"); err != nil || !ok {
+		t.Fatalf("ReplayDead = %v, %v; want true", ok, err)
+	}
+	if _, ok, _ := q.Get(ctx, "stuck"); !ok {
+		t.Fatal("a replayed dead letter has no alarm")
+	}
+}
+
+// TestMetricsGoOnTheRegistererGiven registers two queues on one fresh registry: both share the
+// series (by namespace) and nothing needs the default registry.
+func TestMetricsGoOnTheRegistererGiven(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	a, rdb := testQueue(t, Options{Metrics: reg})
+	b := twin(t, a, rdb, Options{Metrics: reg})
+	a.metrics.acked.Inc()
+	b.metrics.acked.Inc()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acked float64
+	for _, mf := range mfs {
+		if mf.GetName() == "vigil_alarms_acked_total" {
+			for _, m := range mf.GetMetric() {
+				acked += m.GetCounter().GetValue()
+			}
+		}
+	}
+	if acked != 2 {
+		t.Fatalf("vigil_alarms_acked_total on the given registry = %v, want 2", acked)
 	}
 }

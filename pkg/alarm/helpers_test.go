@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -60,8 +61,8 @@ func run(t *testing.T, q *Queue, h Handler) (stop func()) {
 				if err != nil && !errors.Is(err, context.Canceled) {
 					t.Errorf("Run = %v, want nil or context.Canceled", err)
 				}
-			case <-time.After(10 * time.Second):
-				t.Errorf("Run did not return 10s after its context ended")
+			case <-time.After(wait.Deadline):
+				t.Errorf("Run did not return %v after its context ended", wait.Deadline)
 			}
 		})
 	}
@@ -96,30 +97,15 @@ func (r *recorder) handler() Handler {
 	})
 }
 
-// next waits up to d for the next firing.
-func (r *recorder) next(t *testing.T, d time.Duration) fired {
+// next waits for the next firing (at most wait.Deadline: only a broken queue takes that long).
+func (r *recorder) next(t *testing.T) fired {
 	t.Helper()
 	select {
 	case f := <-r.ch:
 		return f
-	case <-time.After(d):
-		t.Fatalf("no alarm fired within %v", d)
+	case <-time.After(wait.Deadline):
+		t.Fatalf("no alarm fired within %v", wait.Deadline)
 		return fired{}
-	}
-}
-
-// waitFor polls cond until it holds, failing the test after d. It waits on a condition, not
-// on the passage of time.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		<-tick.C
 	}
 }
 

@@ -1,6 +1,8 @@
 package alarm
 
 import (
+	"github.com/vigil-dev/vigil/pkg/wait"
+
 	"context"
 	"errors"
 	"testing"
@@ -132,10 +134,10 @@ func TestBatchIsOneSpan(t *testing.T) {
 		if !ok {
 			t.Fatal("the handler's context carries no span")
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(wait.Deadline):
 		t.Fatal("the alarm did not fire")
 	}
-	waitFor(t, 5*time.Second, "the batch span to end", func() bool {
+	wait.Until(t, "the batch span to end", func() bool {
 		for _, s := range rec.Ended() {
 			if s.Name() == "alarms "+q.Namespace() {
 				return true

@@ -1,52 +1,64 @@
 package alarm
 
 import (
-	"sync"
+	"errors"
+	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-var (
-	alarmLateness = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "vigil_alarm_lateness_seconds",
-		Help:    "How late alarms were claimed after their due time.",
-		Buckets: []float64{.0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
-	}, []string{"ns"})
-	alarmClaimed = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "vigil_alarms_claimed_total", Help: "Alarms claimed by a scheduler (retries included).",
-	}, []string{"ns"})
-	alarmAcked = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "vigil_alarms_acked_total", Help: "Alarms whose handler succeeded.",
-	}, []string{"ns"})
-	alarmRetried = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "vigil_alarms_retried_total", Help: "Alarms whose handler failed and that will be retried.",
-	}, []string{"ns"})
-	alarmRefired = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "vigil_alarms_refired_total",
-		Help: "Alarms claimed again after an earlier attempt: retries after a failure plus leases that ran out (a crashed or stuck scheduler). Lease expiries = refired - retried.",
-	}, []string{"ns"})
-	alarmDead = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "vigil_alarms_dead_lettered_total", Help: "Alarms moved to the dead-letter set after their last retry.",
-	}, []string{"ns"})
-	registerOnce sync.Once
-)
-
+// queueMetrics are one queue's series of the alarm metrics.
 type queueMetrics struct {
 	lateness                      prometheus.Observer
 	claimed, acked, retried, dead prometheus.Counter
 	refired                       prometheus.Counter
 }
 
-func metricsFor(ns string) *queueMetrics {
-	registerOnce.Do(func() {
-		prometheus.MustRegister(alarmLateness, alarmClaimed, alarmAcked, alarmRetried, alarmRefired, alarmDead)
-	})
-	return &queueMetrics{
-		lateness: alarmLateness.WithLabelValues(ns),
-		claimed:  alarmClaimed.WithLabelValues(ns),
-		acked:    alarmAcked.WithLabelValues(ns),
-		retried:  alarmRetried.WithLabelValues(ns),
-		dead:     alarmDead.WithLabelValues(ns),
-		refired:  alarmRefired.WithLabelValues(ns),
+// metricsFor registers the alarm metrics on reg (or finds them there, registered by another
+// queue) and returns the series of namespace ns.
+func metricsFor(reg prometheus.Registerer, ns string) (*queueMetrics, error) {
+	lateness, err := register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "vigil_alarm_lateness_seconds",
+		Help:    "How late alarms were claimed after their due time.",
+		Buckets: []float64{.0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	}, []string{"ns"}))
+	if err != nil {
+		return nil, err
 	}
+	counter := func(name, help string) (*prometheus.CounterVec, error) {
+		return register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"ns"}))
+	}
+	m := &queueMetrics{lateness: lateness.WithLabelValues(ns)}
+	for _, c := range []struct {
+		into       *prometheus.Counter
+		name, help string
+	}{
+		{&m.claimed, "vigil_alarms_claimed_total", "Alarms claimed by a scheduler (retries included)."},
+		{&m.acked, "vigil_alarms_acked_total", "Alarms whose handler succeeded."},
+		{&m.retried, "vigil_alarms_retried_total", "Alarms whose handler failed and that will be retried."},
+		{&m.refired, "vigil_alarms_refired_total", "Alarms claimed again after an earlier attempt: retries after a failure plus leases that ran out (a crashed or stuck scheduler). Lease expiries = refired - retried."},
+		{&m.dead, "vigil_alarms_dead_lettered_total", "Alarms moved to the dead-letter set after their last retry."},
+	} {
+		v, err := counter(c.name, c.help)
+		if err != nil {
+			return nil, err
+		}
+		*c.into = v.WithLabelValues(ns)
+	}
+	return m, nil
+}
+
+// register registers c on reg, or returns the collector of the same description already there.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing, nil
+			}
+		}
+		var zero C
+		return zero, fmt.Errorf("alarm metrics: %w", err)
+	}
+	return c, nil
 }

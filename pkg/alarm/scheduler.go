@@ -13,6 +13,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/tracing"
 )
@@ -243,14 +245,14 @@ func (q *Queue) fail(ctx context.Context, k ShardKeys, f Firing, lease string, c
 	now := q.o.Now()
 	dead := f.Attempt > q.o.MaxRetries
 	backoff := q.o.RetryBase << min(f.Attempt-1, 30)
-	info, _ := json.Marshal(DeadLetter{ID: f.ID, Shard: f.Shard, Attempts: f.Attempt, Error: cause.Error()})
+	info := deadInfo(f.ID, f.Shard, f.Attempt, cause.Error())
 	deadFlag := "0"
 	if dead {
 		deadFlag = "1"
 	}
 	retryAt := now.Add(backoff)
 	res, err := q.retry.Run(ctx, q.rdb, []string{k.Alarms, k.Attempts, k.Dead, k.DeadInfo},
-		lease, f.ID, q.fractionalScore(retryAt), deadFlag, now.UnixMilli(), string(info)).Int()
+		lease, f.ID, q.fractionalScore(retryAt), deadFlag, now.UnixMilli(), info).Int()
 	if err != nil {
 		return time.Time{}, fmt.Errorf("retry %q: %w", f.ID, err)
 	}
@@ -267,6 +269,32 @@ func (q *Queue) fail(ctx context.Context, k ShardKeys, f Firing, lease string, c
 			"attempts", f.Attempt, "err", cause)
 	}
 	return time.Time{}, nil
+}
+
+// deadInfo is a dead letter's details as retry.lua stores them.
+func deadInfo(id string, shard, attempts int, cause string) string {
+	b, _ := json.Marshal(DeadLetter{ID: id, Shard: shard, Attempts: attempts, Error: cause})
+	return string(b)
+}
+
+// Bury dead-letters object id's alarm now, recording attempts and cause as a last failed retry
+// would, whether or not the object had an alarm. It is for tests and operators' drills that
+// need a dead letter without waiting out the retries; it goes through the same script as a
+// real dead letter, so what DeadLetters, ReplayDead and DiscardDead see is the same.
+func (q *Queue) Bury(ctx context.Context, id string, attempts int, cause string) error {
+	k := q.KeysOf(id)
+	now := q.o.Now()
+	lease := q.fractionalScore(now.Add(time.Hour)) // out of every claim's reach meanwhile
+	score, _ := strconv.ParseFloat(lease, 64)
+	if err := q.rdb.ZAdd(ctx, k.Alarms, redis.Z{Score: score, Member: id}).Err(); err != nil {
+		return fmt.Errorf("bury %q: %w", id, err)
+	}
+	err := q.retry.Run(ctx, q.rdb, []string{k.Alarms, k.Attempts, k.Dead, k.DeadInfo},
+		lease, id, lease, "1", now.UnixMilli(), deadInfo(id, q.ShardOf(id), attempts, cause)).Err()
+	if err != nil {
+		return fmt.Errorf("bury %q: %w", id, err)
+	}
+	return nil
 }
 
 // DeadLetters lists the dead letters of every shard, oldest first within a shard.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"runtime"
 	"strconv"
@@ -12,6 +11,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
 func TestConcurrentSchedulersHandleEveryAlarmOnceWithoutOverlap(t *testing.T) {
@@ -61,7 +64,7 @@ func TestConcurrentSchedulersHandleEveryAlarmOnceWithoutOverlap(t *testing.T) {
 			t.Fatalf("Set: %v", err)
 		}
 	}
-	waitFor(t, 30*time.Second, "every alarm to be handled and acknowledged", func() bool {
+	wait.Until(t, "every alarm to be handled and acknowledged", func() bool {
 		return handled.Load() >= n && pending(t, q) == 0
 	})
 
@@ -95,7 +98,7 @@ func TestUnacknowledgedAlarmFiresAgainAfterLease(t *testing.T) {
 		if err := q.Set(ctx, "a", due); err != nil {
 			t.Fatalf("Set: %v", err)
 		}
-		f1 := started.next(t, 5*time.Second)
+		f1 := started.next(t)
 		stop()
 		if got, ok, _ := q.Get(ctx, "a"); !ok || got.Before(due.Add(lease)) {
 			t.Fatalf("Get after the scheduler died = %v, %v; want leased until at least %v", got, ok, due.Add(lease))
@@ -103,14 +106,14 @@ func TestUnacknowledgedAlarmFiresAgainAfterLease(t *testing.T) {
 
 		rec := newRecorder(nil)
 		run(t, twin(t, q, rdb, opts), rec.handler())
-		f2 := rec.next(t, 5*time.Second)
+		f2 := rec.next(t)
 		if f2.ID != "a" || !f2.IsRetry() || f2.RetryCount() != 1 {
 			t.Fatalf("second firing = %+v, want a with IsRetry, RetryCount 1", f2)
 		}
 		if f2.At.Before(f1.Due.Add(lease)) {
 			t.Fatalf("fired again at %v, before its lease ended at %v", f2.At, f1.Due.Add(lease))
 		}
-		waitFor(t, 5*time.Second, "the retry to be acknowledged", func() bool { return pending(t, q) == 0 })
+		wait.Until(t, "the retry to be acknowledged", func() bool { return pending(t, q) == 0 })
 	})
 
 	t.Run("handler blocks past its lease", func(t *testing.T) {
@@ -133,8 +136,8 @@ func TestUnacknowledgedAlarmFiresAgainAfterLease(t *testing.T) {
 		if err := q.Set(ctx, "a", time.Now()); err != nil {
 			t.Fatalf("Set: %v", err)
 		}
-		f1 := rec.next(t, 5*time.Second)
-		f2 := rec.next(t, 5*time.Second) // the other scheduler, once the lease ran out
+		f1 := rec.next(t)
+		f2 := rec.next(t) // the other scheduler, once the lease ran out
 		if f1.Attempt != 1 || f2.Attempt != 2 || !f2.IsRetry() || f2.RetryCount() != 1 {
 			t.Fatalf("firings = %+v then %+v, want attempt 1 then a retry with RetryCount 1", f1, f2)
 		}
@@ -144,12 +147,12 @@ func TestUnacknowledgedAlarmFiresAgainAfterLease(t *testing.T) {
 
 		// The first handler finishes late: its ack must leave the second claim's lease alone.
 		close(release[1])
-		waitFor(t, 5*time.Second, "the late ack", func() bool { return acked(q) == 1 })
+		wait.Until(t, "the late ack", func() bool { return acked(q) == 1 })
 		if _, ok, _ := q.Get(ctx, "a"); !ok {
 			t.Fatalf("a late ack removed an alarm another scheduler holds")
 		}
 		close(release[2])
-		waitFor(t, 5*time.Second, "the second ack", func() bool { return pending(t, q) == 0 })
+		wait.Until(t, "the second ack", func() bool { return pending(t, q) == 0 })
 		select {
 		case f := <-rec.ch:
 			t.Fatalf("unexpected third firing %+v", f)
@@ -170,7 +173,7 @@ func TestWorkFinishedDuringShutdownIsAcknowledged(t *testing.T) {
 	if err := q.Set(ctx, "a", time.Now()); err != nil {
 		t.Fatalf("Set: %v", err)
 	}
-	rec.next(t, 5*time.Second)
+	rec.next(t)
 	stop() // Run returns only after the batch is settled
 	if due, ok, err := q.Get(ctx, "a"); ok || err != nil {
 		t.Fatalf("Get after shutdown = %v, %v, %v; want no alarm: finished work must not fire again after the lease", due, ok, err)
@@ -206,15 +209,15 @@ func TestAckKeepsAlarmReArmedDuringHandling(t *testing.T) {
 			if err := q.Set(ctx, "a", time.Now()); err != nil {
 				t.Fatalf("Set: %v", err)
 			}
-			f1 := rec.next(t, 5*time.Second)
-			f2 := rec.next(t, 5*time.Second)
+			f1 := rec.next(t)
+			f2 := rec.next(t)
 			if f1.Attempt != 1 {
 				t.Fatalf("first firing = %+v, want attempt 1", f1)
 			}
 			if f2.Attempt != 1 || f2.IsRetry() || !f2.Due.Equal(rearmAt) || f2.At.Before(rearmAt) {
 				t.Fatalf("firing after re-arm = %+v, want a fresh attempt 1 due %v", f2, rearmAt)
 			}
-			waitFor(t, 5*time.Second, "the re-armed alarm's ack", func() bool { return pending(t, q) == 0 })
+			wait.Until(t, "the re-armed alarm's ack", func() bool { return pending(t, q) == 0 })
 			if n := rdb.HLen(ctx, q.KeysOf("a").Attempts).Val(); n != 0 {
 				t.Fatalf("attempt counts left: %d, want 0", n)
 			}
@@ -244,7 +247,7 @@ func TestFailingAlarmRetriesWithBackoffThenDeadLetters(t *testing.T) {
 		}
 		var prev fired
 		for attempt := 1; attempt <= 7; attempt++ {
-			f := rec.next(t, 10*time.Second)
+			f := rec.next(t)
 			if f.ID != id || f.Attempt != attempt || f.RetryCount() != attempt-1 {
 				t.Fatalf("firing = %+v, want %s attempt %d", f, id, attempt)
 			}
@@ -258,7 +261,7 @@ func TestFailingAlarmRetriesWithBackoffThenDeadLetters(t *testing.T) {
 			}
 			prev = f
 		}
-		waitFor(t, 5*time.Second, id+" to be dead-lettered", func() bool {
+		wait.Until(t, id+" to be dead-lettered", func() bool {
 			dead, err := q.DeadLetters(ctx)
 			return err == nil && len(dead) == 1
 		})
@@ -280,10 +283,10 @@ func TestFailingAlarmRetriesWithBackoffThenDeadLetters(t *testing.T) {
 		if ok, err := q.ReplayDead(ctx, id); !ok || err != nil {
 			t.Fatalf("ReplayDead = %v, %v; want true, nil", ok, err)
 		}
-		if f := rec.next(t, 5*time.Second); f.ID != id || f.Attempt != 1 {
+		if f := rec.next(t); f.ID != id || f.Attempt != 1 {
 			t.Fatalf("replayed firing = %+v, want %s attempt 1", f, id)
 		}
-		waitFor(t, 5*time.Second, "the replayed alarm's ack", func() bool { return pending(t, q) == 0 })
+		wait.Until(t, "the replayed alarm's ack", func() bool { return pending(t, q) == 0 })
 		healthy.Store(false)
 	}
 	if dead, err := q.DeadLetters(ctx); len(dead) != 0 || err != nil {
@@ -294,60 +297,56 @@ func TestFailingAlarmRetriesWithBackoffThenDeadLetters(t *testing.T) {
 	}
 }
 
-func TestWakeUpFiresWithinMilliseconds(t *testing.T) {
+// TestWakeUpHintsEndTheSchedulersSleep lets a scheduler go to sleep for an hour (its next alarm
+// is an hour away on the injected clock, and MaxSleep is longer), then sets an alarm that is
+// due now: it fires only if the wake-up hint, local or from another process, ends the sleep.
+func TestWakeUpHintsEndTheSchedulersSleep(t *testing.T) {
 	t.Parallel()
-	// Polling every MaxSleep would make these alarms up to a minute late.
-	opts := Options{Shards: 1, MaxSleep: time.Minute}
-	const (
-		slack  = 25 * time.Millisecond
-		trials = 3
-	)
-	// fireAndMeasure sets trials alarms, one after the other, each due 50 ms after it is set,
-	// and checks the best lateness: a machine busy with other work may stall any one firing,
-	// but only a scheduler that sleeps until the head and wakes on hints is ever this punctual.
-	fireAndMeasure := func(t *testing.T, rec *recorder, set func(id string, due time.Time) error) {
+	sleepAnHour := func(t *testing.T) (*Queue, redis.UniversalClient, *recorder, Options) {
 		t.Helper()
-		best := time.Duration(math.MaxInt64)
-		for i := range trials {
-			id := "a" + strconv.Itoa(i)
-			due := wholeMs(time.Now().Add(50 * time.Millisecond))
-			if err := set(id, due); err != nil {
-				t.Fatalf("Set: %v", err)
-			}
-			f := rec.next(t, 5*time.Second)
-			late := f.At.Sub(due)
-			t.Logf("%s fired %v after its due time", f.ID, late)
-			if f.ID != id || late < 0 || late > time.Second {
-				t.Fatalf("%s fired %v after its due time, want %s within 0..1s", f.ID, late, id)
-			}
-			best = min(best, late)
+		clock := &fakeClock{t: t0}
+		opts := Options{Shards: 1, MaxSleep: 2 * time.Hour, Now: clock.Now}
+		q, rdb := testQueue(t, opts)
+		ctx := context.Background()
+		if err := q.Set(ctx, "later", t0.Add(time.Hour)); err != nil {
+			t.Fatalf("Set: %v", err)
 		}
-		if best > slack {
-			t.Fatalf("the best of %d alarms fired %v after its due time, want at most %v", trials, best, slack)
+		if err := q.Set(ctx, "first", t0); err != nil {
+			t.Fatalf("Set: %v", err)
 		}
+		rec := newRecorder(nil)
+		run(t, q, rec.handler())
+		// Once "first" is handled and acknowledged, the loop's next sleep lasts until "later".
+		if f := rec.next(t); f.ID != "first" {
+			t.Fatalf("fired %s, want first", f.ID)
+		}
+		wait.Until(t, "first's ack", func() bool { return pending(t, q) == 1 })
+		opts.Prefix, opts.Namespace = q.o.Prefix, q.o.Namespace
+		return q, rdb, rec, opts
 	}
 
 	t.Run("same process", func(t *testing.T) {
 		t.Parallel()
-		ctx := context.Background()
-		q, _ := testQueue(t, opts)
-		rec := newRecorder(nil)
-		run(t, q, rec.handler())
-		fireAndMeasure(t, rec, func(id string, due time.Time) error { return q.Set(ctx, id, due) })
-	})
-
-	t.Run("other process sets an earlier alarm", func(t *testing.T) {
-		t.Parallel()
-		ctx := context.Background()
-		q, rdb := testQueue(t, opts)
-		rec := newRecorder(nil)
-		run(t, q, rec.handler())
-		waitFor(t, 5*time.Second, "the scheduler to subscribe to wake-up hints", func() bool { return subscribed(t, rdb, q) })
-		if err := q.Set(ctx, "later", time.Now().Add(time.Hour)); err != nil {
+		q, _, rec, _ := sleepAnHour(t)
+		if err := q.Set(context.Background(), "now", t0); err != nil {
 			t.Fatalf("Set: %v", err)
 		}
+		if f := rec.next(t); f.ID != "now" {
+			t.Fatalf("fired %s, want now", f.ID)
+		}
+	})
+
+	t.Run("other process", func(t *testing.T) {
+		t.Parallel()
+		q, rdb, rec, opts := sleepAnHour(t)
+		wait.Until(t, "the scheduler to subscribe to wake-up hints", func() bool { return subscribed(t, rdb, q) })
 		other := twin(t, q, rdb, opts) // never runs: only its hint can wake q
-		fireAndMeasure(t, rec, func(id string, due time.Time) error { return other.Set(ctx, id, due) })
+		if err := other.Set(context.Background(), "now", t0); err != nil {
+			t.Fatalf("Set: %v", err)
+		}
+		if f := rec.next(t); f.ID != "now" {
+			t.Fatalf("fired %s, want now", f.ID)
+		}
 	})
 }
 
@@ -372,7 +371,7 @@ func TestAlarmsNeverFireEarly(t *testing.T) {
 	}
 	var worst time.Duration
 	for range n {
-		f := rec.next(t, 10*time.Second)
+		f := rec.next(t)
 		due := want[f.ID]
 		if f.At.Before(due) {
 			t.Errorf("%s fired at %v, %v before its due time", f.ID, f.At, due.Sub(f.At))
@@ -399,17 +398,17 @@ func TestHandlerPanicIsRetriedAndSchedulerSurvives(t *testing.T) {
 	if err := q.Set(ctx, "boom", time.Now()); err != nil {
 		t.Fatalf("Set: %v", err)
 	}
-	if f := rec.next(t, 5*time.Second); f.ID != "boom" || f.Attempt != 1 {
+	if f := rec.next(t); f.ID != "boom" || f.Attempt != 1 {
 		t.Fatalf("first firing = %+v, want boom attempt 1", f)
 	}
-	if f := rec.next(t, 5*time.Second); f.ID != "boom" || f.Attempt != 2 || !f.IsRetry() {
+	if f := rec.next(t); f.ID != "boom" || f.Attempt != 2 || !f.IsRetry() {
 		t.Fatalf("after the panic = %+v, want boom retried as attempt 2", f)
 	}
 	if err := q.Set(ctx, "after", time.Now()); err != nil {
 		t.Fatalf("Set: %v", err)
 	}
-	if f := rec.next(t, 5*time.Second); f.ID != "after" || f.Attempt != 1 {
+	if f := rec.next(t); f.ID != "after" || f.Attempt != 1 {
 		t.Fatalf("next firing = %+v, want after attempt 1 (the scheduler survived)", f)
 	}
-	waitFor(t, 5*time.Second, "both acks", func() bool { return pending(t, q) == 0 })
+	wait.Until(t, "both acks", func() bool { return pending(t, q) == 0 })
 }
