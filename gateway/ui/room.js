@@ -3,10 +3,15 @@
 // (played from a blob: URL, never uploaded). The leader's player is the truth: its play, pause
 // and seek events, and a heartbeat every second while playing, go out as sync frames that the
 // server stamps with its clock ("at"). A viewer aims at positionMs + (serverNow - at) and
-// corrects drift: by nudging playbackRate when close, by seeking when far.
+// corrects drift: by nudging playbackRate when close, by seeking when far. The leader also
+// sets the formation (formation.js) and can switch everyone to another video: a reload frame
+// with the new video's title and length, after which each viewer picks their own copy.
 import {
   $, ChatPanel, api, clientId, clock, el, forgetLeaderToken, leaderToken, saveName, savedName, setStatus, socketURL,
 } from './common.js';
+import {
+  DEFAULT_GRID, Stage, axisError, emptyFormation, firstFree, formationError, gridError, nameError, place, remove, resize,
+} from './formation.js';
 
 const HEARTBEAT_MS = 1000; // leader: resend position while playing
 const FOLLOW_MS = 100; // viewer: how often drift is checked
@@ -35,6 +40,8 @@ let failures = 0;
 let retryTimer = 0;
 let adopted = false; // leader: took the room's saved position once
 let fileName = '';
+let playerVideo = null; // the room video the loaded file was picked for ({title, durationMs})
+let switchingTo = null; // leader: the video this page just switched everyone to
 
 // Server clock: offset = serverTime - localTime. A sync frame stamped at `at` and received now
 // gives at - now = offset - latency, so the largest recent sample is the best estimate.
@@ -76,12 +83,50 @@ function renderMarks() {
   $('no-marks').hidden = room.marks.length > 0;
 }
 
+const stage = new Stage($('formation-stage'), {
+  editable: role === 'leader',
+  onChange: (f, what) => setFormation(f, what),
+  onSelect: (d) => {
+    $('dancer-name').value = d.name;
+    $('dancer-x').value = String(d.x);
+    $('dancer-y').value = String(d.y);
+    $('formation-error').textContent = '';
+  },
+  onError: (msg) => { $('formation-error').textContent = msg; },
+});
+
+/** shownFormation is the room's formation when it is one the stage can draw, else null. */
+function shownFormation() {
+  const f = room.formation;
+  return f !== null && f !== undefined && !formationError(f) ? f : null;
+}
+
 function renderFormation() {
   const f = room.formation;
   const has = f !== null && f !== undefined;
-  $('formation-box').hidden = !has;
-  $('formation').textContent = has ? JSON.stringify(f, null, 2) : '';
+  const ok = shownFormation();
+  // A formation in another shape (sent by a script) is shown as it is, not lost.
+  $('formation-raw').hidden = !has || !!ok;
+  $('formation-raw').textContent = has && !ok ? JSON.stringify(f, null, 2) : '';
+  const drawn = ok || (role === 'leader' ? emptyFormation(currentGrid()) : null);
+  $('formation-stage').hidden = !drawn;
+  if (drawn) stage.render(drawn);
+  let text;
+  if (ok) text = `${ok.dancers.length} dancer${ok.dancers.length === 1 ? '' : 's'} on the stage (${ok.grid.cols} columns × ${ok.grid.rows} rows).`;
+  else if (has) text = `The leader's formation is not a stage of dancers (${formationError(f)}); here it is as sent.`;
+  else text = role === 'leader' ? 'No formation yet: place the first dancer.' : 'No formation yet.';
+  $('formation-status').textContent = text;
+  if (role === 'leader') {
+    const g = currentGrid();
+    $('dancer-x').max = String(g.cols);
+    $('dancer-y').max = String(g.rows);
+    if (document.activeElement !== $('grid-cols')) $('grid-cols').value = String(g.cols);
+    if (document.activeElement !== $('grid-rows')) $('grid-rows').value = String(g.rows);
+  }
 }
+
+/** currentGrid is the stage size the leader edits on. */
+function currentGrid() { return shownFormation()?.grid || stage.formation?.grid || DEFAULT_GRID; }
 
 function showError(msg) { $('room-error').textContent = msg || ''; }
 
@@ -93,6 +138,8 @@ function showEnded(text) {
   setStatus($('conn'), 'Disconnected: the room is closed.', 'bad');
   $('leader-controls').hidden = true;
   $('player-controls').hidden = true;
+  $('formation-editor').hidden = true;
+  $('switch-notice').textContent = '';
   $('file').disabled = true;
   $('occupancy').textContent = 'Room closed.';
   $('follow').textContent = '';
@@ -169,7 +216,10 @@ function onFrame(f) {
       room.viewers = f.viewers ?? room.viewers;
       room.leaderPresent = !!f.leaderPresent;
       room.formation = f.formation ?? null;
-      renderInfo(); renderOccupancy(); renderMarks(); renderFormation(); checkFile();
+      renderInfo(); renderOccupancy(); renderMarks(); renderFormation();
+      // Back from a blip after the leader switched videos: the file in the player is the old one.
+      if (playerVideo && room.video && !sameVideo(playerVideo, room.video)) askForFile();
+      checkFile();
       // A leader back from a blip re-asserts its player; a fresh page takes the room's state.
       if (role === 'leader') { if (adopted) sendSync(); else adopt(); }
       break;
@@ -189,8 +239,8 @@ function onFrame(f) {
       renderFormation();
       break;
     case 'reload':
-      if (f.video) { room.video = f.video; renderInfo(); checkFile(); }
-      if (role === 'viewer') reloadPlayer();
+      if (f.video) switched(f);
+      else if (role === 'viewer') reloadPlayer();
       break;
     case 'occupancy':
       room.viewers = f.viewers ?? 0;
@@ -213,13 +263,54 @@ $('file').addEventListener('change', () => {
   const f = $('file').files[0];
   if (!f) return;
   if (video.src) URL.revokeObjectURL(video.src);
-  fileName = f.name;
-  adopted = false;
-  video.src = URL.createObjectURL(f);
-  video.load();
+  loadFile(f);
 });
 
+/** loadFile plays a picked file, for the room's current video. */
+function loadFile(f) {
+  if (video.src) URL.revokeObjectURL(video.src);
+  fileName = f.name;
+  adopted = false;
+  playerVideo = room.video;
+  $('switch-notice').textContent = '';
+  video.src = URL.createObjectURL(f);
+  video.load();
+}
+
+const sameVideo = (a, b) => !!a && !!b && a.title === b.title && a.durationMs === b.durationMs;
+
+/** askForFile empties the player and asks for a copy of the room's (new) video. */
+function askForFile() {
+  if (video.src) URL.revokeObjectURL(video.src);
+  video.removeAttribute('src');
+  video.load();
+  playerVideo = null;
+  $('file').value = '';
+  const v = room.video;
+  $('switch-notice').textContent = `The leader switched to another video: “${v.title}” (${clock(v.durationMs)}). Pick your copy of it above to keep ${role === 'leader' ? 'leading' : 'following'}.`;
+  if (role === 'leader') {
+    setLeaderEnabled(false);
+    $('leader-hint').textContent = 'Pick your copy of the video to start leading. Viewers follow what your player does.';
+  } else {
+    setStatus($('follow'), `Pick your copy of “${v.title}” to follow the leader.`, 'warn');
+  }
+}
+
+/** switched applies a reload frame that carries a video: the room starts over with it. */
+function switched(f) {
+  room.video = f.video;
+  room.playback = { playing: false, positionMs: 0, at: f.at }; // as the server reset it
+  room.marks = []; // the server drops the old video's marks
+  renderInfo(); renderMarks();
+  if (role === 'leader' && switchingTo && sameVideo(switchingTo, f.video)) {
+    switchingTo = null; // this page made the switch and already plays the new file
+    return;
+  }
+  askForFile();
+}
+
 video.addEventListener('loadedmetadata', () => {
+  if (!video.src) return;
   checkFile();
   if (role === 'leader') {
     $('leader-hint').textContent = `Leading with ${fileName}. Viewers follow what your player does.`;
@@ -247,6 +338,7 @@ function checkFile() {
 
 function reloadPlayer() {
   if (!video.src) return;
+  $('switch-notice').textContent = '';
   const note = $('follow');
   note.textContent = 'The leader asked everyone to reload the video; reloading.';
   const src = video.src;
@@ -260,6 +352,133 @@ function reloadPlayer() {
 
 function setLeaderEnabled(on) {
   for (const id of ['play', 'pause', 'back', 'fwd', 'seek', 'mark', 'mark-label']) $(id).disabled = !on;
+}
+
+/** setFormation sends a new formation; the stage shows it once it is sent. */
+function setFormation(f, what) {
+  $('formation-error').textContent = '';
+  const err = formationError(f);
+  if (err) { $('formation-error').textContent = err; renderFormation(); return false; }
+  if (!send({ type: 'formation', formation: f })) { renderFormation(); return false; }
+  room.formation = f;
+  renderFormation();
+  $('formation-status').textContent = `Sent: ${what}. ${$('formation-status').textContent}`;
+  return true;
+}
+
+/** formNumber reads a number field: null when empty, NaN when not a whole number. */
+function formNumber(id) {
+  const raw = $(id).value.trim();
+  if (raw === '') return null;
+  return /^\d+$/.test(raw) ? Number(raw) : NaN;
+}
+
+function formationForm() {
+  const fail = (msg, id) => { $('formation-error').textContent = msg; $(id).focus(); };
+  $('dancer-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const cur = shownFormation() || emptyFormation(currentGrid());
+    const name = $('dancer-name').value.trim();
+    const nerr = nameError(name);
+    if (nerr) { fail(nerr, 'dancer-name'); return; }
+    let x = formNumber('dancer-x');
+    let y = formNumber('dancer-y');
+    const existing = cur.dancers.find((d) => d.name === name);
+    if (x === null && y === null) {
+      // No spot given: a dancer on the stage stays, a new one takes the first free spot.
+      const spot = existing || firstFree(cur);
+      if (!spot) { fail(`The stage is full: every one of its ${cur.grid.cols * cur.grid.rows} spots is taken.`, 'dancer-name'); return; }
+      ({ x, y } = spot);
+    }
+    const xerr = axisError('Column', x ?? NaN, cur.grid.cols);
+    if (xerr) { fail(xerr, 'dancer-x'); return; }
+    const yerr = axisError('Row', y ?? NaN, cur.grid.rows);
+    if (yerr) { fail(yerr, 'dancer-y'); return; }
+    const r = place(cur, name, x, y);
+    if (r.error) { fail(r.error, 'dancer-name'); return; }
+    if (setFormation(r.formation, `${name} to column ${x}, row ${y}`)) {
+      for (const id of ['dancer-name', 'dancer-x', 'dancer-y']) $(id).value = '';
+      $('dancer-name').focus();
+    }
+  });
+  $('dancer-remove').addEventListener('click', () => {
+    const cur = shownFormation() || emptyFormation(currentGrid());
+    const name = $('dancer-name').value.trim();
+    if (!name) { fail('Type the name of the dancer to remove (or pick them on the stage).', 'dancer-name'); return; }
+    const r = remove(cur, name);
+    if (r.error) { fail(r.error, 'dancer-name'); return; }
+    if (setFormation(r.formation, `${name} off the stage`)) for (const id of ['dancer-name', 'dancer-x', 'dancer-y']) $(id).value = '';
+  });
+  $('grid-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const cur = shownFormation() || emptyFormation(currentGrid());
+    const cols = formNumber('grid-cols');
+    const rows = formNumber('grid-rows');
+    const gerr = gridError({ cols: cols ?? NaN, rows: rows ?? NaN });
+    if (gerr) { fail(gerr, Number.isInteger(cols) && cols >= 1 && cols <= 16 ? 'grid-rows' : 'grid-cols'); return; }
+    const r = resize(cur, cols, rows);
+    if (r.error) { fail(r.error, 'grid-cols'); return; }
+    setFormation(r.formation, `a stage of ${cols} × ${rows}`);
+  });
+}
+
+/** switchForm lets the leader move everyone to another video file. */
+function switchForm() {
+  let picked = null; // {file, durationMs}
+  const err = $('switch-error');
+  $('switch-file').addEventListener('change', () => {
+    err.textContent = '';
+    picked = null;
+    $('switch-length').textContent = '';
+    const f = $('switch-file').files[0];
+    if (!f) return;
+    $('switch-title').value = f.name.replace(/\.[^.]+$/, '').slice(0, 200);
+    const probe = document.createElement('video');
+    probe.preload = 'metadata';
+    const url = URL.createObjectURL(f);
+    probe.onloadedmetadata = () => {
+      URL.revokeObjectURL(url);
+      if (!Number.isFinite(probe.duration) || probe.duration <= 0) {
+        err.textContent = 'This browser cannot tell how long that video is. Pick another file (WebM or MP4 usually work).';
+        return;
+      }
+      picked = { file: f, durationMs: Math.round(probe.duration * 1000) };
+      $('switch-length').textContent = `Length: ${clock(picked.durationMs)}`;
+    };
+    probe.onerror = () => {
+      URL.revokeObjectURL(url);
+      err.textContent = 'This browser cannot play that file. Pick another copy of the video (WebM or MP4 usually work).';
+    };
+    probe.src = url;
+  });
+  $('switch-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    err.textContent = '';
+    const title = $('switch-title').value.trim();
+    if (!picked) { err.textContent = 'Pick the video file first: its length is read from it.'; $('switch-file').focus(); return; }
+    if (!title || [...title].length > 200 || /\p{Cc}/u.test(title)) {
+      err.textContent = 'Give the video a title of 1–200 characters.';
+      $('switch-title').focus();
+      return;
+    }
+    if (picked.durationMs > 24 * 3600 * 1000) { err.textContent = 'A video can be at most 24 hours long.'; return; }
+    const next = { title, durationMs: picked.durationMs };
+    if (!send({ type: 'reload', video: next })) return;
+    switchingTo = next;
+    room.video = next;
+    room.playback = { playing: false, positionMs: 0, at: serverNow() };
+    room.marks = [];
+    renderInfo(); renderMarks();
+    setLeaderEnabled(false);
+    loadFile(picked.file);
+    $('file').value = '';
+    $('switch').open = false;
+    $('switch-file').value = '';
+    $('switch-title').value = '';
+    $('switch-length').textContent = '';
+    picked = null;
+    $('leader-hint').textContent = `Switched everyone to “${title}”. Viewers are asked to pick their copy.`;
+  });
 }
 
 function positionMs() { return Math.round(video.currentTime * 1000); }
@@ -310,6 +529,9 @@ if (role === 'leader') {
     }
   });
   $('reload').addEventListener('click', () => send({ type: 'reload' }));
+  $('formation-editor').hidden = false;
+  formationForm();
+  switchForm();
   $('end').addEventListener('click', async () => {
     if (!confirm('End this room for everyone? Viewers will be told it ended.')) return;
     try {
@@ -407,6 +629,7 @@ async function start() {
     return;
   }
   renderInfo();
+  renderFormation();
   try {
     const r = await api('GET', `/lobby/rooms/${encodeURIComponent(code)}`);
     const info = r.room || r;

@@ -251,13 +251,19 @@ func postJSON(t *testing.T, method, url string, body, out any, wantCode int) {
 // small enough to make in well under a second.
 func testVideo(t *testing.T) string {
 	t.Helper()
+	return makeVideo(t, "practice", 30)
+}
+
+// makeVideo makes <name>.webm, seconds long, like testVideo.
+func makeVideo(t *testing.T, name string, seconds int) string {
+	t.Helper()
 	ffmpeg, err := exec.LookPath("ffmpeg")
 	if err != nil {
 		t.Fatal("no ffmpeg found: install it with `apt-get install -y ffmpeg`")
 	}
-	out := filepath.Join(t.TempDir(), "practice.webm")
+	out := filepath.Join(t.TempDir(), name+".webm")
 	cmd := exec.Command(ffmpeg, "-hide_banner", "-loglevel", "error", "-f", "lavfi",
-		"-i", "testsrc=size=320x240:rate=15:duration=30",
+		"-i", fmt.Sprintf("testsrc=size=320x240:rate=15:duration=%d", seconds),
 		"-c:v", "libvpx", "-b:v", "200k", "-g", "15", "-an", out)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("ffmpeg: %v: %s", err, b)

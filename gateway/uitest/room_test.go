@@ -241,3 +241,71 @@ func TestRoomLinks(t *testing.T) {
 	p.run(chromedp.Click(chromedp.CSS(`#conn a`)))
 	p.waitFor("joined as a viewer", `document.getElementById('conn').textContent.includes('following')`, 10*time.Second)
 }
+
+// TestSwitchVideo: the leader switches everyone to another video file. Its title and length
+// reach every viewer, who is asked to pick their own copy of it and then follows on it; the
+// old video's marks go; a viewer who comes later gets the new video and is warned when the
+// file they pick is not it.
+func TestSwitchVideo(t *testing.T) {
+	t.Parallel()
+	s := startStack(t)
+	browser := newBrowser(t)
+	first := testVideo(t)
+	second := makeVideo(t, "second-routine", 12)
+	code, token := openRoom(t, s, "Two routines", "practice", 30000)
+
+	leader := newPage(t, browser, "leader")
+	leader.openAsLeader(s, code, token)
+	leader.run(chromedp.SetUploadFiles(chromedp.ID("file"), []string{first}))
+	leader.waitFor("leader controls enabled", `!document.getElementById('play').disabled`, 10*time.Second)
+
+	viewer := newPage(t, browser, "viewer")
+	viewer.open(s.url + "/ui/room.html?code=" + code)
+	viewer.waitFor("connected as a viewer", `document.getElementById('conn').textContent.includes('following')`, 10*time.Second)
+	viewer.run(chromedp.SetUploadFiles(chromedp.ID("file"), []string{first}))
+	leader.run(chromedp.Click(chromedp.ID("play")))
+	viewer.waitFor("viewer playing the first video", `(() => { const v = document.getElementById('player'); return !v.paused && v.currentTime > 0.3; })()`, 10*time.Second)
+	leader.run(chromedp.SendKeys(chromedp.ID("mark-label"), "intro"+kb.Enter))
+	viewer.waitFor("mark shown", `document.querySelectorAll('#marks li').length === 1`, 10*time.Second)
+
+	// Sent without a file: a sentence, nothing sent.
+	leader.run(chromedp.Click(chromedp.CSS(`#switch summary`)), chromedp.Click(chromedp.ID("switch-send")))
+	leader.waitFor("asks for the file", `document.getElementById('switch-error').textContent === 'Pick the video file first: its length is read from it.'`, 5*time.Second)
+
+	// The leader picks the next file: its title and length are read from it; the title can be
+	// edited before switching.
+	leader.run(chromedp.SetUploadFiles(chromedp.ID("switch-file"), []string{second}))
+	leader.waitFor("title and length read from the file", `document.getElementById('switch-title').value === 'second-routine' && document.getElementById('switch-length').textContent === 'Length: 0:12'`, 10*time.Second)
+	leader.run(chromedp.SetValue(chromedp.ID("switch-title"), "Second routine"))
+	leader.screenshot("room-switch")
+	leader.run(chromedp.Click(chromedp.ID("switch-send")))
+
+	// Every viewer is told, and asked for their copy; the old file stops.
+	viewer.waitFor("viewer asked for the new file",
+		`document.getElementById('switch-notice').textContent === 'The leader switched to another video: “Second routine” (0:12). Pick your copy of it above to keep following.'
+		&& document.getElementById('room-info').textContent.startsWith('Video: Second routine (0:12)')
+		&& document.getElementById('player').getAttribute('src') === null
+		&& document.getElementById('follow').textContent === 'Pick your copy of “Second routine” to follow the leader.'
+		&& document.querySelectorAll('#marks li').length === 0`, 10*time.Second)
+	leader.waitFor("leader's player has the new file, paused at the start",
+		`(() => { const v = document.getElementById('player'); return Math.abs(v.duration - 12) < 0.5 && v.paused && v.currentTime === 0 && !document.getElementById('play').disabled; })()
+		&& document.getElementById('room-info').textContent.startsWith('Video: Second routine (0:12)') && document.getElementById('switch-notice').textContent === ''`, 10*time.Second)
+	viewer.screenshot("room-switched")
+	viewer.checkPlain("")
+
+	// The viewer picks their copy and follows the leader on it.
+	viewer.run(chromedp.SetUploadFiles(chromedp.ID("file"), []string{second}))
+	viewer.waitFor("new file loaded, nothing to warn about", `Math.abs(document.getElementById('player').duration - 12) < 0.5 && document.getElementById('switch-notice').textContent === '' && document.getElementById('file-warning').textContent === ''`, 10*time.Second)
+	leader.run(chromedp.Click(chromedp.ID("play")))
+	viewer.waitFor("viewer playing the new video", `(() => { const v = document.getElementById('player'); return !v.paused && v.currentTime > 0.3; })()`, 10*time.Second)
+	viewer.waitFor("viewer settled", `Math.abs(window.vigilRoom.drift) < 50`, 10*time.Second)
+	worst := followFor(t, leader, viewer, 2*time.Second)
+	t.Logf("on the new video, the viewer was at most %.0f ms from the leader", worst)
+
+	// Someone who comes later gets the new video, and is warned if they pick the old file.
+	late := newPage(t, browser, "late viewer")
+	late.open(s.url + "/ui/room.html?code=" + code)
+	late.waitFor("late viewer sees the new video", `document.getElementById('room-info').textContent.startsWith('Video: Second routine (0:12)')`, 10*time.Second)
+	late.run(chromedp.SetUploadFiles(chromedp.ID("file"), []string{first}))
+	late.waitFor("wrong file warned about", `document.getElementById('file-warning').textContent === "Your file is 0:30 long but the room's video is 0:12: check that it is the same video."`, 10*time.Second)
+}
