@@ -31,9 +31,9 @@ import (
 //	GET    /admin/{domain}/objects/{id}               LookupObject
 
 // adminRoutes adds the operators' routes to mux.
-func (g *Gateway) adminRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("/admin/alarms", g.adminMethod(http.MethodGet, g.adminOverview))
-	mux.HandleFunc("/admin/{domain}/alarms", g.adminMethod(http.MethodGet, g.adminCall(func(ctx context.Context, c adminv1.AlarmAdminServiceClient, r *http.Request) (proto.Message, error) {
+func (g *Gateway) adminRoutes(mux *router) {
+	mux.HandleFunc("GET /admin/alarms", g.adminOverview)
+	mux.HandleFunc("GET /admin/{domain}/alarms", g.adminCall(func(ctx context.Context, c adminv1.AlarmAdminServiceClient, r *http.Request) (proto.Message, error) {
 		next := 0
 		if s := r.URL.Query().Get("next"); s != "" {
 			n, err := strconv.Atoi(s)
@@ -43,32 +43,20 @@ func (g *Gateway) adminRoutes(mux *http.ServeMux) {
 			next = n
 		}
 		return c.ListPending(ctx, &adminv1.ListPendingRequest{NextPerShard: int32(next)})
-	})))
-	mux.HandleFunc("/admin/{domain}/dead-letters", g.adminMethod(http.MethodGet, g.adminCall(func(ctx context.Context, c adminv1.AlarmAdminServiceClient, _ *http.Request) (proto.Message, error) {
+	}))
+	mux.HandleFunc("GET /admin/{domain}/dead-letters", g.adminCall(func(ctx context.Context, c adminv1.AlarmAdminServiceClient, _ *http.Request) (proto.Message, error) {
 		return c.ListDeadLetters(ctx, &adminv1.ListDeadLettersRequest{})
-	})))
-	mux.HandleFunc("/admin/{domain}/dead-letters/{id}/replay", g.adminMethod(http.MethodPost, g.adminCall(func(ctx context.Context, c adminv1.AlarmAdminServiceClient, r *http.Request) (proto.Message, error) {
+	}))
+	mux.HandleFunc("POST /admin/{domain}/dead-letters/{id}/replay", g.adminCall(func(ctx context.Context, c adminv1.AlarmAdminServiceClient, r *http.Request) (proto.Message, error) {
 		return c.ReplayDeadLetter(ctx, &adminv1.ReplayDeadLetterRequest{Id: r.PathValue("id")})
-	})))
-	mux.HandleFunc("/admin/{domain}/dead-letters/{id}", g.adminMethod(http.MethodDelete, g.adminCall(func(ctx context.Context, c adminv1.AlarmAdminServiceClient, r *http.Request) (proto.Message, error) {
+	}))
+	mux.HandleFunc("DELETE /admin/{domain}/dead-letters/{id}", g.adminCall(func(ctx context.Context, c adminv1.AlarmAdminServiceClient, r *http.Request) (proto.Message, error) {
 		_, err := c.DiscardDeadLetter(ctx, &adminv1.DiscardDeadLetterRequest{Id: r.PathValue("id")})
 		return nil, err
-	})))
-	mux.HandleFunc("/admin/{domain}/objects/{id}", g.adminMethod(http.MethodGet, g.adminCall(func(ctx context.Context, c adminv1.AlarmAdminServiceClient, r *http.Request) (proto.Message, error) {
+	}))
+	mux.HandleFunc("GET /admin/{domain}/objects/{id}", g.adminCall(func(ctx context.Context, c adminv1.AlarmAdminServiceClient, r *http.Request) (proto.Message, error) {
 		return c.LookupObject(ctx, &adminv1.LookupObjectRequest{Id: r.PathValue("id")})
-	})))
-}
-
-// adminMethod answers 405 in the API's JSON shape for any method but want.
-func (g *Gateway) adminMethod(want string, h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != want && !(want == http.MethodGet && r.Method == http.MethodHead) {
-			w.Header().Set("Allow", want)
-			writeError(w, http.StatusMethodNotAllowed, "Method not allowed.")
-			return
-		}
-		h(w, r)
-	}
+	}))
 }
 
 // adminTimeout bounds one admin call; they read a few keys per shard.

@@ -9,6 +9,7 @@ package gateway
 
 import (
 	"bufio"
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -25,9 +26,10 @@ import (
 	"time"
 )
 
-// Scopes a key may hold. A route needs one; see routeScopes.
+// Scopes a key may hold. A route needs one; see routeScopes (routes.go).
 const (
-	// ScopeAdmin grants every scope, and alone grants replaying alarms.
+	// ScopeAdmin grants every scope, and alone grants the operators' routes and replaying
+	// alarms.
 	ScopeAdmin = "admin"
 )
 
@@ -39,33 +41,6 @@ var knownScopes = []string{
 	"locks", "locks:read", "locks:write",
 	"chat", "chat:read", "chat:write",
 	"lobby", "lobby:read", "lobby:create", "lobby:join",
-}
-
-// routeScopes gives the scope each route needs. Routes not listed need only a valid key, apart
-// from the public ones (publicRoute).
-var routeScopes = map[string]string{
-	"GET /reservations/{id}":               "reservations:read",
-	"POST /reservations/{id}":              "reservations:write",
-	"POST /reservations/{id}/confirm":      "reservations:write",
-	"POST /reservations/{id}/release":      "reservations:write",
-	"POST /reservations/{id}/replay-alarm": ScopeAdmin,
-	"GET /locks/{resource}":                "locks:read",
-	"POST /locks/{resource}/{action}":      "locks:write",
-	"GET /chat/rooms/{room}/messages":      "chat:read",
-	"POST /chat/rooms/{room}/messages":     "chat:write",
-	"GET /websocket":                       "chat:write",
-	"GET /lobby/rooms":                     "lobby:read",
-	"GET /lobby/rooms/{code}":              "lobby:read",
-	"POST /lobby/rooms":                    "lobby:create",
-	"DELETE /lobby/rooms/{code}":           "lobby:create",
-	"GET /rooms/{code}/websocket":          "lobby:join",
-	"POST /auth/socket-token":              "",
-}
-
-// needsAdmin reports whether a path is an operator's: anything under /admin/, and any route
-// that replays an alarm, whatever its domain.
-func needsAdmin(path string) bool {
-	return strings.HasPrefix(path, "/admin/") || strings.Contains(strings.ToLower(path), "replay")
 }
 
 // grants reports whether a key holding scope have may call a route that needs want.
@@ -165,6 +140,35 @@ type principal struct {
 
 func (p *principal) may(want string) bool {
 	return slices.ContainsFunc(p.scopes, func(s string) bool { return grants(s, want) })
+}
+
+// allowed reports whether p may call a route that needs want (a scope of routeScopes).
+func (p *principal) allowed(want string) bool {
+	switch want {
+	case scopePublic:
+		return true
+	case scopeAnyKey:
+		return p.name != ""
+	}
+	return p.may(want)
+}
+
+type principalKey struct{}
+
+func withPrincipal(ctx context.Context, p *principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// serveSocketToken answers POST /auth/socket-token with a short-lived token for the caller's
+// scopes (secure puts the caller in the request's context), for a browser to open WebSockets
+// with.
+func (g *Gateway) serveSocketToken(w http.ResponseWriter, r *http.Request) {
+	p, _ := r.Context().Value(principalKey{}).(*principal)
+	if p == nil || g.auth == nil {
+		writeError(w, http.StatusNotFound, "No route POST /auth/socket-token.")
+		return
+	}
+	g.auth.serveSocketToken(w, p)
 }
 
 // authenticator checks API keys and socket tokens.
@@ -286,16 +290,6 @@ func (a *authenticator) serveSocketToken(w http.ResponseWriter, p *principal) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	_ = json.NewEncoder(w).Encode(map[string]any{"token": tok, "expiresAt": exp, "scopes": p.scopes})
-}
-
-// publicRoute reports whether a path is served to anyone: the landing answer, health, metrics,
-// the OpenAPI document and the web UI's static files.
-func publicRoute(path string) bool {
-	switch path {
-	case "/", "/healthz", "/metrics", "/openapi.json", "/favicon.ico", "/ui":
-		return true
-	}
-	return strings.HasPrefix(path, "/ui/")
 }
 
 func refuseUnauthenticated(w http.ResponseWriter) {

@@ -71,8 +71,9 @@ type domain struct {
 	addr string
 	// rest registers the domain's grpc-gateway handlers.
 	rest func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error
-	// sockets adds the domain's WebSocket routes to mux.
-	sockets func(g *Gateway, mux *http.ServeMux, conn *grpc.ClientConn)
+	// sockets adds the domain's own routes (WebSockets, hand-written answers) to mux, each
+	// under a pattern of routeScopes.
+	sockets func(g *Gateway, mux *router, conn *grpc.ClientConn)
 	// created maps full RPC method names to the HTTP status of their success (201, 204).
 	created map[string]int
 	// allowEmpty and fieldErrors tune the JSON dialect for the domain's request messages.
@@ -96,6 +97,9 @@ type Gateway struct {
 	handler http.Handler
 	conns   map[string]*grpc.ClientConn
 	log     *slog.Logger
+	// router holds every route under its pattern (routes.go); auth checks keys (auth.go).
+	router *router
+	auth   *authenticator
 }
 
 // New dials the configured backends (lazily: a backend that is down makes its routes answer
@@ -154,6 +158,9 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, m),
 		runtime.WithErrorHandler(g.writeRPCError),
 		runtime.WithRoutingErrorHandler(routingError),
+		// Path parameters are names as people write them, percent-encoded in the path:
+		// /locks/orders%2F42/acquire is the lock "orders/42".
+		runtime.WithUnescapingMode(runtime.UnescapingModeAllCharacters),
 		runtime.WithForwardResponseOption(func(ctx context.Context, w http.ResponseWriter, _ proto.Message) error {
 			if meth, ok := runtime.RPCMethod(ctx); ok {
 				if code, ok := successCodes[meth]; ok {
@@ -163,16 +170,24 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 			return nil
 		}),
 	)
-	mux := http.NewServeMux()
+	rest := g.limitBody(gw)
+	mux := newRouter()
+	g.router = mux
 	for _, d := range served {
+		if d.sockets != nil {
+			d.sockets(g, mux, g.conns[d.name])
+		}
 		if d.rest != nil {
 			if err := d.rest(ctx, gw, g.conns[d.name]); err != nil {
 				g.Close()
 				return nil, fmt.Errorf("register %s routes: %w", d.name, err)
 			}
-		}
-		if d.sockets != nil {
-			d.sockets(g, mux, g.conns[d.name])
+			// The HTTP rules' routes, except those the domain answers itself.
+			for _, pattern := range restRoutes()[domainServices[d.name]] {
+				if !mux.registered(pattern) {
+					mux.Handle(pattern, rest)
+				}
+			}
 		}
 	}
 	mux.HandleFunc("GET /{$}", g.root)
@@ -184,8 +199,13 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(openapiJSON)
 	})
-	mux.Handle("/", g.limitBody(gw))
-	g.handler = observe(g.secure(mux))
+	mux.HandleFunc("POST /auth/socket-token", g.serveSocketToken)
+	mux.HandleFunc("/", mux.noRoute)
+	if mux.err != nil {
+		g.Close()
+		return nil, mux.err
+	}
+	g.handler = observe(g.secure(mux.mux))
 	return g, nil
 }
 

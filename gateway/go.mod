@@ -91,6 +91,7 @@ require (
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/vigil-dev/vigil/services/chat v0.0.0
 	github.com/vigil-dev/vigil/services/lobby v0.0.0
+	github.com/vigil-dev/vigil/services/locks v0.0.0
 	github.com/vigil-dev/vigil/services/reservations v0.0.0
 	github.com/vigil-dev/vigil/services/room v0.0.0
 )
@@ -102,3 +103,5 @@ replace github.com/vigil-dev/vigil/services/chat => ../services/chat
 replace github.com/vigil-dev/vigil/services/lobby => ../services/lobby
 
 replace github.com/vigil-dev/vigil/services/room => ../services/room
+
+replace github.com/vigil-dev/vigil/services/locks => ../services/locks

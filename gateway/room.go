@@ -47,7 +47,7 @@ func roomDomain(addr string) domain {
 		rest: func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
 			return roomv1.RegisterRoomServiceHandler(ctx, mux, conn)
 		},
-		sockets: func(g *Gateway, mux *http.ServeMux, conn *grpc.ClientConn) {
+		sockets: func(g *Gateway, mux *router, conn *grpc.ClientConn) {
 			b := &roomBridge{client: roomv1.NewRoomServiceClient(conn), lim: g.socketLimits(24 << 10)}
 			b.log = g.log
 			mux.HandleFunc("GET /rooms/{code}/websocket", b.serveSocket)

@@ -75,10 +75,7 @@ func (g *Gateway) secure(next http.Handler) http.Handler {
 		ttl = time.Minute
 	}
 	a := &authenticator{keys: s.Keys, anonymous: s.AnonymousScopes, secret: secret, tokenTTL: ttl, now: now}
-	routes := http.NewServeMux()
-	for pattern := range routeScopes {
-		routes.Handle(pattern, http.NotFoundHandler())
-	}
+	g.auth = a
 	requests := newLimiterSet(lim.Rate, lim.Burst, now)
 	roomQuota := newLimiterSet(lim.RoomsPerHour/3600, int(math.Ceil(lim.RoomsPerHour)), now)
 	sockets := &socketCounts{max: lim.SocketsPerRoom, n: map[string]int{}}
@@ -89,13 +86,16 @@ func (g *Gateway) secure(next http.Handler) http.Handler {
 			writeError(w, http.StatusBadRequest, "Use UTF-8 in the path and query.")
 			return
 		}
-		if publicRoute(r.URL.Path) {
+		route := g.router.route(r)
+		want, known := routeScopes[route]
+		switch {
+		case !known:
+			// Closed by default: only a path cleaning redirect matches no pattern.
+			writeError(w, http.StatusNotFound, fmt.Sprintf("No route %s %s.", r.Method, r.URL.Path))
+			return
+		case want == scopePublic:
 			next.ServeHTTP(w, r)
 			return
-		}
-		_, route := routes.Handler(r)
-		if i := strings.IndexByte(route, ' '); i < 0 {
-			route = "" // matched only by method-less patterns: none are registered
 		}
 		p := &principal{name: "", scopes: []string{ScopeAdmin}}
 		var authErr error
@@ -123,11 +123,7 @@ func (g *Gateway) secure(next http.Handler) http.Handler {
 			refuseUnauthenticated(w)
 			return
 		}
-		want := routeScopes[route]
-		if needsAdmin(r.URL.Path) {
-			want = ScopeAdmin
-		}
-		if auth && (!p.may(want) || (p.name == "" && want == "")) {
+		if auth && !p.allowed(want) {
 			if p.name == "" {
 				refused("no_key")
 				refuseUnauthenticated(w)
@@ -138,8 +134,7 @@ func (g *Gateway) secure(next http.Handler) http.Handler {
 			return
 		}
 		if route == "POST /auth/socket-token" {
-			a.serveSocketToken(w, p)
-			return
+			r = r.WithContext(withPrincipal(r.Context(), p))
 		}
 		if route == "POST /lobby/rooms" {
 			if ok, wait := roomQuota.allow(id); !ok {

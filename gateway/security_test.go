@@ -61,8 +61,15 @@ func (c *clock) add(d time.Duration) {
 // secureOnly serves the security layer in front of next (no backends), the way New chains it.
 func secureOnly(t *testing.T, s Security, next http.Handler) *httptest.Server {
 	t.Helper()
-	g := &Gateway{o: Options{Security: s}, log: testLogger(t)}
-	srv := httptest.NewServer(g.secure(next))
+	g := &Gateway{o: Options{Security: s}, log: testLogger(t), router: newRouter()}
+	for pattern := range routeScopes {
+		if pattern == "POST /auth/socket-token" {
+			g.router.HandleFunc(pattern, g.serveSocketToken)
+		} else {
+			g.router.Handle(pattern, next)
+		}
+	}
+	srv := httptest.NewServer(g.secure(g.router.mux))
 	t.Cleanup(srv.Close)
 	return srv
 }
