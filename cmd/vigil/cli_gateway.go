@@ -188,6 +188,11 @@ func (x *restLocks) Acquire(ctx context.Context, in *locksv1.AcquireRequest, _ .
 	return out, x.r.call(ctx, http.MethodPost, "/locks/"+esc(in.GetResource())+"/acquire", body, out)
 }
 
+// Session has no REST route: the gateway serves the unary calls, which is all the CLI uses.
+func (x *restLocks) Session(context.Context, ...grpc.CallOption) (grpc.BidiStreamingClient[locksv1.SessionRequest, locksv1.SessionResponse], error) {
+	return nil, status.Error(codes.Unimplemented, "lock sessions are gRPC only; the gateway serves the unary lock calls")
+}
+
 func (x *restLocks) Release(ctx context.Context, in *locksv1.ReleaseRequest, _ ...grpc.CallOption) (*locksv1.ReleaseResponse, error) {
 	out := &locksv1.ReleaseResponse{}
 	return out, x.r.call(ctx, http.MethodPost, "/locks/"+esc(in.GetResource())+"/release", map[string]any{"owner": in.GetOwner()}, out)

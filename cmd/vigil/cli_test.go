@@ -62,7 +62,12 @@ func startStack(t *testing.T) (flags []string, prefix, url string, roomQueue *al
 		return reservations.Run(ctx, reservations.Options{Redis: rc, Prefix: prefix, Logger: quiet}, ready)
 	})
 	lk := start(t, "locks", func(ctx context.Context, ready func(net.Addr)) error {
-		return locks.Run(ctx, locks.Options{Redis: rc, Prefix: prefix, Logger: quiet}, ready)
+		svc, err := locks.New(ctx, locks.Options{Redis: rc, Prefix: prefix, Logger: quiet})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	lb := start(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
 		return lobby.Run(ctx, lobby.Options{Redis: rc, Prefix: prefix, Logger: quiet}, ready)

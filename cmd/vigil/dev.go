@@ -66,7 +66,12 @@ func runDev(ctx context.Context, args []string) error {
 			return reservations.Run(ctx, reservations.Options{GRPCAddr: addr(0), Redis: rc, Replay: true, Logger: log.With("service", "reservations")}, ready)
 		}, &b.Reservations},
 		{"locks", func(ctx context.Context, ready func(net.Addr)) error {
-			return locks.Run(ctx, locks.Options{GRPCAddr: addr(1), Redis: rc, Logger: log.With("service", "locks")}, ready)
+			svc, err := locks.New(ctx, locks.Options{GRPCAddr: addr(1), Redis: rc, Logger: log.With("service", "locks")})
+			if err != nil {
+				return err
+			}
+			ready(svc.Addr())
+			return svc.Serve(ctx)
 		}, &b.Locks},
 		{"chat", func(ctx context.Context, ready func(net.Addr)) error {
 			return chat.Run(ctx, chat.Options{GRPCAddr: addr(2), Redis: rc, Logger: log.With("service", "chat")}, ready)

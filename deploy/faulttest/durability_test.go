@@ -64,7 +64,12 @@ func startStack(t *testing.T, url, prefix string) *stack {
 		return reservations.Run(ctx, reservations.Options{Redis: cfg, Prefix: prefix, Logger: quiet}, ready)
 	})
 	lc := dial(func(ctx context.Context, ready func(net.Addr)) error {
-		return locks.Run(ctx, locks.Options{Redis: cfg, Prefix: prefix, Logger: quiet}, ready)
+		svc, err := locks.New(ctx, locks.Options{Redis: cfg, Prefix: prefix, Logger: quiet})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	cc := dial(func(ctx context.Context, ready func(net.Addr)) error {
 		return chat.Run(ctx, chat.Options{Redis: cfg, Prefix: prefix, Logger: quiet}, ready)

@@ -1,7 +1,9 @@
 // Package lockclient is a Go client for Vigil's lock service, shaped like etcd's
 // concurrency.Mutex: TryLock fails fast with ErrLocked, Lock(ctx) waits in the service's FIFO
 // queue (woken by the release, never polling), the lease is renewed every TTL/3 while held,
-// and the fencing token proves the hold to whatever the lock protects.
+// and the fencing token proves the hold to whatever the lock protects. Every mutex of a Client
+// talks over one LockService.Session stream (opened on first use, reopened after a break), so
+// a call costs one message each way rather than a gRPC call.
 //
 //	m := lockclient.New(conn).Mutex("reports", lockclient.MutexOptions{Owner: "worker-7"})
 //	if err := m.Lock(ctx); err != nil { ... }
@@ -39,12 +41,16 @@ var (
 // again.
 const maxWait = 60 * time.Second
 
-// Client calls the lock service.
+// Client calls the lock service over one session stream. Close it when done.
 type Client struct {
 	c locksv1.LockServiceClient
+
+	mu     sync.Mutex
+	sess   *session
+	closed bool
 }
 
-// New returns a Client on a connection to the lock service (or the gateway's gRPC backend).
+// New returns a Client on a connection to the lock service.
 func New(conn grpc.ClientConnInterface) *Client {
 	return &Client{c: locksv1.NewLockServiceClient(conn)}
 }
@@ -63,7 +69,7 @@ type MutexOptions struct {
 
 // Mutex is one named lock held by one owner.
 type Mutex struct {
-	c        locksv1.LockServiceClient
+	c        *Client
 	resource string
 	o        MutexOptions
 
@@ -87,7 +93,7 @@ func (c *Client) Mutex(resource string, o MutexOptions) *Mutex {
 	if o.RetryBackoff <= 0 {
 		o.RetryBackoff = 50 * time.Millisecond
 	}
-	return &Mutex{c: c.c, resource: resource, o: o}
+	return &Mutex{c: c, resource: resource, o: o}
 }
 
 func defaultOwner() string {
@@ -174,7 +180,25 @@ func (m *Mutex) acquire(ctx context.Context, wait time.Duration) (bool, error) {
 		req.WaitMs = &w
 	}
 	started := time.Now()
-	res, err := m.c.Acquire(ctx, req)
+	var res *locksv1.AcquireResponse
+	var err error
+	if wait > 0 {
+		res, err = m.c.waitingAcquire(ctx, req)
+		if err != nil && res.GetAcquired() {
+			// Granted as the wait was cancelled: give it back, as the caller no longer waits.
+			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_, _ = m.c.call(rctx, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Release{Release: &locksv1.ReleaseRequest{Resource: m.resource, Owner: m.o.Owner}}})
+			cancel()
+			res = nil
+		}
+	} else {
+		var resp *locksv1.SessionResponse
+		resp, err = m.c.call(ctx, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Acquire{Acquire: req}})
+		res = resp.GetAcquire()
+		if err == nil && res == nil {
+			err = errNoAnswer
+		}
+	}
 	if err != nil {
 		return false, fmt.Errorf("lockclient: acquire %q: %w", m.resource, err)
 	}
@@ -232,7 +256,11 @@ func (m *Mutex) renew(ctx context.Context, token int64, lost, done chan struct{}
 		case <-timer.C:
 		}
 		sent := time.Now()
-		res, err := m.c.Renew(ctx, &locksv1.RenewRequest{Resource: m.resource, Owner: m.o.Owner, TtlMs: &ttl})
+		resp, err := m.c.call(ctx, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Renew{Renew: &locksv1.RenewRequest{Resource: m.resource, Owner: m.o.Owner, TtlMs: &ttl}}})
+		res := resp.GetRenew()
+		if err == nil && res == nil {
+			err = errNoAnswer
+		}
 		m.mu.Lock()
 		if ctx.Err() != nil {
 			m.mu.Unlock()
@@ -264,7 +292,11 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	m.stopRenewalLocked()
 	m.held = false
 	m.mu.Unlock()
-	res, err := m.c.Release(ctx, &locksv1.ReleaseRequest{Resource: m.resource, Owner: m.o.Owner})
+	resp, err := m.c.call(ctx, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Release{Release: &locksv1.ReleaseRequest{Resource: m.resource, Owner: m.o.Owner}}})
+	res := resp.GetRelease()
+	if err == nil && res == nil {
+		err = errNoAnswer
+	}
 	if err != nil {
 		return fmt.Errorf("lockclient: release %q: %w", m.resource, err)
 	}

@@ -3,7 +3,6 @@ package service_test
 import (
 	"context"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/wait"
 	"github.com/vigil-dev/vigil/services/locks/service"
 )
 
@@ -48,7 +48,7 @@ func (w *testLogWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// env is one lock service started in-process with Run, on the shared Redis under a key prefix
+// env is one lock service started in-process with New and Serve, on the shared Redis under a key prefix
 // of the test's own, and a gRPC client for it.
 type env struct {
 	addr   string
@@ -75,7 +75,7 @@ func startLocks(t *testing.T, edit ...func(*service.Options)) *env {
 	return &env{addr: addr, conn: dial(t, addr), locks: locksv1.NewLockServiceClient(dial(t, addr)), rdb: rdb, prefix: prefix}
 }
 
-// run starts service.Run with o and stops it (waiting for its drain) when the test ends.
+// run starts the service with o and stops it (waiting for its drain) when the test ends.
 func run(t *testing.T, o service.Options) string {
 	t.Helper()
 	addr, stop := runStoppable(t, o)
@@ -83,22 +83,17 @@ func run(t *testing.T, o service.Options) string {
 	return addr
 }
 
-// runStoppable starts service.Run with o; stop ends it and waits for its drain.
+// runStoppable starts the service with o; stop ends it and waits for its drain.
 func runStoppable(t *testing.T, o service.Options) (addr string, stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	addrc := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() { done <- service.Run(ctx, o, func(a net.Addr) { addrc <- a.String() }) }()
-	select {
-	case addr = <-addrc:
-	case err := <-done:
-		cancel()
-		t.Fatalf("service.Run: %v", err)
-	case <-time.After(30 * time.Second):
-		cancel()
-		t.Fatal("lock service did not start within 30s")
+	svc, err := service.New(context.Background(), o)
+	if err != nil {
+		t.Fatalf("service.New: %v", err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Serve(ctx) }()
+	addr = svc.Addr().String()
 	var once sync.Once
 	return addr, func() {
 		once.Do(func() {
@@ -106,10 +101,10 @@ func runStoppable(t *testing.T, o service.Options) (addr string, stop func()) {
 			select {
 			case err := <-done:
 				if err != nil {
-					t.Errorf("service.Run returned %v after its context ended", err)
+					t.Errorf("Serve returned %v after its context ended", err)
 				}
-			case <-time.After(15 * time.Second):
-				t.Errorf("lock service did not stop within 15s")
+			case <-time.After(wait.Deadline):
+				t.Errorf("lock service did not stop within %v", wait.Deadline)
 			}
 		})
 	}
@@ -128,7 +123,7 @@ func dial(t *testing.T, addr string) *grpc.ClientConn {
 // queueLen counts resource's queued waiters, read straight from Redis.
 func (e *env) queueLen(t *testing.T, resource string) int64 {
 	t.Helper()
-	keys, err := e.rdb.Keys(context.Background(), e.prefix+":{locks:*}:queue:"+resource).Result()
+	keys, err := e.rdb.Keys(context.Background(), e.prefix+":{locks:*}:queue:"+redisx.Tag(resource)).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,18 +135,6 @@ func (e *env) queueLen(t *testing.T, resource string) int64 {
 		t.Fatal(err)
 	}
 	return n
-}
-
-// waitFor polls cond until it holds, for up to 10 seconds.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling the condition, with a deadline
-	}
 }
 
 func ms(v int64) *int64 { return &v }

@@ -8,6 +8,7 @@ import (
 
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
 	"github.com/vigil-dev/vigil/pkg/lockclient"
+	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
 func TestLockClientMutex(t *testing.T) {
@@ -34,11 +35,11 @@ func TestLockClientMutex(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("m2.Lock with a 200ms deadline while m1 holds = %v, want DeadlineExceeded", err)
 	}
-	waitFor(t, "the timed-out waiter to leave the queue", func() bool { return e.queueLen(t, "mutex") == 0 })
+	wait.Until(t, "the timed-out waiter to leave the queue", func() bool { return e.queueLen(t, "mutex") == 0 })
 
 	locked := make(chan error, 1)
 	go func() { locked <- m2.Lock(ctx) }()
-	waitFor(t, "m2 queued", func() bool { return e.queueLen(t, "mutex") == 1 })
+	wait.Until(t, "m2 queued", func() bool { return e.queueLen(t, "mutex") == 1 })
 	if err := m1.Unlock(ctx); err != nil {
 		t.Fatalf("m1.Unlock = %v", err)
 	}
@@ -74,7 +75,7 @@ func TestLockClientRenewsWhileHeld(t *testing.T) {
 	}
 	// Held well past its first lease, always by the same hold, only because it is renewed
 	// (every 300 ms).
-	waitFor(t, "the lease to be renewed past two TTLs", func() bool {
+	wait.Until(t, "the lease to be renewed past two TTLs", func() bool {
 		g, err := e.locks.Get(ctx, &locksv1.GetRequest{Resource: "renewed"})
 		if err != nil || g.GetOwner() != "keeper" || g.GetFencingToken() != first.GetFencingToken() {
 			t.Fatalf("Get(renewed) = %v, %v; want still held by keeper with token %d", g, err, first.GetFencingToken())

@@ -10,6 +10,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
+	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
 func TestOwnerChecksAndIdempotentAcquire(t *testing.T) {
@@ -83,7 +85,7 @@ func TestExpiryByAlarm(t *testing.T) {
 	}
 	// The holder stops renewing. The alarm alone must free the lock: watch the key go, without
 	// any call that would settle it.
-	waitFor(t, "the expiry alarm to delete the lock", func() bool {
+	wait.Until(t, "the expiry alarm to delete the lock", func() bool {
 		n, err := e.rdb.Exists(ctx, lockKey(t, e, "lease")).Result()
 		return err == nil && n == 0
 	})
@@ -107,39 +109,47 @@ func lockKey(t *testing.T, e *env, resource string) string {
 	}
 	// All keys of a resource share its shard's tag; the counter names the tag.
 	tag := keys[0][:len(keys[0])-len(":fence")]
-	return tag + ":lock:" + resource
+	return tag + ":lock:" + redisx.Tag(resource)
 }
 
 func TestBadInputGRPC(t *testing.T) {
 	t.Parallel()
 	e := startLocks(t)
 	ctx := context.Background()
-	tooLong := strings.Repeat("x", 129)
+	tooLong := strings.Repeat("x", 257)
+	const (
+		msgResource = "resource must be 1 to 256 bytes of UTF-8 text without control characters."
+		msgOwner    = "owner must be 1 to 256 bytes of UTF-8 text without control characters."
+	)
 	for _, tc := range []struct {
 		name string
 		call func() error
 		want string
 	}{
-		{"bad resource", func() error {
-			_, err := e.locks.Acquire(ctx, &locksv1.AcquireRequest{Resource: "Bad_Name", Owner: "o"})
+		{"control char resource", func() error {
+			_, err := e.locks.Acquire(ctx, &locksv1.AcquireRequest{Resource: "orders\n42", Owner: "o"})
 			return err
-		}, "Use a lowercase lock resource name containing 3-40 letters, digits, or hyphens."},
-		{"short resource", func() error {
-			_, err := e.locks.Get(ctx, &locksv1.GetRequest{Resource: "ab"})
+		}, msgResource},
+		{"empty resource", func() error {
+			_, err := e.locks.Get(ctx, &locksv1.GetRequest{Resource: ""})
 			return err
-		}, "Use a lowercase lock resource name containing 3-40 letters, digits, or hyphens."},
+		}, msgResource},
+		{"long resource", func() error {
+			_, err := e.locks.Release(ctx, &locksv1.ReleaseRequest{Resource: tooLong, Owner: "o"})
+			return err
+		}, msgResource},
 		{"empty owner", func() error {
 			_, err := e.locks.Acquire(ctx, &locksv1.AcquireRequest{Resource: "abc", Owner: ""})
 			return err
-		}, "owner must be 1-128 printable characters."},
+		}, msgOwner},
 		{"long owner", func() error {
 			_, err := e.locks.Release(ctx, &locksv1.ReleaseRequest{Resource: "abc", Owner: tooLong})
 			return err
-		}, "owner must be 1-128 printable characters."},
+		}, msgOwner},
 		{"control char owner", func() error {
 			_, err := e.locks.Renew(ctx, &locksv1.RenewRequest{Resource: "abc", Owner: "a\nb"})
 			return err
-		}, "owner must be 1-128 printable characters."},
+		}, msgOwner},
 		{"ttl too small", func() error {
 			_, err := e.locks.Acquire(ctx, &locksv1.AcquireRequest{Resource: "abc", Owner: "o", TtlMs: ms(99)})
 			return err
@@ -160,6 +170,14 @@ func TestBadInputGRPC(t *testing.T) {
 			_, err := e.locks.Acquire(ctx, &locksv1.AcquireRequest{Resource: "abc", Owner: "o", WaitMs: ms(60001)})
 			return err
 		}, "waitMs must be an integer from 0 through 60000."},
+		{"wait beyond 2^53", func() error {
+			_, err := e.locks.Acquire(ctx, &locksv1.AcquireRequest{Resource: "abc", Owner: "o", WaitMs: ms(1 << 53)})
+			return err
+		}, "waitMs must be an integer from 0 through 60000."},
+		{"ttl beyond -2^53", func() error {
+			_, err := e.locks.Renew(ctx, &locksv1.RenewRequest{Resource: "abc", Owner: "o", TtlMs: ms(-(1 << 53) - 1)})
+			return err
+		}, "ttlMs must be an integer from 100 through 3600000."},
 	} {
 		err := tc.call()
 		if status.Code(err) != codes.InvalidArgument || status.Convert(err).Message() != tc.want {
@@ -170,5 +188,27 @@ func TestBadInputGRPC(t *testing.T) {
 	keys, _ := e.rdb.Keys(ctx, e.prefix+"*:lock:*").Result()
 	if len(keys) != 0 {
 		t.Errorf("bad requests stored %v", keys)
+	}
+}
+
+// Lock names and owners as people write them work over gRPC, and Get names the lock as given.
+func TestNamesAsPeopleWriteThem(t *testing.T) {
+	t.Parallel()
+	e := startLocks(t)
+	ctx := context.Background()
+	for _, name := range []string{"orders/42", "Order:42", "report.daily", "user@example.com", "日報/今日", "{tenant}:job", "a}b{", "100%", strings.Repeat("é", 128)} {
+		owner := "worker/" + name[:min(len(name), 32)]
+		a := acquire(t, e.locks, name, owner, 30000, 0)
+		if !a.GetAcquired() {
+			t.Errorf("Acquire(%q) = %v, want acquired", name, a)
+			continue
+		}
+		g, err := e.locks.Get(ctx, &locksv1.GetRequest{Resource: name})
+		if err != nil || g.GetResource() != name || g.GetOwner() != owner || g.GetFencingToken() != a.GetFencingToken() {
+			t.Errorf("Get(%q) = %v, %v; want resource %q held by %q", name, g, err, name, owner)
+		}
+		if !release(t, e.locks, name, owner) {
+			t.Errorf("Release(%q) = false, want true", name)
+		}
 	}
 }

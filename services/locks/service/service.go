@@ -1,5 +1,6 @@
-// Package service composes the lock service: Redis, the alarm queue of the "locks"
-// namespace, the store, and the gRPC server. main and tests start it the same way, with Run.
+// Package service composes the lock service: Redis, the alarm queue of the "locks" namespace,
+// the store, the use cases (internal/app) and the gRPC transport. main, tests and benchmarks
+// start it the same way: New, then Serve.
 package service
 
 import (
@@ -10,11 +11,15 @@ import (
 	"net"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/vigil-dev/vigil/pkg/alarm"
 	"github.com/vigil-dev/vigil/pkg/alarmadmin"
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/services/locks/internal/app"
 	"github.com/vigil-dev/vigil/services/locks/internal/store"
 	"github.com/vigil-dev/vigil/services/locks/internal/transport"
 )
@@ -22,9 +27,10 @@ import (
 // Namespace is the alarm namespace (and hash tag prefix) of the lock service's keys.
 const Namespace = "locks"
 
-// Options configure the lock service. Every zero value has the default given in its comment.
+// Options configure the lock service. Every zero value has the default given in its comment;
+// defaults are applied in one place, Options.withDefaults.
 type Options struct {
-	// GRPCAddr to listen on. Default "127.0.0.1:0" (any free port; ready gets the address).
+	// GRPCAddr to listen on. Default "127.0.0.1:0" (any free port; Addr tells which).
 	GRPCAddr string
 	// MetricsAddr serves Prometheus /metrics when set. Default "": none.
 	MetricsAddr string
@@ -50,35 +56,67 @@ type Options struct {
 	// DrainTimeout bounds the graceful stop. Default 10s.
 	DrainTimeout time.Duration
 	// MaxWaiting bounds the acquires waiting at once in this replica; beyond it a waiting
-	// acquire of a held lock gets RESOURCE_EXHAUSTED. Waiting calls count against the server's
-	// in-flight limit (1024 by default), so this keeps room for releases. Default 512.
+	// acquire of a held lock gets RESOURCE_EXHAUSTED. Waiting unary calls count against the
+	// server's in-flight limit (1024 by default), so this keeps room for releases. Default 512.
 	MaxWaiting int
 	// MaxWaitersPerLock is how many calls may queue for one lock, across replicas; one more
 	// gets acquired false at once. Default 1000; negative: no limit.
 	MaxWaitersPerLock int
+	// Registerer takes the lock metrics. Default prometheus.DefaultRegisterer.
+	Registerer prometheus.Registerer
 }
 
-// Run serves LockService until ctx ends, then drains. ready, when not nil, gets the gRPC
-// address once the server accepts calls.
-func Run(ctx context.Context, o Options, ready func(net.Addr)) error {
+func (o Options) withDefaults() (Options, error) {
+	if o.Redis.URL == "" && len(o.Redis.ClusterAddrs) == 0 {
+		return o, errors.New("locks: Options.Redis needs a URL or cluster addresses")
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
 	if o.Prefix == "" {
 		o.Prefix = "vigil"
 	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	if o.AlarmMaxSleep <= 0 {
 		o.AlarmMaxSleep = 2 * time.Second
 	}
-	if o.Redis.URL == "" && len(o.Redis.ClusterAddrs) == 0 {
-		return errors.New("locks: Options.Redis needs a URL or cluster addresses")
+	if o.Registerer == nil {
+		o.Registerer = prometheus.DefaultRegisterer
+	}
+	return o, nil
+}
+
+// Service is a lock service listening on its gRPC address, ready to Serve.
+type Service struct {
+	rdb      redis.UniversalClient
+	q        *alarm.Queue
+	st       *store.Store
+	app      *app.App
+	srv      *server.Server
+	stopping chan struct{}
+}
+
+// New connects to Redis, builds the service and listens; calls are answered once Serve runs.
+func New(ctx context.Context, o Options) (*Service, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	rdb, err := redisx.Open(ctx, o.Redis)
 	if err != nil {
-		return fmt.Errorf("locks: %w", err)
+		return nil, fmt.Errorf("locks: %w", err)
 	}
-	defer rdb.Close()
+	s, err := build(ctx, rdb, o)
+	if err != nil {
+		_ = rdb.Close()
+		return nil, err
+	}
+	return s, nil
+}
 
+func build(ctx context.Context, rdb redis.UniversalClient, o Options) (*Service, error) {
 	q, err := alarm.New(rdb, alarm.Options{
 		Prefix:    o.Prefix,
 		Namespace: Namespace,
@@ -89,9 +127,10 @@ func Run(ctx context.Context, o Options, ready func(net.Addr)) error {
 		Logger:    o.Logger,
 	})
 	if err != nil {
-		return fmt.Errorf("locks: %w", err)
+		return nil, fmt.Errorf("locks: %w", err)
 	}
-	st := store.New(rdb, q, store.Options{
+	st, err := store.New(rdb, store.Options{
+		Alarms:            q,
 		Prefix:            o.Prefix,
 		Replica:           o.Replica,
 		Now:               o.Now,
@@ -100,10 +139,12 @@ func Run(ctx context.Context, o Options, ready func(net.Addr)) error {
 		MaxWaiting:        o.MaxWaiting,
 		MaxWaitersPerLock: o.MaxWaitersPerLock,
 	})
-	if err := st.Subscribe(ctx); err != nil {
-		return fmt.Errorf("locks: %w", err)
+	if err != nil {
+		return nil, fmt.Errorf("locks: %w", err)
 	}
-
+	if err := st.Subscribe(ctx); err != nil {
+		return nil, fmt.Errorf("locks: %w", err)
+	}
 	srv, err := server.New(server.Options{
 		Name:         "vigil.locks.v1.LockService",
 		GRPCAddr:     o.GRPCAddr,
@@ -112,16 +153,27 @@ func Run(ctx context.Context, o Options, ready func(net.Addr)) error {
 		DrainTimeout: o.DrainTimeout,
 	})
 	if err != nil {
-		return fmt.Errorf("locks: %w", err)
+		return nil, fmt.Errorf("locks: %w", err)
 	}
-	ls := transport.New(observeLocks(st), o.Logger)
+	a := app.New(st, app.Options{Logger: o.Logger, Now: o.Now, Metrics: app.NewMetrics(o.Registerer)})
+	stopping := make(chan struct{})
+	ls := transport.New(a, o.Logger, stopping)
 	locksv1.RegisterLockServiceServer(srv.GRPC(), ls)
 	alarmadmin.Register(srv.GRPC(), q, lockLookup(ls), o.Logger)
-	if ready != nil {
-		ready(srv.Addr())
-	}
-	return srv.Serve(ctx,
-		st.Listen,
-		func(ctx context.Context) error { return q.Run(ctx, st) },
+	return &Service{rdb: rdb, q: q, st: st, app: a, srv: srv, stopping: stopping}, nil
+}
+
+// Addr is the gRPC address the service listens on.
+func (s *Service) Addr() net.Addr { return s.srv.Addr() }
+
+// Serve answers calls and runs the expiry scheduler until ctx ends, then drains: open
+// sessions end with UNAVAILABLE, waiting calls leave their queues, and the Redis connection
+// closes.
+func (s *Service) Serve(ctx context.Context) error {
+	defer s.rdb.Close()
+	return s.srv.Serve(ctx,
+		s.st.Listen,
+		func(ctx context.Context) error { return s.q.Run(ctx, s.app) },
+		func(ctx context.Context) error { <-ctx.Done(); close(s.stopping); return nil },
 	)
 }

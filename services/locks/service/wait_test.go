@@ -14,6 +14,7 @@ import (
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/wait"
 	"github.com/vigil-dev/vigil/services/locks/service"
 )
 
@@ -35,7 +36,7 @@ func TestWaitersServedInArrivalOrder(t *testing.T) {
 			grants <- grant{o, res, err}
 		}()
 		// Each waiter is in the queue before the next one asks.
-		waitFor(t, fmt.Sprintf("%s queued", o), func() bool { return e.queueLen(t, "queue") == int64(i+1) })
+		wait.Until(t, fmt.Sprintf("%s queued", o), func() bool { return e.queueLen(t, "queue") == int64(i+1) })
 	}
 
 	prev := first.GetFencingToken()
@@ -96,19 +97,19 @@ func TestCancelledWaiterLeaves(t *testing.T) {
 		_, err := e.locks.Acquire(ctx, &locksv1.AcquireRequest{Resource: "door", Owner: "quitter", WaitMs: ms(30000)})
 		gone <- err
 	}()
-	waitFor(t, "quitter queued", func() bool { return e.queueLen(t, "door") == 1 })
+	wait.Until(t, "quitter queued", func() bool { return e.queueLen(t, "door") == 1 })
 	stays := make(chan *locksv1.AcquireResponse, 1)
 	go func() {
 		res, _ := e.locks.Acquire(context.Background(), &locksv1.AcquireRequest{Resource: "door", Owner: "stayer", WaitMs: ms(30000)})
 		stays <- res
 	}()
-	waitFor(t, "stayer queued", func() bool { return e.queueLen(t, "door") == 2 })
+	wait.Until(t, "stayer queued", func() bool { return e.queueLen(t, "door") == 2 })
 
 	cancel()
 	if err := <-gone; status.Code(err) != codes.Canceled && !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled Acquire error = %v, want Canceled", err)
 	}
-	waitFor(t, "quitter to leave the queue", func() bool { return e.queueLen(t, "door") == 1 })
+	wait.Until(t, "quitter to leave the queue", func() bool { return e.queueLen(t, "door") == 1 })
 
 	release(t, e.locks, "door", "holder")
 	if res := <-stays; !res.GetAcquired() {
@@ -150,7 +151,7 @@ func TestDrainingReplicaSendsWaitersAway(t *testing.T) {
 		_, err := c.Acquire(context.Background(), &locksv1.AcquireRequest{Resource: "drain", Owner: "waiter", WaitMs: ms(30000)})
 		errc <- err
 	}()
-	waitFor(t, "waiter queued", func() bool { return rdbEnv.queueLen(t, "drain") == 1 })
+	wait.Until(t, "waiter queued", func() bool { return rdbEnv.queueLen(t, "drain") == 1 })
 	stop()
 	if err := <-errc; status.Code(err) != codes.Unavailable {
 		t.Errorf("waiting Acquire on a draining replica = %v, want Unavailable", err)
@@ -171,7 +172,7 @@ func TestWaitingCallsAreBounded(t *testing.T) {
 	go func() {
 		_, _ = e.locks.Acquire(context.Background(), &locksv1.AcquireRequest{Resource: "bounded", Owner: "first", WaitMs: ms(20000)})
 	}()
-	waitFor(t, "first waiter queued", func() bool { return e.queueLen(t, "bounded") == 1 })
+	wait.Until(t, "first waiter queued", func() bool { return e.queueLen(t, "bounded") == 1 })
 
 	_, err := e.locks.Acquire(context.Background(), &locksv1.AcquireRequest{Resource: "bounded", Owner: "second", WaitMs: ms(20000)})
 	if status.Code(err) != codes.ResourceExhausted {
@@ -184,7 +185,7 @@ func TestWaitingCallsAreBounded(t *testing.T) {
 		t.Errorf("waiting Acquire of a free lock at the limit = %v, want acquired", res)
 	}
 	release(t, e.locks, "bounded", "holder")
-	waitFor(t, "the first waiter to get the lock", func() bool {
+	wait.Until(t, "the first waiter to get the lock", func() bool {
 		g, err := e.locks.Get(context.Background(), &locksv1.GetRequest{Resource: "bounded"})
 		return err == nil && g.GetOwner() == "first"
 	})

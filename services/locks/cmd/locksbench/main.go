@@ -1,7 +1,8 @@
 // Command locksbench measures the lock service: acquire+release pairs per second and pair
 // latency, uncontended (each client on its own resources) and contended (every client on one
-// resource), through gRPC and through REST, beside redsync, bsm/redislock and a bare EVALSHA
-// compare-and-set against the same Redis in the same run. It is not part of the test suite.
+// resource), through unary gRPC, through pkg/lockclient's session stream and through REST,
+// beside redsync, bsm/redislock and a bare EVALSHA compare-and-set against the same Redis in
+// the same run. It is not part of the test suite.
 //
 //	go run ./services/locks/cmd/locksbench -duration 5s -clients 32
 //
@@ -21,6 +22,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"runtime"
@@ -42,6 +44,7 @@ import (
 
 	"github.com/vigil-dev/vigil/gateway"
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
+	"github.com/vigil-dev/vigil/pkg/lockclient"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/services/locks/service"
 )
@@ -185,18 +188,13 @@ func run(redisURL string, clients int, d time.Duration, nconns int) error {
 	quiet := slog.New(slog.DiscardHandler)
 
 	// The lock service and the gateway, in-process, on real listeners.
-	addrc := make(chan string, 1)
-	svcDone := make(chan error, 1)
-	go func() {
-		svcDone <- service.Run(ctx, service.Options{Redis: redisx.Config{URL: redisURL}, Prefix: "bench", Logger: quiet},
-			func(a net.Addr) { addrc <- a.String() })
-	}()
-	var addr string
-	select {
-	case addr = <-addrc:
-	case err := <-svcDone:
+	svc, err := service.New(ctx, service.Options{Redis: redisx.Config{URL: redisURL}, Prefix: "bench", Logger: quiet})
+	if err != nil {
 		return fmt.Errorf("lock service: %w", err)
 	}
+	svcDone := make(chan error, 1)
+	go func() { svcDone <- svc.Serve(ctx) }()
+	addr := svc.Addr().String()
 	gw, err := gateway.New(ctx, gateway.Options{Backends: gateway.Backends{Locks: addr}, Logger: quiet})
 	if err != nil {
 		return err
@@ -212,7 +210,10 @@ func run(redisURL string, clients int, d time.Duration, nconns int) error {
 	restBase := "http://" + lis.Addr().String()
 	httpc := &http.Client{Transport: &http.Transport{MaxIdleConns: 4 * clients, MaxIdleConnsPerHost: 4 * clients}}
 
+	// Unary clients and session clients (one lockclient.Client, so one stream, per connection)
+	// share the same nconns connections.
 	lcs := make([]locksv1.LockServiceClient, nconns)
+	sessions := make([]*lockclient.Client, nconns)
 	for i := range lcs {
 		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
@@ -220,6 +221,8 @@ func run(redisURL string, clients int, d time.Duration, nconns int) error {
 		}
 		defer conn.Close()
 		lcs[i] = locksv1.NewLockServiceClient(conn)
+		sessions[i] = lockclient.New(conn)
+		defer sessions[i].Close()
 	}
 
 	opt, err := redis.ParseURL(redisURL)
@@ -257,6 +260,21 @@ func run(redisURL string, clients int, d time.Duration, nconns int) error {
 			return err
 		}
 	}
+	sessionPair := func(resource func(c, i int) string, contended bool) func(ctx context.Context, c, i int) error {
+		return func(ctx context.Context, c, i int) error {
+			m := sessions[c%len(sessions)].Mutex(resource(c, i), lockclient.MutexOptions{Owner: owner(c), TTL: time.Duration(ttl) * time.Millisecond})
+			var err error
+			if contended {
+				err = m.Lock(ctx)
+			} else {
+				err = m.TryLock(ctx)
+			}
+			if err != nil {
+				return err
+			}
+			return m.Unlock(ctx)
+		}
+	}
 	post := func(ctx context.Context, path string, body any) (map[string]any, error) {
 		b, _ := json.Marshal(body)
 		req, _ := http.NewRequestWithContext(ctx, "POST", restBase+path, bytes.NewReader(b))
@@ -276,14 +294,14 @@ func run(redisURL string, clients int, d time.Duration, nconns int) error {
 	restPair := func(resource func(c, i int) string, wait int64) func(ctx context.Context, c, i int) error {
 		return func(ctx context.Context, c, i int) error {
 			r := resource(c, i)
-			m, err := post(ctx, "/locks/"+r+"/acquire", map[string]any{"owner": owner(c), "ttlMs": ttl, "waitMs": wait})
+			m, err := post(ctx, "/locks/"+url.PathEscape(r)+"/acquire", map[string]any{"owner": owner(c), "ttlMs": ttl, "waitMs": wait})
 			if err != nil {
 				return err
 			}
 			if m["acquired"] != true {
 				return errors.New("not acquired")
 			}
-			_, err = post(ctx, "/locks/"+r+"/release", map[string]any{"owner": owner(c)})
+			_, err = post(ctx, "/locks/"+url.PathEscape(r)+"/release", map[string]any{"owner": owner(c)})
 			return err
 		}
 	}
@@ -354,6 +372,7 @@ func run(redisURL string, clients int, d time.Duration, nconns int) error {
 	// Warm up connections, scripts and the JIT-free paths once.
 	measure("warmup", clients, time.Second, grpcPair(many("w"), 0))
 	measure("warmup", clients, time.Second, restPair(many("w"), 0))
+	measure("warmup", clients, time.Second, sessionPair(many("ws"), false))
 
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("clients=%d duration=%s rounds=%d gomaxprocs=%d redis=%s loadavg=%s\n\n", clients, d, rounds, runtimeProcs(), redisURL, strings.TrimSpace(string(load)))
@@ -370,7 +389,7 @@ func run(redisURL string, clients int, d time.Duration, nconns int) error {
 		if w.contended {
 			wait = 60000
 		}
-		names := []string{"vigil gRPC", "vigil REST (gateway)", "redsync (in-process)", "bsm/redislock (in-process)", "raw EVALSHA pair (ceiling)"}
+		names := []string{"vigil gRPC unary", "vigil session", "vigil REST (gateway)", "redsync (in-process)", "bsm/redislock (in-process)", "raw EVALSHA pair (ceiling)"}
 		// Rounds interleave the clients, so a burst of load from elsewhere on the machine
 		// hits them alike; each row is its median round by throughput. Every round uses fresh
 		// resource names: a pair cut at the end of a round leaves its lock held.
@@ -384,6 +403,7 @@ func run(redisURL string, clients int, d time.Duration, nconns int) error {
 			}
 			pairs := []func(ctx context.Context, c, i int) error{
 				grpcPair(res("grpc"), wait),
+				sessionPair(res("session"), w.contended),
 				restPair(res("rest"), wait),
 				redsyncPair(res("rs"), w.contended),
 				redislockPair(res("rl"), w.contended),
@@ -405,14 +425,21 @@ func run(redisURL string, clients int, d time.Duration, nconns int) error {
 	return nil
 }
 
+// printTable prints rows; the ratios are to the last row (the raw ceiling) and to the
+// bsm/redislock row.
 func printTable(title string, rows []result) {
-	ceiling, redsyncRate := max(rows[len(rows)-1].rate(), 1), max(rows[2].rate(), 1)
+	ceiling, redislockRate := max(rows[len(rows)-1].rate(), 1), 1.0
+	for _, r := range rows {
+		if strings.HasPrefix(r.name, "bsm/redislock") {
+			redislockRate = max(r.rate(), 1)
+		}
+	}
 	fmt.Printf("%s\n\n", title)
-	fmt.Println("| client | pairs/s | p50 | p99 | max | CPU/pair | × raw ceiling | × redsync | errors |")
+	fmt.Println("| client | pairs/s | p50 | p99 | max | CPU/pair | × raw ceiling | × redislock | errors |")
 	fmt.Println("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, r := range rows {
 		fmt.Printf("| %s | %.0f | %s | %s | %s | %s | %.2f | %.2f | %d |\n", r.name, r.rate(), round(r.p50), round(r.p99),
-			round(r.max), round(r.cpuPerPair()), r.rate()/ceiling, r.rate()/redsyncRate, r.errors)
+			round(r.max), round(r.cpuPerPair()), r.rate()/ceiling, r.rate()/redislockRate, r.errors)
 	}
 	fmt.Println()
 }

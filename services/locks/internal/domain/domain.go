@@ -1,17 +1,16 @@
 // Package domain holds the lock domain's rules that need no Redis or gRPC: the limits on
-// names, owners, leases and waits, the sentences that explain them, and the shapes of a lock
-// and of an acquire's answer.
+// names, owners, leases and waits, the sentences that explain them (from pkg/input), and the
+// shapes of a lock and of an acquire's answer.
 package domain
 
 import (
-	"errors"
-	"regexp"
 	"time"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/vigil-dev/vigil/pkg/input"
+	"github.com/vigil-dev/vigil/pkg/usererr"
 )
 
-// Limits from docs/API.md.
+// Limits of the lock contract (docs/LOCKS.md).
 const (
 	// DefaultTTL is the lease when a request names none.
 	DefaultTTL = 30 * time.Second
@@ -20,78 +19,38 @@ const (
 	MaxTTL = time.Hour
 	// MaxWait bounds how long an acquire may wait for a lock.
 	MaxWait = time.Minute
-	// MaxOwnerLen is the longest owner, in characters.
-	MaxOwnerLen = 128
+	// MaxNameBytes is the longest resource or owner, in bytes of UTF-8.
+	MaxNameBytes = 256
 )
 
-// ErrInvalid marks a request that breaks a rule; its message says which, in a sentence a
-// person can act on.
-var ErrInvalid = errors.New("invalid request")
+// ErrInvalid marks a request that breaks a rule; the error's message says which, in a sentence
+// a person can act on.
+var ErrInvalid = usererr.ErrInvalid
 
 // ErrShuttingDown is a waiting acquire's answer when its service replica stops (drains): the
 // caller left the queue and should ask again, possibly of another replica.
-var ErrShuttingDown = errors.New("lock service is shutting down")
+var ErrShuttingDown error = &usererr.Error{Kind: usererr.ErrUnavailable, Msg: "The lock service is restarting; try again."}
 
 // ErrTooManyWaiting is a waiting acquire's answer when its replica already has as many waiting
 // calls as it allows and the lock is held: the caller should retry after a pause.
-var ErrTooManyWaiting = errors.New("too many waiting acquires")
+var ErrTooManyWaiting error = &usererr.Error{Kind: usererr.ErrExhausted, Msg: "Too many callers are waiting for locks here; try again shortly."}
 
-// InvalidError is a request that breaks a rule. It matches ErrInvalid with errors.Is.
-type InvalidError struct {
-	// Msg is the sentence shown to the caller.
-	Msg string
-}
+// CheckResource checks a lock's name: any UTF-8 text of 1-256 bytes without control
+// characters ("orders/42", "Order:42", "user@example.com", "日報").
+func CheckResource(r string) error { return input.Name("resource", r, MaxNameBytes) }
 
-// Error is the sentence shown to the caller.
-func (e *InvalidError) Error() string { return e.Msg }
-
-// Is makes errors.Is(err, ErrInvalid) true.
-func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
-
-func invalid(msg string) error { return &InvalidError{Msg: msg} }
-
-// The sentences for each broken rule.
-const (
-	MsgResource = "Use a lowercase lock resource name containing 3-40 letters, digits, or hyphens."
-	MsgOwner    = "owner must be 1-128 printable characters."
-	MsgTTL      = "ttlMs must be an integer from 100 through 3600000."
-	MsgWait     = "waitMs must be an integer from 0 through 60000."
-)
-
-var resourceName = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{1,38}[a-z0-9])$`)
-
-// CheckResource checks a lock's name.
-func CheckResource(r string) error {
-	if !resourceName.MatchString(r) {
-		return invalid(MsgResource)
-	}
-	return nil
-}
-
-// CheckOwner checks an owner: 1-128 printable characters (letters, marks, numbers,
-// punctuation, symbols and the ASCII space), valid UTF-8.
-func CheckOwner(o string) error {
-	if o == "" || !utf8.ValidString(o) || utf8.RuneCountInString(o) > MaxOwnerLen {
-		return invalid(MsgOwner)
-	}
-	for _, r := range o {
-		if !unicode.IsPrint(r) {
-			return invalid(MsgOwner)
-		}
-	}
-	return nil
-}
+// CheckOwner checks an owner, by the same rule as a resource.
+func CheckOwner(o string) error { return input.Name("owner", o, MaxNameBytes) }
 
 // TTL is the lease a request asks for: DefaultTTL when ms is nil.
 func TTL(ms *int64) (time.Duration, error) {
 	if ms == nil {
 		return DefaultTTL, nil
 	}
-	d := time.Duration(*ms) * time.Millisecond
-	if *ms < MinTTL.Milliseconds() || *ms > MaxTTL.Milliseconds() {
-		return 0, invalid(MsgTTL)
+	if err := input.Int("ttlMs", *ms, MinTTL.Milliseconds(), MaxTTL.Milliseconds()); err != nil {
+		return 0, err
 	}
-	return d, nil
+	return time.Duration(*ms) * time.Millisecond, nil
 }
 
 // Wait is how long an acquire may wait: zero when ms is nil.
@@ -99,8 +58,8 @@ func Wait(ms *int64) (time.Duration, error) {
 	if ms == nil {
 		return 0, nil
 	}
-	if *ms < 0 || *ms > MaxWait.Milliseconds() {
-		return 0, invalid(MsgWait)
+	if err := input.Int("waitMs", *ms, 0, MaxWait.Milliseconds()); err != nil {
+		return 0, err
 	}
 	return time.Duration(*ms) * time.Millisecond, nil
 }

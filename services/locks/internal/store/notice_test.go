@@ -13,6 +13,7 @@ import (
 
 	"github.com/vigil-dev/vigil/pkg/alarm"
 	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/wait"
 	"github.com/vigil-dev/vigil/services/locks/internal/domain"
 )
 
@@ -31,7 +32,7 @@ func TestLostNoticeFoundAfterResubscribe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(rdb, q, Options{Prefix: prefix, Logger: log})
+	s := mustNew(t, rdb, Options{Alarms: q, Prefix: prefix, Logger: log})
 	if err := s.Subscribe(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -48,12 +49,12 @@ func TestLostNoticeFoundAfterResubscribe(t *testing.T) {
 		got <- a
 	}()
 	k := keysOf(q, "mailbox")
-	waitFor(t, "waiter queued", func() bool { n, _ := shared.LLen(ctx, k.queue).Result(); return n == 1 })
+	wait.Until(t, "waiter queued", func() bool { n, _ := shared.LLen(ctx, k.queue).Result(); return n == 1 })
 	// Redirect the waiter's notice to a channel nobody listens on.
 	entry, _ := shared.LIndex(ctx, k.queue, 0).Result()
 	shared.LSet(ctx, k.queue, 0, strings.Replace(entry, s.channel, s.channel+"-lost", 1))
 	// Another replica releases, so the grant can only reach the waiter through Redis.
-	other := New(rdb, q, Options{Prefix: prefix, Logger: log})
+	other := mustNew(t, rdb, Options{Alarms: q, Prefix: prefix, Logger: log})
 	if ok, err := other.Release(ctx, "mailbox", "holder"); err != nil || !ok {
 		t.Fatalf("Release(mailbox, holder) = %v, %v", ok, err)
 	}
@@ -143,7 +144,7 @@ func TestLocalHandoffSkipsPubSub(t *testing.T) {
 		got <- a
 	}()
 	k := keysOf(q, "relay")
-	waitFor(t, "waiter queued", func() bool { n, _ := rdb.LLen(ctx, k.queue).Result(); return n == 1 })
+	wait.Until(t, "waiter queued", func() bool { n, _ := rdb.LLen(ctx, k.queue).Result(); return n == 1 })
 	// No Listen runs here: only the release's own answer can wake the waiter.
 	if ok, _ := s.Release(ctx, "relay", "holder"); !ok {
 		t.Fatal("Release(relay, holder) = false")

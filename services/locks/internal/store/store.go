@@ -45,6 +45,9 @@ var (
 
 // Options configure a Store. Every zero value has the default given in its comment.
 type Options struct {
+	// Alarms is the alarm queue of the "locks" namespace: it places resources in shards, and a
+	// lock's alarm (its lease end) lives there. Required.
+	Alarms *alarm.Queue
 	// Prefix starts every key and channel; it must match the alarm queue's. Default "vigil".
 	Prefix string
 	// Replica names this process's grant channel. Default: random.
@@ -55,7 +58,7 @@ type Options struct {
 	// scheduler only when the alarm is due within this time; a later one is found by the
 	// scheduler's capped sleep anyway. Set it to the queue's MaxSleep. Default 2s.
 	WakeWithin time.Duration
-	// Logger for expiries and notification problems. Default slog.Default().
+	// Logger for notification problems. Default slog.Default().
 	Logger *slog.Logger
 	// MaxWaiting bounds the acquires waiting on this replica at once; beyond it a waiting
 	// acquire of a held lock is refused with domain.ErrTooManyWaiting. It keeps waiting calls
@@ -100,8 +103,11 @@ type notice struct {
 	exp     int64
 }
 
-// New returns a Store on rdb whose locks' alarms live in q.
-func New(rdb redis.UniversalClient, q *alarm.Queue, o Options) *Store {
+// New returns a Store on rdb whose locks' alarms live in o.Alarms.
+func New(rdb redis.UniversalClient, o Options) (*Store, error) {
+	if o.Alarms == nil {
+		return nil, errors.New("locks store: Options.Alarms is required")
+	}
 	if o.Prefix == "" {
 		o.Prefix = "vigil"
 	}
@@ -131,7 +137,7 @@ func New(rdb redis.UniversalClient, q *alarm.Queue, o Options) *Store {
 	script := func(name, src string) *redisx.Script { return redisx.NewScript(name, libLua+src) }
 	s := &Store{
 		rdb:     rdb,
-		q:       q,
+		q:       o.Alarms,
 		o:       o,
 		channel: grantChannel(o.Prefix, o.Replica),
 		acquire: script("acquire.lua", acquireLua),
@@ -145,7 +151,7 @@ func New(rdb redis.UniversalClient, q *alarm.Queue, o Options) *Store {
 	}
 	s.scripts = []*redisx.Script{s.acquire, s.release, s.renew, s.get, s.expire, s.leave}
 	s.pipe = &pipeliner{rdb: rdb, scripts: s.scripts, max: o.Pipelines}
-	return s
+	return s, nil
 }
 
 // Subscribe listens on this replica's grant channel; call it before serving, then run Listen.
@@ -246,8 +252,11 @@ func send(ch chan notice, n notice) {
 // Scripts are the store's Lua scripts, for loading before a pipeline uses them.
 func (s *Store) Scripts() []*redisx.Script { return s.scripts }
 
+// run runs one lock script through the pipeliner. A script refusing its arguments (a value
+// the domain's checks should have stopped) is an invalid request, not a store failure.
 func (s *Store) run(ctx context.Context, sc *redisx.Script, k lockKeys, resource string, now time.Time, args ...any) ([]any, error) {
-	return s.pipe.do(ctx, sc, k.list(), append([]any{resource, now.UnixMilli()}, args...)...)
+	res, err := s.pipe.do(ctx, sc, k.list(), append([]any{resource, now.UnixMilli()}, args...)...)
+	return res, redisx.ArgErr(err)
 }
 
 // wakeIfDue wakes the shard's scheduler when a script made an alarm due soon its shard's head.
@@ -440,33 +449,34 @@ func (s *Store) Get(ctx context.Context, resource string) (domain.Lock, error) {
 	return l, nil
 }
 
-// HandleAlarms is the expiry transition for a batch of fired lock alarms, one pipelined
-// script per lock. A lock renewed meanwhile is left alone, so a replayed alarm changes nothing.
-func (s *Store) HandleAlarms(ctx context.Context, batch []alarm.Firing) []error {
+// Expire is the expiry transition for a batch of fired lock alarms (ids are resources), one
+// pipelined script per lock: changed[i] is true when ids[i]'s lease had ended and the lock was
+// freed or handed to its next waiter. A lock renewed meanwhile is left alone, so a replayed
+// alarm changes nothing.
+func (s *Store) Expire(ctx context.Context, ids []string) (changed []bool, errs []error) {
 	now := s.o.Now()
-	keys := make([]lockKeys, len(batch))
-	cmds := make([]*redis.Cmd, len(batch))
+	keys := make([]lockKeys, len(ids))
+	cmds := make([]*redis.Cmd, len(ids))
 	_, err := redisx.Pipelined(ctx, s.rdb, s.scripts, func(p redis.Pipeliner) {
-		for i, f := range batch {
-			keys[i] = keysOf(s.q, f.ID)
-			cmds[i] = s.expire.Queue(ctx, p, keys[i].list(), f.ID, now.UnixMilli())
+		for i, id := range ids {
+			keys[i] = keysOf(s.q, id)
+			cmds[i] = s.expire.Queue(ctx, p, keys[i].list(), id, now.UnixMilli())
 		}
 	})
-	errs := make([]error, len(batch))
-	for i, f := range batch {
+	changed, errs = make([]bool, len(ids)), make([]error, len(ids))
+	for i, id := range ids {
 		if cmds[i] == nil {
-			errs[i] = fmt.Errorf("expire %q: %w", f.ID, err)
+			errs[i] = fmt.Errorf("expire %q: %w", id, err)
 			continue
 		}
 		res, cerr := cmds[i].Slice()
 		if cerr != nil {
-			errs[i] = fmt.Errorf("expire %q: %w", f.ID, cerr)
+			errs[i] = fmt.Errorf("expire %q: %w", id, cerr)
 			continue
 		}
-		changed, _ := res[0].(int64)
+		c, _ := res[0].(int64)
+		changed[i] = c == 1
 		s.wakeIfDue(ctx, keys[i], now, res[1])
-		s.o.Logger.Info("lock alarm", "event", "alarm", "ns", "locks", "id", f.ID, "expired", changed == 1,
-			"isRetry", f.IsRetry(), "retryCount", f.RetryCount(), "lateMs", now.Sub(f.Due).Milliseconds())
 	}
-	return errs
+	return changed, errs
 }

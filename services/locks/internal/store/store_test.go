@@ -11,6 +11,7 @@ import (
 
 	"github.com/vigil-dev/vigil/pkg/alarm"
 	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -35,7 +36,7 @@ func newStore(t *testing.T) (*Store, *alarm.Queue, redis.UniversalClient, *clock
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(rdb, q, Options{Prefix: prefix, Now: clk.Now, Logger: log})
+	s := mustNew(t, rdb, Options{Alarms: q, Prefix: prefix, Now: clk.Now, Logger: log})
 	return s, q, rdb, clk
 }
 
@@ -74,7 +75,7 @@ func TestExpiredLockIsFreeBeforeItsAlarmFires(t *testing.T) {
 	}
 
 	// The stale alarm of alice's lease, replayed, changes nothing: bob's lease is not over.
-	if errs := s.HandleAlarms(ctx, []alarm.Firing{{ID: "printer", Shard: q.ShardOf("printer"), Attempt: 1, Due: a.ExpiresAt}}); errs[0] != nil {
+	if _, errs := s.Expire(ctx, []string{"printer"}); errs[0] != nil {
 		t.Fatal(errs[0])
 	}
 	if l2, _ := s.Get(ctx, "printer"); l2 != l {
@@ -82,7 +83,7 @@ func TestExpiredLockIsFreeBeforeItsAlarmFires(t *testing.T) {
 	}
 	// At bob's lease end the alarm transition frees the lock and removes the key.
 	clk.Advance(time.Second)
-	if errs := s.HandleAlarms(ctx, []alarm.Firing{{ID: "printer", Shard: q.ShardOf("printer"), Attempt: 1, Due: b.ExpiresAt}}); errs[0] != nil {
+	if _, errs := s.Expire(ctx, []string{"printer"}); errs[0] != nil {
 		t.Fatal(errs[0])
 	}
 	if n, _ := rdb.Exists(ctx, keysOf(q, "printer").lock).Result(); n != 0 {
@@ -107,7 +108,7 @@ func TestRenewMovesLeaseAndAlarm(t *testing.T) {
 		t.Errorf("alarm due %v, want moved to %v", due, r.ExpiresAt)
 	}
 	clk.Advance(200 * time.Millisecond) // past the first lease end, before the renewed one
-	if errs := s.HandleAlarms(ctx, []alarm.Firing{{ID: "door", Attempt: 2, Due: a.ExpiresAt}}); errs[0] != nil {
+	if _, errs := s.Expire(ctx, []string{"door"}); errs[0] != nil {
 		t.Fatal(errs[0])
 	}
 	if l, _ := s.Get(ctx, "door"); !l.Held || l.Token != a.Token {
@@ -145,9 +146,9 @@ func TestWaiterGrantedByExpiry(t *testing.T) {
 			err error
 		}{b, err}
 	}()
-	waitFor(t, "bob queued", func() bool { n, _ := s.rdb.LLen(ctx, keysOf(q, "gate").queue).Result(); return n == 1 })
+	wait.Until(t, "bob queued", func() bool { n, _ := s.rdb.LLen(ctx, keysOf(q, "gate").queue).Result(); return n == 1 })
 	clk.Advance(time.Second)
-	if errs := s.HandleAlarms(ctx, []alarm.Firing{{ID: "gate", Attempt: 1, Due: a.ExpiresAt}}); errs[0] != nil {
+	if _, errs := s.Expire(ctx, []string{"gate"}); errs[0] != nil {
 		t.Fatal(errs[0])
 	}
 	r := <-got
@@ -160,14 +161,11 @@ func TestWaiterGrantedByExpiry(t *testing.T) {
 	}
 }
 
-// waitFor polls cond until it holds, for up to 10 seconds.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func mustNew(t *testing.T, rdb redis.UniversalClient, o Options) *Store {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling the condition, with a deadline
+	s, err := New(rdb, o)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return s
 }

@@ -24,9 +24,10 @@ const (
 // AcquireRequest asks for a lock.
 type AcquireRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The lock's name: 3-40 lowercase letters, digits or hyphens.
+	// The lock's name: any UTF-8 text of 1-256 bytes without control characters ("orders/42",
+	// "Order:42", "user@example.com", "日報").
 	Resource string `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
-	// Who asks: 1-128 printable characters. The same owner re-acquiring is idempotent.
+	// Who asks, by the same rule as resource. The same owner re-acquiring is idempotent.
 	Owner string `protobuf:"bytes,2,opt,name=owner,proto3" json:"owner,omitempty"`
 	// Time to live in ms, 100 through 3,600,000; unset means 30,000.
 	TtlMs *int64 `protobuf:"varint,3,opt,name=ttl_ms,json=ttlMs,proto3,oneof" json:"ttl_ms,omitempty"`
@@ -510,6 +511,361 @@ func (x *GetResponse) GetExpiresAt() int64 {
 	return 0
 }
 
+// SessionRequest is one call on a Session stream.
+type SessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Chosen by the client, 0 through 2^53-1, unique among its requests in flight; the answer
+	// carries it back.
+	Id int64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Types that are valid to be assigned to Call:
+	//
+	//	*SessionRequest_Acquire
+	//	*SessionRequest_Release
+	//	*SessionRequest_Renew
+	//	*SessionRequest_Cancel
+	Call          isSessionRequest_Call `protobuf_oneof:"call"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionRequest) Reset() {
+	*x = SessionRequest{}
+	mi := &file_vigil_locks_v1_locks_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionRequest) ProtoMessage() {}
+
+func (x *SessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_vigil_locks_v1_locks_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionRequest.ProtoReflect.Descriptor instead.
+func (*SessionRequest) Descriptor() ([]byte, []int) {
+	return file_vigil_locks_v1_locks_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *SessionRequest) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *SessionRequest) GetCall() isSessionRequest_Call {
+	if x != nil {
+		return x.Call
+	}
+	return nil
+}
+
+func (x *SessionRequest) GetAcquire() *AcquireRequest {
+	if x != nil {
+		if x, ok := x.Call.(*SessionRequest_Acquire); ok {
+			return x.Acquire
+		}
+	}
+	return nil
+}
+
+func (x *SessionRequest) GetRelease() *ReleaseRequest {
+	if x != nil {
+		if x, ok := x.Call.(*SessionRequest_Release); ok {
+			return x.Release
+		}
+	}
+	return nil
+}
+
+func (x *SessionRequest) GetRenew() *RenewRequest {
+	if x != nil {
+		if x, ok := x.Call.(*SessionRequest_Renew); ok {
+			return x.Renew
+		}
+	}
+	return nil
+}
+
+func (x *SessionRequest) GetCancel() *CancelRequest {
+	if x != nil {
+		if x, ok := x.Call.(*SessionRequest_Cancel); ok {
+			return x.Cancel
+		}
+	}
+	return nil
+}
+
+type isSessionRequest_Call interface {
+	isSessionRequest_Call()
+}
+
+type SessionRequest_Acquire struct {
+	Acquire *AcquireRequest `protobuf:"bytes,2,opt,name=acquire,proto3,oneof"`
+}
+
+type SessionRequest_Release struct {
+	Release *ReleaseRequest `protobuf:"bytes,3,opt,name=release,proto3,oneof"`
+}
+
+type SessionRequest_Renew struct {
+	Renew *RenewRequest `protobuf:"bytes,4,opt,name=renew,proto3,oneof"`
+}
+
+type SessionRequest_Cancel struct {
+	// Cancel ends the waiting acquire whose request id this is: it leaves the queue (giving
+	// back a lock granted to it meanwhile) and is answered with a CANCELLED error. A cancel
+	// of an acquire that is not waiting does nothing and has no answer of its own.
+	Cancel *CancelRequest `protobuf:"bytes,5,opt,name=cancel,proto3,oneof"`
+}
+
+func (*SessionRequest_Acquire) isSessionRequest_Call() {}
+
+func (*SessionRequest_Release) isSessionRequest_Call() {}
+
+func (*SessionRequest_Renew) isSessionRequest_Call() {}
+
+func (*SessionRequest_Cancel) isSessionRequest_Call() {}
+
+// CancelRequest names the waiting acquire to end.
+type CancelRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The id of the acquire's SessionRequest.
+	Id            int64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelRequest) Reset() {
+	*x = CancelRequest{}
+	mi := &file_vigil_locks_v1_locks_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelRequest) ProtoMessage() {}
+
+func (x *CancelRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_vigil_locks_v1_locks_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
+func (*CancelRequest) Descriptor() ([]byte, []int) {
+	return file_vigil_locks_v1_locks_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *CancelRequest) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+// SessionResponse answers one SessionRequest.
+type SessionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The id of the request answered.
+	Id int64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Types that are valid to be assigned to Result:
+	//
+	//	*SessionResponse_Acquire
+	//	*SessionResponse_Release
+	//	*SessionResponse_Renew
+	//	*SessionResponse_Error
+	Result        isSessionResponse_Result `protobuf_oneof:"result"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionResponse) Reset() {
+	*x = SessionResponse{}
+	mi := &file_vigil_locks_v1_locks_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionResponse) ProtoMessage() {}
+
+func (x *SessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_vigil_locks_v1_locks_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionResponse.ProtoReflect.Descriptor instead.
+func (*SessionResponse) Descriptor() ([]byte, []int) {
+	return file_vigil_locks_v1_locks_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *SessionResponse) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *SessionResponse) GetResult() isSessionResponse_Result {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *SessionResponse) GetAcquire() *AcquireResponse {
+	if x != nil {
+		if x, ok := x.Result.(*SessionResponse_Acquire); ok {
+			return x.Acquire
+		}
+	}
+	return nil
+}
+
+func (x *SessionResponse) GetRelease() *ReleaseResponse {
+	if x != nil {
+		if x, ok := x.Result.(*SessionResponse_Release); ok {
+			return x.Release
+		}
+	}
+	return nil
+}
+
+func (x *SessionResponse) GetRenew() *RenewResponse {
+	if x != nil {
+		if x, ok := x.Result.(*SessionResponse_Renew); ok {
+			return x.Renew
+		}
+	}
+	return nil
+}
+
+func (x *SessionResponse) GetError() *SessionError {
+	if x != nil {
+		if x, ok := x.Result.(*SessionResponse_Error); ok {
+			return x.Error
+		}
+	}
+	return nil
+}
+
+type isSessionResponse_Result interface {
+	isSessionResponse_Result()
+}
+
+type SessionResponse_Acquire struct {
+	Acquire *AcquireResponse `protobuf:"bytes,2,opt,name=acquire,proto3,oneof"`
+}
+
+type SessionResponse_Release struct {
+	Release *ReleaseResponse `protobuf:"bytes,3,opt,name=release,proto3,oneof"`
+}
+
+type SessionResponse_Renew struct {
+	Renew *RenewResponse `protobuf:"bytes,4,opt,name=renew,proto3,oneof"`
+}
+
+type SessionResponse_Error struct {
+	// The call failed, with the status its unary twin would have returned.
+	Error *SessionError `protobuf:"bytes,5,opt,name=error,proto3,oneof"`
+}
+
+func (*SessionResponse_Acquire) isSessionResponse_Result() {}
+
+func (*SessionResponse_Release) isSessionResponse_Result() {}
+
+func (*SessionResponse_Renew) isSessionResponse_Result() {}
+
+func (*SessionResponse_Error) isSessionResponse_Result() {}
+
+// SessionError is a failed call on a Session stream.
+type SessionError struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The gRPC status code (google.golang.org/grpc/codes): 3 InvalidArgument, 8
+	// ResourceExhausted, 14 Unavailable, 1 Cancelled, ...
+	Code int32 `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
+	// A sentence a person can act on.
+	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionError) Reset() {
+	*x = SessionError{}
+	mi := &file_vigil_locks_v1_locks_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionError) ProtoMessage() {}
+
+func (x *SessionError) ProtoReflect() protoreflect.Message {
+	mi := &file_vigil_locks_v1_locks_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionError.ProtoReflect.Descriptor instead.
+func (*SessionError) Descriptor() ([]byte, []int) {
+	return file_vigil_locks_v1_locks_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *SessionError) GetCode() int32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *SessionError) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 var File_vigil_locks_v1_locks_proto protoreflect.FileDescriptor
 
 const file_vigil_locks_v1_locks_proto_rawDesc = "" +
@@ -557,12 +913,32 @@ const file_vigil_locks_v1_locks_proto_rawDesc = "" +
 	"expires_at\x18\x05 \x01(\x03H\x02R\texpiresAt\x88\x01\x01B\b\n" +
 	"\x06_ownerB\x10\n" +
 	"\x0e_fencing_tokenB\r\n" +
-	"\v_expires_at2\xab\x02\n" +
+	"\v_expires_at\"\x8f\x02\n" +
+	"\x0eSessionRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12:\n" +
+	"\aacquire\x18\x02 \x01(\v2\x1e.vigil.locks.v1.AcquireRequestH\x00R\aacquire\x12:\n" +
+	"\arelease\x18\x03 \x01(\v2\x1e.vigil.locks.v1.ReleaseRequestH\x00R\arelease\x124\n" +
+	"\x05renew\x18\x04 \x01(\v2\x1c.vigil.locks.v1.RenewRequestH\x00R\x05renew\x127\n" +
+	"\x06cancel\x18\x05 \x01(\v2\x1d.vigil.locks.v1.CancelRequestH\x00R\x06cancelB\x06\n" +
+	"\x04call\"\x1f\n" +
+	"\rCancelRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\"\x92\x02\n" +
+	"\x0fSessionResponse\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12;\n" +
+	"\aacquire\x18\x02 \x01(\v2\x1f.vigil.locks.v1.AcquireResponseH\x00R\aacquire\x12;\n" +
+	"\arelease\x18\x03 \x01(\v2\x1f.vigil.locks.v1.ReleaseResponseH\x00R\arelease\x125\n" +
+	"\x05renew\x18\x04 \x01(\v2\x1d.vigil.locks.v1.RenewResponseH\x00R\x05renew\x124\n" +
+	"\x05error\x18\x05 \x01(\v2\x1c.vigil.locks.v1.SessionErrorH\x00R\x05errorB\b\n" +
+	"\x06result\"<\n" +
+	"\fSessionError\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage2\xfb\x02\n" +
 	"\vLockService\x12J\n" +
 	"\aAcquire\x12\x1e.vigil.locks.v1.AcquireRequest\x1a\x1f.vigil.locks.v1.AcquireResponse\x12J\n" +
 	"\aRelease\x12\x1e.vigil.locks.v1.ReleaseRequest\x1a\x1f.vigil.locks.v1.ReleaseResponse\x12D\n" +
 	"\x05Renew\x12\x1c.vigil.locks.v1.RenewRequest\x1a\x1d.vigil.locks.v1.RenewResponse\x12>\n" +
-	"\x03Get\x12\x1a.vigil.locks.v1.GetRequest\x1a\x1b.vigil.locks.v1.GetResponseB;Z9github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1;locksv1b\x06proto3"
+	"\x03Get\x12\x1a.vigil.locks.v1.GetRequest\x1a\x1b.vigil.locks.v1.GetResponse\x12N\n" +
+	"\aSession\x12\x1e.vigil.locks.v1.SessionRequest\x1a\x1f.vigil.locks.v1.SessionResponse(\x010\x01B;Z9github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1;locksv1b\x06proto3"
 
 var (
 	file_vigil_locks_v1_locks_proto_rawDescOnce sync.Once
@@ -576,7 +952,7 @@ func file_vigil_locks_v1_locks_proto_rawDescGZIP() []byte {
 	return file_vigil_locks_v1_locks_proto_rawDescData
 }
 
-var file_vigil_locks_v1_locks_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_vigil_locks_v1_locks_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_vigil_locks_v1_locks_proto_goTypes = []any{
 	(*AcquireRequest)(nil),  // 0: vigil.locks.v1.AcquireRequest
 	(*AcquireResponse)(nil), // 1: vigil.locks.v1.AcquireResponse
@@ -586,21 +962,35 @@ var file_vigil_locks_v1_locks_proto_goTypes = []any{
 	(*RenewResponse)(nil),   // 5: vigil.locks.v1.RenewResponse
 	(*GetRequest)(nil),      // 6: vigil.locks.v1.GetRequest
 	(*GetResponse)(nil),     // 7: vigil.locks.v1.GetResponse
+	(*SessionRequest)(nil),  // 8: vigil.locks.v1.SessionRequest
+	(*CancelRequest)(nil),   // 9: vigil.locks.v1.CancelRequest
+	(*SessionResponse)(nil), // 10: vigil.locks.v1.SessionResponse
+	(*SessionError)(nil),    // 11: vigil.locks.v1.SessionError
 }
 var file_vigil_locks_v1_locks_proto_depIdxs = []int32{
-	0, // 0: vigil.locks.v1.LockService.Acquire:input_type -> vigil.locks.v1.AcquireRequest
-	2, // 1: vigil.locks.v1.LockService.Release:input_type -> vigil.locks.v1.ReleaseRequest
-	4, // 2: vigil.locks.v1.LockService.Renew:input_type -> vigil.locks.v1.RenewRequest
-	6, // 3: vigil.locks.v1.LockService.Get:input_type -> vigil.locks.v1.GetRequest
-	1, // 4: vigil.locks.v1.LockService.Acquire:output_type -> vigil.locks.v1.AcquireResponse
-	3, // 5: vigil.locks.v1.LockService.Release:output_type -> vigil.locks.v1.ReleaseResponse
-	5, // 6: vigil.locks.v1.LockService.Renew:output_type -> vigil.locks.v1.RenewResponse
-	7, // 7: vigil.locks.v1.LockService.Get:output_type -> vigil.locks.v1.GetResponse
-	4, // [4:8] is the sub-list for method output_type
-	0, // [0:4] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	0,  // 0: vigil.locks.v1.SessionRequest.acquire:type_name -> vigil.locks.v1.AcquireRequest
+	2,  // 1: vigil.locks.v1.SessionRequest.release:type_name -> vigil.locks.v1.ReleaseRequest
+	4,  // 2: vigil.locks.v1.SessionRequest.renew:type_name -> vigil.locks.v1.RenewRequest
+	9,  // 3: vigil.locks.v1.SessionRequest.cancel:type_name -> vigil.locks.v1.CancelRequest
+	1,  // 4: vigil.locks.v1.SessionResponse.acquire:type_name -> vigil.locks.v1.AcquireResponse
+	3,  // 5: vigil.locks.v1.SessionResponse.release:type_name -> vigil.locks.v1.ReleaseResponse
+	5,  // 6: vigil.locks.v1.SessionResponse.renew:type_name -> vigil.locks.v1.RenewResponse
+	11, // 7: vigil.locks.v1.SessionResponse.error:type_name -> vigil.locks.v1.SessionError
+	0,  // 8: vigil.locks.v1.LockService.Acquire:input_type -> vigil.locks.v1.AcquireRequest
+	2,  // 9: vigil.locks.v1.LockService.Release:input_type -> vigil.locks.v1.ReleaseRequest
+	4,  // 10: vigil.locks.v1.LockService.Renew:input_type -> vigil.locks.v1.RenewRequest
+	6,  // 11: vigil.locks.v1.LockService.Get:input_type -> vigil.locks.v1.GetRequest
+	8,  // 12: vigil.locks.v1.LockService.Session:input_type -> vigil.locks.v1.SessionRequest
+	1,  // 13: vigil.locks.v1.LockService.Acquire:output_type -> vigil.locks.v1.AcquireResponse
+	3,  // 14: vigil.locks.v1.LockService.Release:output_type -> vigil.locks.v1.ReleaseResponse
+	5,  // 15: vigil.locks.v1.LockService.Renew:output_type -> vigil.locks.v1.RenewResponse
+	7,  // 16: vigil.locks.v1.LockService.Get:output_type -> vigil.locks.v1.GetResponse
+	10, // 17: vigil.locks.v1.LockService.Session:output_type -> vigil.locks.v1.SessionResponse
+	13, // [13:18] is the sub-list for method output_type
+	8,  // [8:13] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_vigil_locks_v1_locks_proto_init() }
@@ -613,13 +1003,25 @@ func file_vigil_locks_v1_locks_proto_init() {
 	file_vigil_locks_v1_locks_proto_msgTypes[4].OneofWrappers = []any{}
 	file_vigil_locks_v1_locks_proto_msgTypes[5].OneofWrappers = []any{}
 	file_vigil_locks_v1_locks_proto_msgTypes[7].OneofWrappers = []any{}
+	file_vigil_locks_v1_locks_proto_msgTypes[8].OneofWrappers = []any{
+		(*SessionRequest_Acquire)(nil),
+		(*SessionRequest_Release)(nil),
+		(*SessionRequest_Renew)(nil),
+		(*SessionRequest_Cancel)(nil),
+	}
+	file_vigil_locks_v1_locks_proto_msgTypes[10].OneofWrappers = []any{
+		(*SessionResponse_Acquire)(nil),
+		(*SessionResponse_Release)(nil),
+		(*SessionResponse_Renew)(nil),
+		(*SessionResponse_Error)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_vigil_locks_v1_locks_proto_rawDesc), len(file_vigil_locks_v1_locks_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -23,6 +23,7 @@ const (
 	LockService_Release_FullMethodName = "/vigil.locks.v1.LockService/Release"
 	LockService_Renew_FullMethodName   = "/vigil.locks.v1.LockService/Renew"
 	LockService_Get_FullMethodName     = "/vigil.locks.v1.LockService/Get"
+	LockService_Session_FullMethodName = "/vigil.locks.v1.LockService/Session"
 )
 
 // LockServiceClient is the client API for LockService service.
@@ -42,6 +43,15 @@ type LockServiceClient interface {
 	Renew(ctx context.Context, in *RenewRequest, opts ...grpc.CallOption) (*RenewResponse, error)
 	// Get describes the lock as the next acquire would see it.
 	Get(ctx context.Context, in *GetRequest, opts ...grpc.CallOption) (*GetResponse, error)
+	// Session carries many acquires, releases and renewals over one stream, the way etcd's lease
+	// keep-alive stream does: a client opens one per connection and tags each request with an
+	// id that its answer echoes. Requests are handled concurrently, so an acquire waiting in a
+	// lock's queue holds up nothing else on the stream; answers come in the order they are
+	// ready. Each request means exactly what the unary call of the same name means. When the
+	// stream ends (the client closes it, cancels it or goes away), its waiting acquires leave
+	// their queues and a lock granted to one of them meanwhile is given back; locks it already
+	// holds stay held until released or their lease ends, as with the unary calls.
+	Session(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[SessionRequest, SessionResponse], error)
 }
 
 type lockServiceClient struct {
@@ -92,6 +102,19 @@ func (c *lockServiceClient) Get(ctx context.Context, in *GetRequest, opts ...grp
 	return out, nil
 }
 
+func (c *lockServiceClient) Session(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[SessionRequest, SessionResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &LockService_ServiceDesc.Streams[0], LockService_Session_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[SessionRequest, SessionResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type LockService_SessionClient = grpc.BidiStreamingClient[SessionRequest, SessionResponse]
+
 // LockServiceServer is the server API for LockService service.
 // All implementations must embed UnimplementedLockServiceServer
 // for forward compatibility.
@@ -109,6 +132,15 @@ type LockServiceServer interface {
 	Renew(context.Context, *RenewRequest) (*RenewResponse, error)
 	// Get describes the lock as the next acquire would see it.
 	Get(context.Context, *GetRequest) (*GetResponse, error)
+	// Session carries many acquires, releases and renewals over one stream, the way etcd's lease
+	// keep-alive stream does: a client opens one per connection and tags each request with an
+	// id that its answer echoes. Requests are handled concurrently, so an acquire waiting in a
+	// lock's queue holds up nothing else on the stream; answers come in the order they are
+	// ready. Each request means exactly what the unary call of the same name means. When the
+	// stream ends (the client closes it, cancels it or goes away), its waiting acquires leave
+	// their queues and a lock granted to one of them meanwhile is given back; locks it already
+	// holds stay held until released or their lease ends, as with the unary calls.
+	Session(grpc.BidiStreamingServer[SessionRequest, SessionResponse]) error
 	mustEmbedUnimplementedLockServiceServer()
 }
 
@@ -130,6 +162,9 @@ func (UnimplementedLockServiceServer) Renew(context.Context, *RenewRequest) (*Re
 }
 func (UnimplementedLockServiceServer) Get(context.Context, *GetRequest) (*GetResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Get not implemented")
+}
+func (UnimplementedLockServiceServer) Session(grpc.BidiStreamingServer[SessionRequest, SessionResponse]) error {
+	return status.Error(codes.Unimplemented, "method Session not implemented")
 }
 func (UnimplementedLockServiceServer) mustEmbedUnimplementedLockServiceServer() {}
 func (UnimplementedLockServiceServer) testEmbeddedByValue()                     {}
@@ -224,6 +259,13 @@ func _LockService_Get_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LockService_Session_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(LockServiceServer).Session(&grpc.GenericServerStream[SessionRequest, SessionResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type LockService_SessionServer = grpc.BidiStreamingServer[SessionRequest, SessionResponse]
+
 // LockService_ServiceDesc is the grpc.ServiceDesc for LockService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -248,6 +290,13 @@ var LockService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _LockService_Get_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Session",
+			Handler:       _LockService_Session_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "vigil/locks/v1/locks.proto",
 }

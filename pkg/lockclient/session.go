@@ -1,0 +1,222 @@
+package lockclient
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
+)
+
+// session is one open LockService.Session stream, shared by every mutex of a Client: each
+// call is a request with an id of its own, answered by id, so a waiting Lock holds up nothing
+// else on the stream.
+type session struct {
+	stream grpc.BidiStreamingClient[locksv1.SessionRequest, locksv1.SessionResponse]
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the stream broke; err says why
+
+	sendMu sync.Mutex // SendMsg is not safe for concurrent use
+
+	mu      sync.Mutex
+	nextID  int64
+	pending map[int64]chan *locksv1.SessionResponse
+	err     error
+}
+
+// errSessionClosed is a call's answer after Client.Close.
+var errSessionClosed = status.Error(codes.Canceled, "lockclient: client closed")
+
+// session returns the open session, opening one when there is none or the last one broke.
+func (c *Client) session() (*session, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, errSessionClosed
+	}
+	if s := c.sess; s != nil {
+		select {
+		case <-s.done:
+		default:
+			return s, nil
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stream, err := c.c.Session(ctx)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	s := &session{stream: stream, cancel: cancel, done: make(chan struct{}), pending: map[int64]chan *locksv1.SessionResponse{}}
+	go s.receive()
+	c.sess = s
+	return s, nil
+}
+
+// receive hands each answer to its call until the stream breaks, then fails every call still
+// waiting with UNAVAILABLE (retryable: the next call opens a new session).
+func (s *session) receive() {
+	for {
+		resp, err := s.stream.Recv()
+		if err != nil {
+			s.mu.Lock()
+			if st, ok := status.FromError(err); ok && st.Code() == codes.Canceled {
+				s.err = errSessionClosed
+			} else {
+				s.err = status.Errorf(codes.Unavailable, "lockclient: lock session ended: %v", err)
+			}
+			s.pending = nil
+			s.mu.Unlock()
+			close(s.done)
+			s.cancel()
+			return
+		}
+		s.mu.Lock()
+		ch := s.pending[resp.GetId()]
+		delete(s.pending, resp.GetId())
+		s.mu.Unlock()
+		if ch != nil {
+			ch <- resp
+		}
+	}
+}
+
+// start registers a call and sends it; the answer arrives on the returned channel.
+func (s *session) start(req *locksv1.SessionRequest) (int64, chan *locksv1.SessionResponse, error) {
+	ch := make(chan *locksv1.SessionResponse, 1)
+	s.mu.Lock()
+	if s.pending == nil {
+		err := s.err
+		s.mu.Unlock()
+		return 0, nil, err
+	}
+	s.nextID++
+	id := s.nextID
+	s.pending[id] = ch
+	s.mu.Unlock()
+	req.Id = id
+	if err := s.send(req); err != nil {
+		s.forget(id)
+		return 0, nil, err
+	}
+	return id, ch, nil
+}
+
+func (s *session) send(req *locksv1.SessionRequest) error {
+	s.sendMu.Lock()
+	err := s.stream.Send(req)
+	s.sendMu.Unlock()
+	if err != nil {
+		// The stream is broken; Recv says why, and fails the pending calls.
+		<-s.done
+		return s.err
+	}
+	return nil
+}
+
+func (s *session) forget(id int64) {
+	s.mu.Lock()
+	delete(s.pending, id)
+	s.mu.Unlock()
+}
+
+// answer waits for call id's answer, or until ctx ends (the answer is then dropped).
+func (s *session) answer(ctx context.Context, id int64, ch chan *locksv1.SessionResponse) (*locksv1.SessionResponse, error) {
+	select {
+	case resp := <-ch:
+		return resp, respErr(resp)
+	case <-s.done:
+		select {
+		case resp := <-ch: // answered just before the stream broke
+			return resp, respErr(resp)
+		default:
+		}
+		return nil, s.err
+	case <-ctx.Done():
+		s.forget(id)
+		return nil, ctx.Err()
+	}
+}
+
+// call sends req and waits for its answer.
+func (c *Client) call(ctx context.Context, req *locksv1.SessionRequest) (*locksv1.SessionResponse, error) {
+	s, err := c.session()
+	if err != nil {
+		return nil, err
+	}
+	id, ch, err := s.start(req)
+	if err != nil {
+		return nil, err
+	}
+	return s.answer(ctx, id, ch)
+}
+
+// waitingAcquire sends a waiting acquire. When ctx ends first it cancels the acquire on the
+// service and waits for the final answer, so a grant that crossed the cancel is not missed:
+// granted is then true with ctx's error, and the caller gives the lock back.
+func (c *Client) waitingAcquire(ctx context.Context, req *locksv1.AcquireRequest) (res *locksv1.AcquireResponse, err error) {
+	s, err := c.session()
+	if err != nil {
+		return nil, err
+	}
+	id, ch, err := s.start(&locksv1.SessionRequest{Call: &locksv1.SessionRequest_Acquire{Acquire: req}})
+	if err != nil {
+		return nil, err
+	}
+	var resp *locksv1.SessionResponse
+	select {
+	case resp = <-ch:
+	case <-s.done:
+		select {
+		case resp = <-ch:
+		default:
+			return nil, s.err
+		}
+	case <-ctx.Done():
+		if err := s.send(&locksv1.SessionRequest{Call: &locksv1.SessionRequest_Cancel{Cancel: &locksv1.CancelRequest{Id: id}}}); err != nil {
+			return nil, ctx.Err() // the stream broke: the service drops the waiter itself
+		}
+		select {
+		case resp = <-ch:
+		case <-s.done:
+			return nil, ctx.Err()
+		}
+		if a := resp.GetAcquire(); a != nil {
+			return a, ctx.Err()
+		}
+		return nil, ctx.Err()
+	}
+	if err := respErr(resp); err != nil {
+		return nil, err
+	}
+	return resp.GetAcquire(), nil
+}
+
+// respErr is the status error a session answer carries, if any.
+func respErr(resp *locksv1.SessionResponse) error {
+	if e := resp.GetError(); e != nil {
+		return status.Error(codes.Code(e.GetCode()), e.GetMessage())
+	}
+	return nil
+}
+
+// Close ends the client's session: calls in flight fail, waiting acquires leave their queues
+// on the service, and locks still held stay held until their lease ends (renewal stops with
+// the session). A closed Client answers every call with a CANCELLED error.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	s := c.sess
+	c.mu.Unlock()
+	if s != nil {
+		s.cancel()
+		<-s.done
+	}
+	return nil
+}
+
+var errNoAnswer = errors.New("lockclient: the service answered with an empty result")

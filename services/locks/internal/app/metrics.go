@@ -1,0 +1,64 @@
+package app
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the lock waits and hold times, for operators: how long callers that asked to
+// wait waited, and how long locks stayed held from grant to release (timed by the replica
+// that granted them).
+type Metrics struct {
+	wait *prometheus.HistogramVec
+	hold *prometheus.HistogramVec
+}
+
+// NewMetrics registers the lock metrics on reg. A registry that already holds them (several
+// lock services in one process) keeps the first ones, which this Metrics then shares.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "vigil_lock_wait_seconds",
+			Help:    "Time an acquire that asked to wait spent waiting, by result (acquired, timed_out).",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"result"}),
+		hold: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "vigil_lock_hold_seconds",
+			Help:    "Time a lock was held from its grant to its release, measured by the granting replica.",
+			Buckets: []float64{.001, .005, .01, .05, .1, .5, 1, 5, 10, 30, 60, 300, 900, 3600},
+		}, []string{"ended"}),
+	}
+	m.wait = register(reg, m.wait)
+	m.hold = register(reg, m.hold)
+	return m
+}
+
+func register(reg prometheus.Registerer, h *prometheus.HistogramVec) *prometheus.HistogramVec {
+	if err := reg.Register(h); err != nil {
+		if are, ok := err.(prometheus.AlreadyRegisteredError); ok {
+			if prev, ok := are.ExistingCollector.(*prometheus.HistogramVec); ok {
+				return prev
+			}
+		}
+	}
+	return h
+}
+
+func (m *Metrics) waited(acquired bool, d time.Duration) {
+	if m == nil {
+		return
+	}
+	result := "acquired"
+	if !acquired {
+		result = "timed_out"
+	}
+	m.wait.WithLabelValues(result).Observe(d.Seconds())
+}
+
+func (m *Metrics) held(d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.hold.WithLabelValues("released").Observe(d.Seconds())
+}
