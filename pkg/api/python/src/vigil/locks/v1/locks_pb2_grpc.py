@@ -37,6 +37,11 @@ class LockServiceStub(object):
                 request_serializer=vigil_dot_locks_dot_v1_dot_locks__pb2.GetRequest.SerializeToString,
                 response_deserializer=vigil_dot_locks_dot_v1_dot_locks__pb2.GetResponse.FromString,
                 )
+        self.Session = channel.stream_stream(
+                '/vigil.locks.v1.LockService/Session',
+                request_serializer=vigil_dot_locks_dot_v1_dot_locks__pb2.SessionRequest.SerializeToString,
+                response_deserializer=vigil_dot_locks_dot_v1_dot_locks__pb2.SessionResponse.FromString,
+                )
 
 
 class LockServiceServicer(object):
@@ -74,6 +79,20 @@ class LockServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Session(self, request_iterator, context):
+        """Session carries many acquires, releases and renewals over one stream, the way etcd's lease
+        keep-alive stream does: a client opens one per connection and tags each request with an
+        id that its answer echoes. Requests are handled concurrently, so an acquire waiting in a
+        lock's queue holds up nothing else on the stream; answers come in the order they are
+        ready. Each request means exactly what the unary call of the same name means. When the
+        stream ends (the client closes it, cancels it or goes away), its waiting acquires leave
+        their queues and a lock granted to one of them meanwhile is given back; locks it already
+        holds stay held until released or their lease ends, as with the unary calls.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LockServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -96,6 +115,11 @@ def add_LockServiceServicer_to_server(servicer, server):
                     servicer.Get,
                     request_deserializer=vigil_dot_locks_dot_v1_dot_locks__pb2.GetRequest.FromString,
                     response_serializer=vigil_dot_locks_dot_v1_dot_locks__pb2.GetResponse.SerializeToString,
+            ),
+            'Session': grpc.stream_stream_rpc_method_handler(
+                    servicer.Session,
+                    request_deserializer=vigil_dot_locks_dot_v1_dot_locks__pb2.SessionRequest.FromString,
+                    response_serializer=vigil_dot_locks_dot_v1_dot_locks__pb2.SessionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -175,5 +199,22 @@ class LockService(object):
         return grpc.experimental.unary_unary(request, target, '/vigil.locks.v1.LockService/Get',
             vigil_dot_locks_dot_v1_dot_locks__pb2.GetRequest.SerializeToString,
             vigil_dot_locks_dot_v1_dot_locks__pb2.GetResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def Session(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(request_iterator, target, '/vigil.locks.v1.LockService/Session',
+            vigil_dot_locks_dot_v1_dot_locks__pb2.SessionRequest.SerializeToString,
+            vigil_dot_locks_dot_v1_dot_locks__pb2.SessionResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
