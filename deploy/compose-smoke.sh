@@ -2,47 +2,120 @@
 # Checks the running compose stack end to end through its gateway, then SIGKILLs every domain's
 # Redis, starts them again on their AOF, and checks that what was acknowledged is still there.
 #   deploy/compose-up.sh && deploy/compose-smoke.sh
+#
+# It finds out how the stack runs: the secure stack (the default of compose-up.sh) is reached
+# over HTTPS with deploy/secrets/ca.pem and the admin key in deploy/secrets/admin-api-key (or
+# VIGIL_API_KEY); the open one (VIGIL_INSECURE=1) over plain HTTP.
+#
+# After the SIGKILLs it tells two failures apart:
+#   unavailable  a domain still answers 503 (its service not ready again) when the deadline
+#                (VIGIL_SMOKE_DEADLINE seconds, default 90) passes: slow, not a loss;
+#   lost         a domain answers, and what was acknowledged is not there.
 set -euo pipefail
 cd "$(dirname "$0")"
-base=http://127.0.0.1:${VIGIL_HTTP_PORT:-8080}
+port=${VIGIL_HTTP_PORT:-8080}
 project=${VIGIL_COMPOSE_PROJECT:-vigil}
+deadline_s=${VIGIL_SMOKE_DEADLINE:-90}
 if docker compose version >/dev/null 2>&1; then compose=(docker compose); else compose=(docker-compose); fi
 dc() { "${compose[@]}" -f docker-compose.yml -p "$project" "$@"; }
 
-# call METHOD PATH BODY WANT_STATUS: prints the response body, fails on another status.
-call() {
-  local out code
-  out=$(curl -sS -o /dev/stdout -w '\n%{http_code}' -X "$1" "$base$2" ${3:+-d "$3"})
-  code=${out##*$'\n'}
-  out=${out%$'\n'*}
-  if [ "$code" != "$4" ]; then
-    echo "$1 $2: HTTP $code, want $4: $out" >&2
-    exit 1
-  fi
-  printf '%s' "$out"
+gateway=$(dc ps -q gateway)
+if [ -z "$gateway" ]; then echo "no gateway container in compose project $project: run make compose-up first" >&2; exit 1; fi
+curl_opts=(-sS --max-time 10)
+if docker inspect -f '{{range .Config.Env}}{{println .}}{{end}}' "$gateway" | grep -q '^VIGIL_GATEWAY_TLS_CERT='; then
+  base=https://127.0.0.1:$port
+  key=${VIGIL_API_KEY:-$(cat secrets/admin-api-key 2>/dev/null || true)}
+  if [ -z "$key" ]; then echo "the stack runs with API keys: set VIGIL_API_KEY or keep deploy/secrets/admin-api-key" >&2; exit 1; fi
+  curl_opts+=(--cacert secrets/ca.pem -H "Authorization: Bearer $key")
+  echo "secure stack: $base, CA deploy/secrets/ca.pem, admin key"
+else
+  base=http://127.0.0.1:$port
+  echo "open stack: $base"
+fi
+
+# req METHOD PATH [BODY]: sets code (000 when no answer) and body.
+body_file=$(mktemp)
+trap 'rm -f "$body_file"' EXIT
+req() {
+  code=$(curl "${curl_opts[@]}" -o "$body_file" -w '%{http_code}' -X "$1" "$base$2" ${3:+-H 'Content-Type: application/json' -d "$3"} 2>/dev/null) || code=${code:-000}
+  body=$(cat "$body_file")
 }
+# unavailable CODE: the answer of a stack that is not (yet) ready, worth retrying.
+unavailable() { case $1 in 000 | 502 | 503 | 504) return 0 ;; *) return 1 ;; esac; }
 field() { grep -o "\"$1\":\"\{0,1\}[^,\"}]*" | head -1 | sed 's/.*:"\{0,1\}//'; }
+
+# write METHOD PATH BODY WANT: retries while the stack is unavailable, fails on another status;
+# prints the body. Every write here is safe to repeat (same owner, same message id).
+write() {
+  local until=$((SECONDS + deadline_s))
+  while :; do
+    req "$1" "$2" "$3"
+    [ "$code" = "$4" ] && { printf '%s' "$body"; return 0; }
+    if ! unavailable "$code" || [ $SECONDS -ge $until ]; then
+      echo "$1 $2: HTTP $code, want $4: $body" >&2
+      exit 1
+    fi
+    sleep 0.5
+  done
+}
 
 suffix=$(date +%s%N | tail -c 9)
 res=smoke-$suffix
-call POST "/reservations/$res" '{"ttlSeconds": 3600}' 201 >/dev/null
-token=$(call POST "/locks/smoke-$suffix/acquire" '{"owner": "smoke", "ttlMs": 3600000}' 200 | field fencingToken)
-msg=$(call POST "/chat/rooms/smoke-$suffix/messages" '{"userId": "u1", "username": "smoke", "body": "survives"}' 201 | field id)
-code=$(call POST /lobby/rooms '{"name": "smoke", "video": {"title": "t", "durationMs": 60000}}' 201 | field code)
-echo "acknowledged: reservation $res, lock token $token, chat message $msg, lobby room $code"
+write POST "/reservations/$res" '{"ttlSeconds": 3600}' 201 >/dev/null
+token=$(write POST "/locks/smoke-$suffix/acquire" '{"owner": "smoke", "ttlMs": 3600000}' 200 | field fencingToken)
+msg=$(write POST "/chat/rooms/smoke-$suffix/messages" "{\"userId\": \"u1\", \"username\": \"smoke\", \"body\": \"survives\", \"postId\": \"smoke-$suffix\"}" 201 | field id)
+room=$(write POST /lobby/rooms '{"name": "smoke", "video": {"title": "t", "durationMs": 60000}}' 201 | field code)
+echo "acknowledged: reservation $res, lock token $token, chat message $msg, lobby room $room"
 
 dc kill -s SIGKILL redis-reservations redis-locks redis-chat redis-lobby redis-room >/dev/null 2>&1
 dc start redis-reservations redis-locks redis-chat redis-lobby redis-room >/dev/null 2>&1
-deadline=$((SECONDS + 60))
-until curl -fsS "$base/healthz" >/dev/null 2>&1 && curl -fsS "$base/reservations/$res" >/dev/null 2>&1; do
-  if [ $SECONDS -ge $deadline ]; then echo "stack not healthy 60s after the Redis restart" >&2; exit 1; fi
-  sleep 0.2
-done
+start=$SECONDS
+until_s=$((SECONDS + deadline_s))
 
+# Every domain's readiness: /healthz is 200 once every service answers SERVING, which it does
+# only while its Redis answers PING (pkg/server).
+until req GET /healthz && [ "$code" = 200 ]; do
+  if [ $SECONDS -ge $until_s ]; then
+    echo "unavailable: /healthz still $code ${deadline_s}s after the Redis restart: $body" >&2
+    exit 1
+  fi
+  sleep 0.5
+done
+echo "/healthz 200 (every domain SERVING) $((SECONDS - start))s after the Redis SIGKILLs"
+
+# check NAME PATH TEST: reads PATH until it answers; TEST (a shell function of $body) says
+# whether the acknowledged object is there. A 503 is retried until the deadline (the service
+# may still be reconnecting even after /healthz said ready); a 404 or a wrong answer is a loss.
 lost=0
-[ "$(call GET "/reservations/$res" '' 200 | field status)" = held ] || { echo "reservation lost" >&2; lost=$((lost + 1)); }
-[ "$(call GET "/locks/smoke-$suffix" '' 200 | field fencingToken)" = "$token" ] || { echo "lock lost" >&2; lost=$((lost + 1)); }
-call GET "/chat/rooms/smoke-$suffix/messages" '' 200 | grep -q '"survives"' || { echo "message lost" >&2; lost=$((lost + 1)); }
-call GET "/lobby/rooms/$code" '' 200 >/dev/null || lost=$((lost + 1))
-echo "compose smoke: at stake 4 acknowledged objects; every Redis SIGKILLed and restarted; lost $lost"
-[ "$lost" = 0 ]
+slow=0
+retried=0
+check() {
+  while :; do
+    req GET "$2"
+    if [ "$code" = 200 ] && "$3"; then return 0; fi
+    if unavailable "$code"; then
+      if [ $SECONDS -ge $until_s ]; then
+        echo "unavailable: GET $2 still HTTP $code ${deadline_s}s after the Redis restart: $body" >&2
+        slow=$((slow + 1))
+        return 0
+      fi
+      retried=$((retried + 1))
+      sleep 0.5
+      continue
+    fi
+    echo "lost: $1: GET $2 = HTTP $code $body" >&2
+    lost=$((lost + 1))
+    return 0
+  done
+}
+held() { [ "$(field status <<<"$body")" = held ]; }
+locked() { [ "$(field fencingToken <<<"$body")" = "$token" ] && [ "$(field owner <<<"$body")" = smoke ]; }
+kept() { grep -q '"survives"' <<<"$body"; }
+listed() { [ -n "$body" ]; }
+check "reservation $res" "/reservations/$res" held
+check "lock smoke-$suffix (token $token)" "/locks/smoke-$suffix" locked
+check "chat message $msg" "/chat/rooms/smoke-$suffix/messages" kept
+check "lobby room $room" "/lobby/rooms/$room" listed
+
+echo "compose smoke: at stake 4 acknowledged objects; every Redis SIGKILLed and restarted; lost $lost; unavailable at the deadline $slow (reads retried on 503: $retried)"
+[ "$lost" = 0 ] && [ "$slow" = 0 ]

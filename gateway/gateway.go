@@ -349,14 +349,15 @@ func (g *Gateway) root(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// healthz is ready only when every backend answers its gRPC health check with SERVING.
+// healthz is ready only when every backend answers its gRPC health check with SERVING (a
+// service answers NOT_SERVING while its Redis does not, see pkg/server). The answer names each
+// backend's state, and a 503 says in a sentence which ones are not ready.
 func (g *Gateway) healthz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	backends := map[string]string{}
-	ok := true
 	for name, conn := range g.conns {
 		wg.Add(1)
 		go func() {
@@ -372,17 +373,23 @@ func (g *Gateway) healthz(w http.ResponseWriter, r *http.Request) {
 			mu.Lock()
 			defer mu.Unlock()
 			backends[name] = state
-			if state != "SERVING" {
-				ok = false
-			}
 		}()
 	}
 	wg.Wait()
-	code, st := http.StatusOK, "ok"
-	if !ok {
-		code, st = http.StatusServiceUnavailable, "unavailable"
+	var down []string
+	for _, d := range g.o.domains() {
+		if st, ok := backends[d.name]; ok && st != "SERVING" {
+			down = append(down, fmt.Sprintf("%s (%s)", d.name, st))
+		}
+	}
+	body := map[string]any{"status": "ok", "backends": backends}
+	code := http.StatusOK
+	if len(down) > 0 {
+		code = http.StatusServiceUnavailable
+		body["status"] = "unavailable"
+		body["error"] = "Not ready: " + strings.Join(down, ", ") + "."
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(map[string]any{"status": st, "backends": backends})
+	_ = json.NewEncoder(w).Encode(body)
 }

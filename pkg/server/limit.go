@@ -24,13 +24,6 @@ const (
 // ErrAtCapacity is what a shed call gets: RESOURCE_EXHAUSTED, which the gateway answers as 429.
 var ErrAtCapacity = status.Error(codes.ResourceExhausted, "The service is at capacity; retry shortly.")
 
-var shedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Name: "vigil_grpc_shed_total",
-	Help: "Unary calls refused with RESOURCE_EXHAUSTED because MaxInFlight calls were already running.",
-}, []string{"grpc_method"})
-
-func init() { prometheus.MustRegister(shedTotal) }
-
 // maxInFlight resolves Options.MaxInFlight: the option, else the environment, else the default.
 // A negative value turns the limit off.
 func maxInFlight(o int) int {
@@ -47,7 +40,8 @@ func maxInFlight(o int) int {
 // refused at once with ErrAtCapacity rather than queued, so that a load beyond capacity costs
 // neither unbounded memory nor unbounded latency. Health checks are never refused (an overloaded
 // service is busy, not dead). Streams (chat, room sockets) are long-lived and not counted.
-func limitUnary(limit int) grpc.UnaryServerInterceptor {
+// Each refusal is counted in shed, by method.
+func limitUnary(limit int, shed *prometheus.CounterVec) grpc.UnaryServerInterceptor {
 	if limit < 0 {
 		return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 			return h(ctx, req)
@@ -61,7 +55,7 @@ func limitUnary(limit int) grpc.UnaryServerInterceptor {
 		select {
 		case slots <- struct{}{}:
 		default:
-			shedTotal.WithLabelValues(info.FullMethod).Inc()
+			shed.WithLabelValues(info.FullMethod).Inc()
 			return nil, ErrAtCapacity
 		}
 		defer func() { <-slots }()

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -15,7 +17,8 @@ import (
 func TestLimitShedsCallsBeyondMaxInFlight(t *testing.T) {
 	t.Parallel()
 	const limit = 3
-	intercept := limitUnary(limit)
+	shed := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shed"}, []string{"grpc_method"})
+	intercept := limitUnary(limit, shed)
 	info := &grpc.UnaryServerInfo{FullMethod: "/vigil.test.v1.Test/Slow"}
 	release := make(chan struct{})
 	entered := make(chan struct{}, limit)
@@ -40,6 +43,9 @@ func TestLimitShedsCallsBeyondMaxInFlight(t *testing.T) {
 	fast := func(ctx context.Context, req any) (any, error) { return "ok", nil }
 	if _, err := intercept(context.Background(), nil, info, fast); status.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("call over the limit = %v, want RESOURCE_EXHAUSTED", err)
+	}
+	if n := testutil.ToFloat64(shed.WithLabelValues(info.FullMethod)); n != 1 {
+		t.Fatalf("shed{grpc_method=%s} = %v after one refusal, want 1", info.FullMethod, n)
 	}
 	health := &grpc.UnaryServerInfo{FullMethod: "/grpc.health.v1.Health/Check"}
 	if _, err := intercept(context.Background(), nil, health, fast); err != nil {

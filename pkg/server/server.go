@@ -17,6 +17,7 @@ import (
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -53,25 +54,69 @@ type Options struct {
 	// with RESOURCE_EXHAUSTED (HTTP 429 at the gateway) and counted in vigil_grpc_shed_total
 	// (see limit.go). Negative: no limit. Default: env VIGIL_MAX_INFLIGHT, else 1024.
 	MaxInFlight int
+	// Store is the service's Redis. When set, Serve pings it every ReadinessInterval and the
+	// health service answers NOT_SERVING while it does not answer (two failed pings in a row),
+	// SERVING again at the first answer: a replica whose store is gone leaves rotation, and a
+	// probe or the gateway's /healthz sees why. Default nil: health follows the server only.
+	Store redis.UniversalClient
+	// ReadinessInterval is how often Store is pinged. Default DefaultReadinessInterval (1s).
+	ReadinessInterval time.Duration
+	// Registerer takes the server's metrics (grpc_server_*, vigil_grpc_shed_total); when it
+	// is also a prometheus.Gatherer (a *prometheus.Registry), the MetricsAddr listener serves
+	// it. Several servers in one process may share a Registerer: they share its collectors.
+	// Default prometheus.DefaultRegisterer, served with prometheus.DefaultGatherer.
+	Registerer prometheus.Registerer
 }
 
 // Server is a gRPC server with Vigil's standard services and interceptors.
 type Server struct {
-	o       Options
-	lis     net.Listener
-	grpc    *grpc.Server
-	health  *health.Server
-	metrics *grpcprom.ServerMetrics
+	o        Options
+	lis      net.Listener
+	grpc     *grpc.Server
+	health   *health.Server
+	metrics  *grpcprom.ServerMetrics
+	gatherer prometheus.Gatherer
 }
 
-var serverMetrics = grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram(
-	grpcprom.WithHistogramBuckets([]float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5}),
-))
+// metrics are the collectors a server registers. Servers sharing a Registerer (the all-in-one
+// dev mode runs several on the default one) share them; the method label tells them apart.
+type metrics struct {
+	server *grpcprom.ServerMetrics
+	shed   *prometheus.CounterVec
+}
 
-func init() {
-	// Registered once per process, however many servers it runs (the all-in-one dev mode runs
-	// several); the method label tells them apart.
-	prometheus.MustRegister(serverMetrics)
+func newMetrics(r prometheus.Registerer) (metrics, error) {
+	m := metrics{
+		server: grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram(
+			grpcprom.WithHistogramBuckets([]float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5}),
+		)),
+		shed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vigil_grpc_shed_total",
+			Help: "Unary calls refused with RESOURCE_EXHAUSTED because MaxInFlight calls were already running.",
+		}, []string{"grpc_method"}),
+	}
+	var err error
+	if m.server, err = register(r, m.server); err != nil {
+		return m, err
+	}
+	if m.shed, err = register(r, m.shed); err != nil {
+		return m, err
+	}
+	return m, nil
+}
+
+// register registers c on r, or returns the equal collector registered before it.
+func register[C prometheus.Collector](r prometheus.Registerer, c C) (C, error) {
+	if err := r.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if prev, ok := are.ExistingCollector.(C); ok {
+				return prev, nil
+			}
+		}
+		return c, fmt.Errorf("server metrics: %w", err)
+	}
+	return c, nil
 }
 
 // New listens on o.GRPCAddr and builds the server. Register services on GRPC() before Serve.
@@ -91,6 +136,20 @@ func New(o Options) (*Server, error) {
 	if o.MaxRecvMsgSize <= 0 {
 		o.MaxRecvMsgSize = 1 << 20
 	}
+	if o.ReadinessInterval <= 0 {
+		o.ReadinessInterval = DefaultReadinessInterval
+	}
+	if o.Registerer == nil {
+		o.Registerer = prometheus.DefaultRegisterer
+	}
+	gatherer := prometheus.DefaultGatherer
+	if g, ok := o.Registerer.(prometheus.Gatherer); ok {
+		gatherer = g
+	}
+	m, err := newMetrics(o.Registerer)
+	if err != nil {
+		return nil, err
+	}
 	secure, err := o.securityOptions()
 	if err != nil {
 		return nil, err
@@ -108,13 +167,13 @@ func New(o Options) (*Server, error) {
 	opts := append([]grpc.ServerOption{
 		grpc.MaxRecvMsgSize(o.MaxRecvMsgSize),
 		grpc.ChainUnaryInterceptor(
-			serverMetrics.UnaryServerInterceptor(),
-			limitUnary(maxInFlight(o.MaxInFlight)),
+			m.server.UnaryServerInterceptor(),
+			limitUnary(maxInFlight(o.MaxInFlight), m.shed),
 			logging.UnaryServerInterceptor(slogAdapter(logger), logOpts...),
 			recovery.UnaryServerInterceptor(recoveryOpt),
 		),
 		grpc.ChainStreamInterceptor(
-			serverMetrics.StreamServerInterceptor(),
+			m.server.StreamServerInterceptor(),
 			logging.StreamServerInterceptor(slogAdapter(logger), logOpts...),
 			recovery.StreamServerInterceptor(recoveryOpt),
 		),
@@ -124,7 +183,7 @@ func New(o Options) (*Server, error) {
 		logger.Warn("tracing is off", "event", "tracing_error", "err", err)
 	}
 	opts = append(opts, tracing.ServerOptions()...)
-	s := &Server{o: o, lis: lis, grpc: grpc.NewServer(opts...), health: health.NewServer(), metrics: serverMetrics}
+	s := &Server{o: o, lis: lis, grpc: grpc.NewServer(opts...), health: health.NewServer(), metrics: m.server, gatherer: gatherer}
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
 	return s, nil
@@ -164,8 +223,7 @@ func (s *Server) Health() *health.Server { return s.health }
 // of the server or a task; nil after a clean drain.
 func (s *Server) Serve(ctx context.Context, background ...func(ctx context.Context) error) error {
 	s.metrics.InitializeMetrics(s.grpc)
-	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	s.health.SetServingStatus(s.o.Name, healthpb.HealthCheckResponse_SERVING)
+	s.setServing(healthpb.HealthCheckResponse_SERVING)
 	s.o.Logger.Info("serving", "event", "start", "service", s.o.Name, "grpc", s.lis.Addr().String(), "metrics", s.o.MetricsAddr)
 
 	g, gctx := errgroup.WithContext(ctx)
@@ -176,7 +234,7 @@ func (s *Server) Serve(ctx context.Context, background ...func(ctx context.Conte
 		return nil
 	})
 	if s.o.MetricsAddr != "" {
-		ms := &http.Server{Addr: s.o.MetricsAddr, Handler: promhttp.Handler(), ReadHeaderTimeout: 5 * time.Second}
+		ms := &http.Server{Addr: s.o.MetricsAddr, Handler: promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
 		g.Go(func() error {
 			if err := ms.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				return fmt.Errorf("metrics serve: %w", err)
@@ -189,6 +247,10 @@ func (s *Server) Serve(ctx context.Context, background ...func(ctx context.Conte
 			defer cancel()
 			return ms.Shutdown(sctx)
 		})
+	}
+	if s.o.Store != nil {
+		check := PingStore(s.o.Store)
+		g.Go(func() error { return s.watchReadiness(gctx, check) })
 	}
 	for _, task := range background {
 		g.Go(func() error { return task(gctx) })

@@ -17,6 +17,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
 // probeService is a tiny hand-written gRPC service: Panic panics, Slow waits for release.
@@ -94,7 +96,7 @@ func TestServeRecoverDrain(t *testing.T) {
 
 	// The metrics listener starts beside the gRPC server; wait until it answers.
 	var body []byte
-	waitFor(t, func() bool {
+	wait.Until(t, "the metrics listener answers", func() bool {
 		resp, err := http.Get("http://" + metricsAddr + "/metrics")
 		if err != nil {
 			return false
@@ -115,7 +117,7 @@ func TestServeRecoverDrain(t *testing.T) {
 	<-probe.entered
 	cancel()
 	<-taskStopped
-	waitFor(t, func() bool {
+	wait.Until(t, "health NOT_SERVING during the drain", func() bool {
 		r, err := health.Check(context.Background(), &healthpb.HealthCheckRequest{})
 		return err == nil && r.GetStatus() == healthpb.HealthCheckResponse_NOT_SERVING
 	})
@@ -123,13 +125,8 @@ func TestServeRecoverDrain(t *testing.T) {
 	if err := <-slowDone; err != nil {
 		t.Fatalf("in-flight call during drain = %v, want it to finish", err)
 	}
-	select {
-	case err := <-served:
-		if err != nil {
-			t.Fatalf("Serve = %v, want nil after a clean drain", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Serve did not return after the drain")
+	if err := <-served; err != nil {
+		t.Fatalf("Serve = %v, want nil after a clean drain", err)
 	}
 }
 
@@ -155,26 +152,12 @@ func TestDrainDeadlineCutsCalls(t *testing.T) {
 		slowDone <- conn.Invoke(context.Background(), "/vigil.test.Probe/Slow", new(emptypb.Empty), new(emptypb.Empty), grpc.WaitForReady(true))
 	}()
 	<-probe.entered
-	start := time.Now()
 	cancel()
+	// Serve returns although the call never ends: the deadline cut it.
 	if err := <-served; err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatalf("Serve = %v", err)
 	}
-	if took := time.Since(start); took > 3*time.Second {
-		t.Fatalf("drain took %v with a 200ms deadline", took)
-	}
 	if err := <-slowDone; status.Code(err) != codes.Unavailable {
 		t.Fatalf("call cut by the drain deadline = %v, want UNAVAILABLE", err)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10s")
-		}
-		time.Sleep(5 * time.Millisecond) // polling the condition, bounded by the deadline
 	}
 }

@@ -71,6 +71,7 @@ func Run(ctx context.Context, o Options, ready func(net.Addr)) error {
 	srv, err := server.New(server.Options{
 		Name: "vigil.lobby.v1.LobbyService", GRPCAddr: o.GRPCAddr,
 		MetricsAddr: o.MetricsAddr, Logger: o.Logger, DrainTimeout: o.DrainTimeout,
+		Store:         rdb, // health is NOT_SERVING while Redis does not answer
 		ServerOptions: []grpc.ServerOption{grpc.ForceServerCodecV2(transport.Codec())},
 	})
 	if err != nil {

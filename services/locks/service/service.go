@@ -151,6 +151,7 @@ func build(ctx context.Context, rdb redis.UniversalClient, o Options) (*Service,
 		MetricsAddr:  o.MetricsAddr,
 		Logger:       o.Logger,
 		DrainTimeout: o.DrainTimeout,
+		Store:        rdb, // health is NOT_SERVING while Redis does not answer
 	})
 	if err != nil {
 		return nil, fmt.Errorf("locks: %w", err)

@@ -130,6 +130,7 @@ func Run(ctx context.Context, o Options, ready func(net.Addr)) error {
 	srv, err := server.New(server.Options{
 		Name: "vigil.room.v1.RoomService", GRPCAddr: o.GRPCAddr,
 		MetricsAddr: o.MetricsAddr, Logger: o.Logger, DrainTimeout: o.DrainTimeout,
+		Store: rdb, // health is NOT_SERVING while Redis does not answer
 	})
 	if err != nil {
 		return fmt.Errorf("room: %w", err)

@@ -1,0 +1,44 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+
+	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/wait"
+	lobby "github.com/vigil-dev/vigil/services/lobby/service"
+	"github.com/vigil-dev/vigil/services/reservations/service"
+)
+
+// TestHealthzNamesTheBackendWhoseStoreIsDown kills the reservations service's Redis: the service
+// keeps running, but /healthz answers 503 naming reservations as not serving, the lobby as fine.
+func TestHealthzNamesTheBackendWhoseStoreIsDown(t *testing.T) {
+	t.Parallel()
+	_, prefix := redistest.Client(t)
+	own := redistest.Start(t)
+	res := startReservations(t, service.Options{Redis: redisx.Config{URL: own.URL(t)}, Prefix: prefix})
+	lb := startService(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
+		return lobby.Run(ctx, lobby.Options{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Logger: testLogger(t)}, ready)
+	})
+	gw := startGateway(t, Backends{Reservations: res.addr, Lobby: lb.addr})
+
+	wait.For(t, "/healthz 200 with every store up", func() error {
+		if h := call(t, "GET", gw.URL+"/healthz", ""); h.code != 200 || h.body["status"] != "ok" {
+			return fmt.Errorf("GET /healthz = %d %s", h.code, h.raw)
+		}
+		return nil
+	})
+	own.Kill(t)
+	wait.For(t, "/healthz 503 naming reservations", func() error {
+		h := call(t, "GET", gw.URL+"/healthz", "")
+		backends, _ := h.body["backends"].(map[string]any)
+		if h.code != 503 || backends["reservations"] != "NOT_SERVING" || backends["lobby"] != "SERVING" ||
+			h.body["error"] != "Not ready: reservations (NOT_SERVING)." {
+			return fmt.Errorf("GET /healthz = %d %s; want 503 naming reservations NOT_SERVING, lobby SERVING", h.code, h.raw)
+		}
+		return nil
+	})
+}
