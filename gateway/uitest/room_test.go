@@ -136,6 +136,11 @@ func TestPracticeRoom(t *testing.T) {
 	leader.waitForMessage("ready")
 	leader.waitForMessage("from the top")
 	leader.waitFor("leader shows its mark", `Array.from(document.querySelectorAll('#marks li')).some(li => li.textContent.endsWith(' chorus'))`, 5*time.Second)
+	// A formation set while the video plays reaches the viewer too (TestFormation has the rest).
+	for _, name := range []string{"Lea", "Vic", "Sam"} {
+		leader.run(chromedp.SendKeys(chromedp.ID("dancer-name"), name+kb.Enter))
+	}
+	viewer.waitFor("formation shown", showsDancers(dancer{"Lea", 1, 1}, dancer{"Vic", 2, 1}, dancer{"Sam", 3, 1}), 10*time.Second)
 	leader.screenshot("room-leader")
 	viewer.screenshot("room-viewer")
 
