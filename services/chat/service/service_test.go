@@ -6,9 +6,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -150,8 +152,8 @@ func TestConnectPostsAndHistory(t *testing.T) {
 	}
 	ctx := context.Background()
 	res, err := c.PostMessage(ctx, &chatv1.PostMessageRequest{Room: "room-a", UserId: "u2", Body: "unary"})
-	if err != nil || res.GetMessage().GetId() != 2 || res.GetMessage().GetUser() != "u2" {
-		t.Fatalf("PostMessage = %v, %v; want id 2 by u2", res, err)
+	if err != nil || res.GetMessage().GetId() != 2 || res.GetMessage().GetUser() != "anonymous" || res.GetMessage().GetUserId() != "u2" {
+		t.Fatalf("PostMessage = %v, %v; want id 2 by u2, named anonymous (no username given)", res, err)
 	}
 	if m := recv(t, s).GetMessage(); m.GetId() != 2 || m.GetBody() != "unary" {
 		t.Fatalf("stream got %v, want the unary post id 2", m)
@@ -183,12 +185,43 @@ func TestConnectRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = s.Send(&chatv1.ConnectRequest{Kind: &chatv1.ConnectRequest_Join{Join: &chatv1.Join{Room: "NOPE"}}})
+	_ = s.Send(&chatv1.ConnectRequest{Kind: &chatv1.ConnectRequest_Join{Join: &chatv1.Join{Room: "bad\nroom"}}})
 	if _, err := s.Recv(); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("join of a bad room name = %v, want InvalidArgument", err)
 	}
 	if _, err := c.PostMessage(ctx, &chatv1.PostMessageRequest{Room: "room-a", UserId: "u", Body: string(make([]byte, 4097))}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("PostMessage of 4097 characters = %v, want InvalidArgument", err)
+	}
+	// A room's name is any UTF-8 of 1-128 bytes without control characters, and keys stay in
+	// one slot whatever it holds; a post without a user id gets a UUID.
+	for _, room := range []string{"NOPE", "orders/42", "Order:42", "日報", "{team}", "a}b{c", "100%"} {
+		res, err := c.PostMessage(ctx, &chatv1.PostMessageRequest{Room: room, Username: "익명", Body: "hi " + room})
+		if err != nil || res.GetMessage().GetId() != 1 || uuid.Validate(res.GetMessage().GetUserId()) != nil {
+			t.Errorf("PostMessage(room %q, no user id) = %v, %v; want id 1 and a UUID user id", room, res, err)
+			continue
+		}
+		list, err := c.ListMessages(ctx, &chatv1.ListMessagesRequest{Room: room})
+		if err != nil || len(list.GetMessages()) != 1 || list.GetMessages()[0].GetBody() != "hi "+room {
+			t.Errorf("ListMessages(%q) = %v, %v; want its one message", room, list, err)
+		}
+	}
+	for _, bad := range []*chatv1.PostMessageRequest{
+		{Room: string(make([]byte, 129)), Body: "x"},
+		{Room: strings.Repeat("r", 129), Body: "x"},
+		{Room: "ok", Username: strings.Repeat("익", 65), Body: "x"},
+		{Room: "ok", UserId: "a\tb", Body: "x"},
+	} {
+		if _, err := c.PostMessage(ctx, bad); status.Code(err) != codes.InvalidArgument {
+			t.Errorf("PostMessage(%.40q…) = %v, want InvalidArgument", bad.String(), err)
+		}
+	}
+	for _, id := range []int64{1 << 53, 1e17, -1} {
+		if _, err := c.ListMessages(ctx, &chatv1.ListMessagesRequest{Room: "ok", Since: &id}); status.Code(err) != codes.InvalidArgument {
+			t.Errorf("ListMessages(since %d) = %v, want InvalidArgument", id, err)
+		}
+		if _, err := c.ListMessages(ctx, &chatv1.ListMessagesRequest{Room: "ok", Before: &id}); status.Code(err) != codes.InvalidArgument {
+			t.Errorf("ListMessages(before %d) = %v, want InvalidArgument", id, err)
+		}
 	}
 	// A repeated post id is stored once.
 	p := &chatv1.PostMessageRequest{Room: "room-a", UserId: "u", Body: "once", PostId: "p-1"}

@@ -4,17 +4,19 @@ package app
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/vigil-dev/vigil/pkg/usererr"
 	"github.com/vigil-dev/vigil/services/chat/internal/domain"
 	"github.com/vigil-dev/vigil/services/chat/internal/store"
 )
 
 // ErrTooSlow marks an attachment that fell behind its buffer and was dropped; the caller
 // attaches again from the last id it has.
-var ErrTooSlow = errors.New("chat: subscriber too slow")
+var ErrTooSlow = usererr.New(usererr.ErrExhausted, "the stream fell behind the room; join again from the last id received")
 
 // App runs the chat use cases on a store and the replica's live feed.
 type App struct {
@@ -33,8 +35,12 @@ func New(s *store.Store, f *store.Feed, now func() time.Time, joinLimit int, log
 // JoinLimit is how many messages a new member gets.
 func (a *App) JoinLimit() int { return a.joinLimit }
 
-// Post validates and stores a message, publishing it to the room's members.
+// Post validates and stores a message, publishing it to the room's members. A post without a
+// user id gets a random UUID, as in the seed.
 func (a *App) Post(ctx context.Context, p domain.Post) (domain.Message, error) {
+	if p.UserID == "" {
+		p.UserID = uuid.NewString()
+	}
 	if err := domain.ValidatePost(&p); err != nil {
 		return domain.Message{}, err
 	}
@@ -92,8 +98,10 @@ func (a *App) Attach(ctx context.Context, room string, since *int64) (*Attachmen
 	if err := domain.ValidateRoom(room); err != nil {
 		return nil, History{}, err
 	}
-	if since != nil && *since < 0 {
-		return nil, History{}, &domain.UserError{Kind: domain.ErrInvalid, Msg: "since must be a message id, 0 or more."}
+	if since != nil {
+		if err := domain.ValidateSince(*since); err != nil {
+			return nil, History{}, err
+		}
 	}
 	// Subscribe first: every message published from here on reaches the subscription, and the
 	// history read below covers everything before, so nothing falls between the two.

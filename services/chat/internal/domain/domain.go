@@ -3,17 +3,17 @@
 package domain
 
 import (
-	"errors"
-	"fmt"
-	"regexp"
-	"unicode"
 	"unicode/utf8"
 
+	"github.com/vigil-dev/vigil/pkg/input"
 	"github.com/vigil-dev/vigil/pkg/usererr"
 )
 
 // Limits of the chat contract (docs/API.md).
 const (
+	// MaxRoom is the longest room name, in bytes. A room name is any UTF-8 without control
+	// characters ("general", "orders/42", "日報", "{team}").
+	MaxRoom = 128
 	// MaxBody is the longest message body, in characters (Unicode code points).
 	MaxBody = 4096
 	// MaxUserID is the longest user id, in characters.
@@ -24,6 +24,8 @@ const (
 	MaxPostID = 128
 	// MaxPage is the most messages one history page holds.
 	MaxPage = 1000
+	// DefaultUsername is the display name of a post that gives none (the seed's 익명).
+	DefaultUsername = "anonymous"
 )
 
 // Message is one stored message of a room.
@@ -48,72 +50,38 @@ type Post struct {
 	PostID string
 }
 
-// Errors callers can test with errors.Is. Each is wrapped in a UserError with a sentence meant
-// for the end user.
-var (
-	// ErrInvalid marks bad input.
-	ErrInvalid = errors.New("invalid input")
-)
+// ErrInvalid marks bad input (usererr's kind, so usererr.Status maps it).
+var ErrInvalid = usererr.ErrInvalid
 
-// UserError is an error with a sentence a person can act on (shared by every domain).
-type UserError = usererr.Error
+// ValidateRoom checks a room name: 1 through MaxRoom bytes of UTF-8 without control characters.
+func ValidateRoom(room string) error { return input.Name("room", room, MaxRoom) }
 
-func invalid(format string, args ...any) error {
-	return &UserError{Kind: ErrInvalid, Msg: fmt.Sprintf(format, args...)}
-}
-
-var roomPattern = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{1,38}[a-z0-9])$`)
-
-// ValidateRoom checks a room name against the name rule of docs/API.md.
-func ValidateRoom(room string) error {
-	if !roomPattern.MatchString(room) {
-		return invalid("Use a lowercase room name containing 3-40 letters, digits, or hyphens.")
-	}
-	return nil
-}
-
-// ValidatePost checks a post and fills its defaults (the display name defaults to the user id).
+// ValidatePost checks a post and fills its default display name. The caller gives a post
+// without a user id one first (the app makes it a UUID).
 func ValidatePost(p *Post) error {
 	if err := ValidateRoom(p.Room); err != nil {
 		return err
 	}
-	if !printable(p.UserID, 1, MaxUserID) {
-		return invalid("userId must be 1 to %d printable characters.", MaxUserID)
+	if err := input.Text("userId", p.UserID, 1, MaxUserID); err != nil {
+		return err
 	}
 	if p.User == "" {
-		p.User = p.UserID
-		if utf8.RuneCountInString(p.User) > MaxUsername {
-			p.User = string([]rune(p.User)[:MaxUsername])
-		}
+		p.User = DefaultUsername
 	}
-	if !printable(p.User, 1, MaxUsername) {
-		return invalid("username must be 1 to %d printable characters.", MaxUsername)
+	if err := input.Text("username", p.User, 1, MaxUsername); err != nil {
+		return err
 	}
+	// A body is free text: newlines and tabs are part of a message.
 	if !utf8.ValidString(p.Body) {
-		return invalid("body must be valid UTF-8 text.")
+		return usererr.Invalid("body must be valid UTF-8 text.")
 	}
 	if n := utf8.RuneCountInString(p.Body); n < 1 || n > MaxBody {
-		return invalid("body must be 1 to %d characters.", MaxBody)
+		return usererr.Invalid("body must be 1 to %d characters.", MaxBody)
 	}
 	if len(p.PostID) > MaxPostID {
-		return invalid("postId must be at most %d characters.", MaxPostID)
+		return usererr.Invalid("postId must be at most %d characters.", MaxPostID)
 	}
 	return nil
-}
-
-// printable reports whether s is valid UTF-8 of min..max characters without control characters.
-func printable(s string, min, max int) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	n := 0
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			return false
-		}
-		n++
-	}
-	return n >= min && n <= max
 }
 
 // Page says which part of a room's history to read. At most one of Before and Since is set.
@@ -127,29 +95,33 @@ type Page struct {
 	HasSince bool
 }
 
-// ValidatePage checks a page request; limit 0 means def.
+// ValidatePage checks a page request; limit 0 means def. Ids are safe integers (JSON numbers a
+// browser holds exactly).
 func ValidatePage(limit int, before, since *int64, def int) (Page, error) {
 	p := Page{Limit: limit}
 	if p.Limit == 0 {
 		p.Limit = def
 	}
 	if p.Limit < 1 || p.Limit > MaxPage {
-		return p, invalid("limit must be an integer from 1 through %d.", MaxPage)
+		return p, usererr.Invalid("limit must be an integer from 1 through %d.", MaxPage)
 	}
 	if before != nil && since != nil {
-		return p, invalid("Give before or since, not both.")
+		return p, usererr.Invalid("Give before or since, not both.")
 	}
 	if before != nil {
-		if *before < 1 {
-			return p, invalid("before must be a positive integer message id.")
+		if err := input.PositiveSafeInt("before", *before); err != nil {
+			return p, err
 		}
 		p.Before = *before
 	}
 	if since != nil {
-		if *since < 0 {
-			return p, invalid("since must be a message id, 0 or more.")
+		if err := ValidateSince(*since); err != nil {
+			return p, err
 		}
 		p.Since, p.HasSince = *since, true
 	}
 	return p, nil
 }
+
+// ValidateSince checks a resume point: a message id, 0 or more.
+func ValidateSince(since int64) error { return input.Int("since", since, 0, input.MaxSafeInt) }

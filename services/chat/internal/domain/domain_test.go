@@ -12,9 +12,10 @@ func TestValidateRoom(t *testing.T) {
 		room string
 		ok   bool
 	}{
-		{"general", true}, {"a-b", true}, {"abc", true}, {strings.Repeat("a", 40), true},
-		{"ab", false}, {strings.Repeat("a", 41), false}, {"-ab", false}, {"ab-", false},
-		{"Abc", false}, {"a_b", false}, {"", false}, {"a b", false},
+		{"general", true}, {"a-b", true}, {"ab", true}, {"replay", true}, {"orders/42", true},
+		{"Order:42", true}, {"a b", true}, {"日報", true}, {"{team}", true}, {strings.Repeat("a", MaxRoom), true},
+		{strings.Repeat("a", MaxRoom+1), false}, {"", false}, {"a\nb", false}, {"\xff", false},
+		{strings.Repeat("日", 43), false}, // 129 bytes
 	} {
 		err := ValidateRoom(tc.room)
 		if (err == nil) != tc.ok {
@@ -42,7 +43,9 @@ func TestValidatePost(t *testing.T) {
 		{"no user id", func(p *Post) { p.UserID = "" }, "userId"},
 		{"control char in user id", func(p *Post) { p.UserID = "a\nb" }, "userId"},
 		{"long username", func(p *Post) { p.User = strings.Repeat("x", MaxUsername+1) }, "username"},
-		{"bad room", func(p *Post) { p.Room = "X" }, "room name"},
+		{"bad room", func(p *Post) { p.Room = "a\tb" }, "room must be 1 to 128 bytes"},
+		{"long username in runes", func(p *Post) { p.User = strings.Repeat("익", MaxUsername+1) }, "username must be 1 to 64 characters."},
+		{"username of 64 runes", func(p *Post) { p.User = strings.Repeat("익", MaxUsername) }, ""},
 		{"long post id", func(p *Post) { p.PostID = strings.Repeat("x", MaxPostID+1) }, "postId"},
 	} {
 		p := ok
@@ -56,8 +59,8 @@ func TestValidatePost(t *testing.T) {
 		}
 	}
 	p := Post{Room: "general", UserID: "u-7", Body: "x"}
-	if err := ValidatePost(&p); err != nil || p.User != "u-7" {
-		t.Errorf("ValidatePost without username = %v, user %q; want nil, %q", err, p.User, "u-7")
+	if err := ValidatePost(&p); err != nil || p.User != DefaultUsername {
+		t.Errorf("ValidatePost without username = %v, user %q; want nil, %q", err, p.User, DefaultUsername)
 	}
 }
 
@@ -79,7 +82,8 @@ func TestValidatePage(t *testing.T) {
 	for _, bad := range []struct {
 		limit         int
 		before, since *int64
-	}{{-1, nil, nil}, {MaxPage + 1, nil, nil}, {1, n(0), nil}, {1, nil, n(-1)}, {1, n(3), n(1)}} {
+	}{{-1, nil, nil}, {MaxPage + 1, nil, nil}, {1, n(0), nil}, {1, nil, n(-1)}, {1, n(3), n(1)},
+		{1, n(1 << 53), nil}, {1, nil, n(1 << 53)}, {1, nil, n(1e17)}} {
 		if _, err := ValidatePage(bad.limit, bad.before, bad.since, 50); !errors.Is(err, ErrInvalid) {
 			t.Errorf("ValidatePage(%d, %v, %v) = %v, want ErrInvalid", bad.limit, bad.before, bad.since, err)
 		}

@@ -1,7 +1,10 @@
 package store
 
-// Every key and the channel of a room carry the hash tag {<prefix>:chat:<room>}, so each script
-// touches one slot and runs unchanged on Redis Cluster.
+import "github.com/vigil-dev/vigil/pkg/redisx"
+
+// Every key and the channel of a room carry the hash tag redisx.Tag("<prefix>:chat:<room>"), so
+// each script touches one slot and runs unchanged on Redis Cluster, whatever the room's name
+// holds ("{", "}" and "%" are escaped inside the tag).
 
 // roomKeys are the Redis names of one room.
 type roomKeys struct {
@@ -14,11 +17,11 @@ type roomKeys struct {
 }
 
 func (s *Store) keys(room string) roomKeys {
-	tag := "{" + s.prefix + ":chat:" + room + "}"
+	tag := redisx.Tag(s.prefix + ":chat:" + room)
 	return roomKeys{log: tag + ":log", seq: tag + ":seq", channel: tag + ":live"}
 }
 
 // postKey remembers a post's idempotency key, holding the id it was stored under.
 func (s *Store) postKey(room, postID string) string {
-	return "{" + s.prefix + ":chat:" + room + "}:post:" + postID
+	return redisx.Tag(s.prefix+":chat:"+room) + ":post:" + postID
 }

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	chatv1 "github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1"
+	"github.com/vigil-dev/vigil/pkg/usererr"
 	"github.com/vigil-dev/vigil/services/chat/internal/app"
 	"github.com/vigil-dev/vigil/services/chat/internal/domain"
 )
@@ -33,7 +34,7 @@ func NewServer(a *app.App, log *slog.Logger, stopping context.Context) *Server {
 }
 
 // errStopping ends streams when the replica shuts down.
-var errStopping = errors.New("chat replica shutting down")
+var errStopping = usererr.New(usererr.ErrUnavailable, "this chat replica is shutting down; join again from the last id received")
 
 // Connect implements the RPC.
 func (s *Server) Connect(stream chatv1.ChatService_ConnectServer) error {
@@ -71,9 +72,36 @@ func (s *Server) Connect(stream chatv1.ChatService_ConnectServer) error {
 	// Posts are read on their own goroutine and stored concurrently (up to maxPostsInFlight):
 	// a stream carries the posts of many members, and a member waits for one post's result
 	// before sending its next, so each member's order holds. Results share the stream.
-	var posts sync.WaitGroup
-	defer posts.Wait()
-	defer cancel(nil) // runs first: in-flight posts end before the wait
+	//
+	// When the handler returns it closes the gate and waits for every post it let in: no post
+	// starts after that, so none is stored once the stream has ended. The reader itself can
+	// only be unblocked by the stream's end; it then finds the gate closed and returns.
+	var (
+		gate   sync.Mutex
+		closed bool
+		posts  sync.WaitGroup
+	)
+	defer func() {
+		cancel(nil) // in-flight posts end before the wait
+		gate.Lock()
+		closed = true
+		gate.Unlock()
+		posts.Wait()
+	}()
+	startPost := func(p *chatv1.Post, release func()) bool {
+		gate.Lock()
+		defer gate.Unlock()
+		if closed {
+			return false
+		}
+		posts.Add(1)
+		go func() {
+			defer posts.Done()
+			defer release()
+			s.post(ctx, cancel, send, join.GetRoom(), p)
+		}()
+		return true
+	}
 	go func() {
 		inFlight := make(chan struct{}, maxPostsInFlight)
 		for {
@@ -96,12 +124,9 @@ func (s *Server) Connect(stream chatv1.ChatService_ConnectServer) error {
 			case <-ctx.Done():
 				return
 			}
-			posts.Add(1)
-			go func() {
-				defer posts.Done()
-				defer func() { <-inFlight }()
-				s.post(ctx, cancel, send, join.GetRoom(), p)
-			}()
+			if !startPost(p, func() { <-inFlight }) {
+				return
+			}
 		}
 	}()
 
@@ -165,26 +190,10 @@ func (s *Server) ListMessages(ctx context.Context, req *chatv1.ListMessagesReque
 	return &chatv1.ListMessagesResponse{Messages: toProtos(msgs), LastId: last}, nil
 }
 
-// toStatus maps errors to gRPC codes; anything unexpected is logged and hidden.
+// toStatus maps errors to gRPC codes with the one shared mapping; anything unexpected is
+// logged and hidden.
 func (s *Server) toStatus(ctx context.Context, err error) error {
-	var ue *domain.UserError
-	if _, ok := status.FromError(err); ok {
-		return err // already a status: a stream error, or one made here
-	}
-	switch {
-	case errors.As(err, &ue) && errors.Is(err, domain.ErrInvalid):
-		return status.Error(codes.InvalidArgument, ue.Msg)
-	case errors.Is(err, app.ErrTooSlow):
-		return status.Error(codes.ResourceExhausted, "the stream fell behind the room; join again from the last id received")
-	case errors.Is(err, errStopping):
-		return status.Error(codes.Unavailable, "this chat replica is shutting down; join again from the last id received")
-	case errors.Is(err, context.Canceled):
-		return status.Error(codes.Canceled, "request cancelled")
-	case errors.Is(err, context.DeadlineExceeded):
-		return status.Error(codes.DeadlineExceeded, "request timed out")
-	}
-	s.log.ErrorContext(ctx, "chat store failed", "event", "store_error", "err", err)
-	return status.Error(codes.Unavailable, "the chat store is unavailable; try again")
+	return usererr.Status(ctx, s.log, "chat store", err)
 }
 
 func toProto(m domain.Message) *chatv1.ChatMessage {

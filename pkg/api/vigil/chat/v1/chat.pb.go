@@ -106,7 +106,7 @@ func (x *ChatMessage) GetTs() int64 {
 // Join is the first request of a Connect stream.
 type Join struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The room's name: 3-40 lowercase letters, digits, or hyphens.
+	// The room's name: 1-128 bytes of UTF-8 without control characters.
 	Room string `protobuf:"bytes,1,opt,name=room,proto3" json:"room,omitempty"`
 	// When set, History holds every kept message with an id greater than since (a resume);
 	// otherwise it holds the last messages of the room.
@@ -166,8 +166,10 @@ type Post struct {
 	Ref string `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
 	// Optional idempotency key: a post repeated with the same key (on a new stream after a
 	// break, say) within a minute is stored once and answers the first post's id.
-	PostId        string `protobuf:"bytes,2,opt,name=post_id,json=postId,proto3" json:"post_id,omitempty"`
-	UserId        string `protobuf:"bytes,3,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	PostId string `protobuf:"bytes,2,opt,name=post_id,json=postId,proto3" json:"post_id,omitempty"`
+	// As in PostMessageRequest: empty is a random UUID.
+	UserId string `protobuf:"bytes,3,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// As PostMessageRequest.username: empty is "anonymous".
 	User          string `protobuf:"bytes,4,opt,name=user,proto3" json:"user,omitempty"`
 	Body          string `protobuf:"bytes,5,opt,name=body,proto3" json:"body,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -560,10 +562,11 @@ func (*ConnectResponse_PostResult) isConnectResponse_Kind() {}
 // PostMessageRequest posts a message without a stream.
 type PostMessageRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	Room  string                 `protobuf:"bytes,1,opt,name=room,proto3" json:"room,omitempty"`
-	// 1-128 characters.
+	// The room's name: 1-128 bytes of UTF-8 without control characters.
+	Room string `protobuf:"bytes,1,opt,name=room,proto3" json:"room,omitempty"`
+	// 1-128 characters without control characters; empty: a random UUID.
 	UserId string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
-	// Display name, 1-64 characters; defaults to user_id.
+	// Display name, 1-64 characters without control characters; empty: "anonymous".
 	Username string `protobuf:"bytes,3,opt,name=username,proto3" json:"username,omitempty"`
 	// 1 through 4096 characters.
 	Body string `protobuf:"bytes,4,opt,name=body,proto3" json:"body,omitempty"`
@@ -686,7 +689,8 @@ func (x *PostMessageResponse) GetMessage() *ChatMessage {
 // ListMessagesRequest asks for a page of history.
 type ListMessagesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	Room  string                 `protobuf:"bytes,1,opt,name=room,proto3" json:"room,omitempty"`
+	// The room's name: 1-128 bytes of UTF-8 without control characters.
+	Room string `protobuf:"bytes,1,opt,name=room,proto3" json:"room,omitempty"`
 	// 1 through 1000; default 50.
 	Limit int32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
 	// When set, only messages with a smaller id: the page before it (the newest such messages).

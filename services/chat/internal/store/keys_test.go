@@ -1,0 +1,39 @@
+package store
+
+import (
+	"strings"
+	"testing"
+)
+
+// hashTag is the part of a key Redis Cluster hashes: between the first "{" and the next "}".
+func hashTag(key string) string {
+	i := strings.IndexByte(key, '{')
+	if i < 0 {
+		return key
+	}
+	j := strings.IndexByte(key[i+1:], '}')
+	if j <= 0 {
+		return key
+	}
+	return key[i+1 : i+1+j]
+}
+
+// TestKeysShareOneSlot: every key of a room hashes on the whole room name, whatever the name
+// holds, so one script touches one slot and two rooms never share a tag by accident.
+func TestKeysShareOneSlot(t *testing.T) {
+	s := New(nil, Options{Prefix: "p"})
+	seen := map[string]string{}
+	for _, room := range []string{"general", "{team}", "a}b{c", "}", "{", "100%", "100%25", "orders/42", "日報"} {
+		k := s.keys(room)
+		tag := hashTag(k.log)
+		for _, key := range []string{k.seq, k.channel, s.postKey(room, "x{y}z")} {
+			if got := hashTag(key); got != tag {
+				t.Errorf("room %q: key %q hashes on %q, the log on %q", room, key, got, tag)
+			}
+		}
+		if other, ok := seen[tag]; ok {
+			t.Errorf("rooms %q and %q share the tag %q", room, other, tag)
+		}
+		seen[tag] = room
+	}
+}
