@@ -238,10 +238,10 @@ func TestChatRESTErrors(t *testing.T) {
 	for _, tc := range []struct {
 		method, path, body, want string
 	}{
-		{"POST", "/chat/rooms/Bad_Room/messages", `{"userId":"u","body":"x"}`, "room name"},
+		{"POST", "/chat/rooms/bad%0Aroom/messages", `{"userId":"u","body":"x"}`, "room must be 1 to 128 bytes"},
 		{"POST", "/chat/rooms/room-a/messages", `{"userId":"u","body":""}`, "body must be 1 to 4096"},
 		{"POST", "/chat/rooms/room-a/messages", fmt.Sprintf(`{"userId":"u","body":%q}`, strings.Repeat("x", 4097)), "body must be 1 to 4096"},
-		{"POST", "/chat/rooms/room-a/messages", `{"body":"x"}`, "userId"},
+		{"POST", "/chat/rooms/room-a/messages", `{"userId":"a\tb","body":"x"}`, "userId"},
 		{"POST", "/chat/rooms/room-a/messages", `{"userId":"u","body":7}`, "body must be"},
 		{"GET", "/chat/rooms/room-a/messages?limit=0", "", ""},
 		{"GET", "/chat/rooms/room-a/messages?limit=1001", "", "limit must be"},

@@ -159,8 +159,10 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		runtime.WithErrorHandler(g.writeRPCError),
 		runtime.WithRoutingErrorHandler(routingError),
 		// Path parameters are names as people write them, percent-encoded in the path:
-		// /locks/orders%2F42/acquire is the lock "orders/42".
-		runtime.WithUnescapingMode(runtime.UnescapingModeAllCharacters),
+		// /locks/orders%2F42/acquire is the lock "orders/42". In this mode the raw path is split
+		// on "/" only, and a one-segment parameter is fully unescaped (AllCharacters would split
+		// on "%2F" too).
+		runtime.WithUnescapingMode(runtime.UnescapingModeAllExceptReserved),
 		runtime.WithForwardResponseOption(func(ctx context.Context, w http.ResponseWriter, _ proto.Message) error {
 			if meth, ok := runtime.RPCMethod(ctx); ok {
 				if code, ok := successCodes[meth]; ok {

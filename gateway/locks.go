@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
+	"github.com/vigil-dev/vigil/pkg/input"
 )
 
 // locksDomain serves the LockService façade: /locks/{resource}/acquire, /release, /renew and
@@ -20,12 +21,16 @@ func locksDomain(addr string) domain {
 			return locksv1.RegisterLockServiceHandler(ctx, mux, conn)
 		},
 		fieldErrors: map[protoreflect.FullName]string{
-			"vigil.locks.v1.AcquireRequest.owner":   "owner must be 1-128 printable characters.",
+			"vigil.locks.v1.AcquireRequest.owner":   nameSentence("owner", 256),
 			"vigil.locks.v1.AcquireRequest.ttl_ms":  "ttlMs must be an integer from 100 through 3600000.",
 			"vigil.locks.v1.AcquireRequest.wait_ms": "waitMs must be an integer from 0 through 60000.",
-			"vigil.locks.v1.ReleaseRequest.owner":   "owner must be 1-128 printable characters.",
-			"vigil.locks.v1.RenewRequest.owner":     "owner must be 1-128 printable characters.",
+			"vigil.locks.v1.ReleaseRequest.owner":   nameSentence("owner", 256),
+			"vigil.locks.v1.RenewRequest.owner":     nameSentence("owner", 256),
 			"vigil.locks.v1.RenewRequest.ttl_ms":    "ttlMs must be an integer from 100 through 3600000.",
 		},
 	}
 }
+
+// nameSentence is the sentence of input.Name for field, so the gateway and the services say
+// the same thing for the same mistake.
+func nameSentence(field string, maxBytes int) string { return input.Name(field, "", maxBytes).Error() }

@@ -146,9 +146,7 @@ func TestReplayInNamesNeedsNoAdmin(t *testing.T) {
 	url, prefix := redistest.URL(t), redistest.Prefix(t)
 	log := testLogger(t)
 	res := startReservations(t, service.Options{Redis: redisx.Config{URL: url}, Prefix: prefix + "-r", Replay: true})
-	locks := startService(t, "locks", func(ctx context.Context, ready func(net.Addr)) error {
-		return locksservice.Run(ctx, locksservice.Options{Redis: redisx.Config{URL: url}, Prefix: prefix + "-k", Logger: log}, ready)
-	})
+	locks := startLocks(t, locksservice.Options{Redis: redisx.Config{URL: url}, Prefix: prefix + "-k", Logger: log})
 	chat := newChatEnv(t).startChat(t, "", log)
 	keys, k := testKeys(t, map[string]string{"writer": "reservations:write locks:write chat:write"})
 	g, err := New(context.Background(), Options{Backends: Backends{Reservations: res.addr, Locks: locks.addr, Chat: chat.addr},
@@ -190,4 +188,17 @@ func TestReplayInNamesNeedsNoAdmin(t *testing.T) {
 	if !slices.Contains(g.router.patterns, "GET /websocket") {
 		t.Error("the chat socket route is not registered")
 	}
+}
+
+// startLocks runs the locks service for a test.
+func startLocks(t *testing.T, o locksservice.Options) *running {
+	t.Helper()
+	return startService(t, "locks", func(ctx context.Context, ready func(net.Addr)) error {
+		svc, err := locksservice.New(ctx, o)
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
+	})
 }
