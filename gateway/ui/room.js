@@ -42,6 +42,9 @@ let adopted = false; // leader: took the room's saved position once
 let fileName = '';
 let playerVideo = null; // the room video the loaded file was picked for ({title, durationMs})
 let switchingTo = null; // leader: the video this page just switched everyone to
+// Leader: formations sent on this socket whose echo has not come back. Their echoes are older
+// than what the page already shows, so only the last one (the server's latest) is taken.
+let formationsInFlight = 0;
 
 // Server clock: offset = serverTime - localTime. A sync frame stamped at `at` and received now
 // gives at - now = offset - latency, so the largest recent sample is the best estimate.
@@ -210,6 +213,7 @@ function send(frame) {
 function onFrame(f) {
   switch (f.type) {
     case 'state':
+      formationsInFlight = 0; // a new socket: the state is the whole truth
       room.playback = f.playback || null;
       room.marks = f.marks || [];
       room.video = f.video || room.video;
@@ -235,6 +239,7 @@ function onFrame(f) {
       }
       break;
     case 'formation':
+      if (role === 'leader' && formationsInFlight > 0 && --formationsInFlight > 0) break;
       room.formation = f.formation ?? null;
       renderFormation();
       break;
@@ -360,6 +365,7 @@ function setFormation(f, what) {
   const err = formationError(f);
   if (err) { $('formation-error').textContent = err; renderFormation(); return false; }
   if (!send({ type: 'formation', formation: f })) { renderFormation(); return false; }
+  formationsInFlight++;
   room.formation = f;
   renderFormation();
   $('formation-status').textContent = `Sent: ${what}. ${$('formation-status').textContent}`;
@@ -471,7 +477,9 @@ function switchForm() {
     renderInfo(); renderMarks();
     setLeaderEnabled(false);
     loadFile(picked.file);
-    $('file').value = '';
+    const named = new DataTransfer(); // "your copy" now names the new file
+    named.items.add(picked.file);
+    $('file').files = named.files;
     $('switch').open = false;
     $('switch-file').value = '';
     $('switch-title').value = '';

@@ -294,7 +294,8 @@ func TestSwitchVideo(t *testing.T) {
 		&& document.querySelectorAll('#marks li').length === 0`, 10*time.Second)
 	leader.waitFor("leader's player has the new file, paused at the start",
 		`(() => { const v = document.getElementById('player'); return Math.abs(v.duration - 12) < 0.5 && v.paused && v.currentTime === 0 && !document.getElementById('play').disabled; })()
-		&& document.getElementById('room-info').textContent.startsWith('Video: Second routine (0:12)') && document.getElementById('switch-notice').textContent === ''`, 10*time.Second)
+		&& document.getElementById('room-info').textContent.startsWith('Video: Second routine (0:12)') && document.getElementById('switch-notice').textContent === ''
+		&& document.getElementById('file').files[0].name === 'second-routine.webm'`, 10*time.Second)
 	viewer.screenshot("room-switched")
 	viewer.checkPlain("")
 
