@@ -5,6 +5,7 @@ import (
 	"time"
 
 	roomv1 "github.com/vigil-dev/vigil/pkg/api/vigil/room/v1"
+	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
 func TestIdleRoomExpires(t *testing.T) {
@@ -18,13 +19,13 @@ func TestIdleRoomExpires(t *testing.T) {
 	if !e.listed(code) {
 		t.Fatal("a fresh room is not listed")
 	}
-	if reason := v.ended(ttl + 2*time.Second); reason != "expired" {
+	if reason := v.ended(); reason != "expired" {
 		t.Fatalf("viewer's stream ended with reason %q, want expired", reason)
 	}
 	if at := time.Since(created); at < ttl-100*time.Millisecond {
 		t.Fatalf("room expired %v after it was created, before its TTL of %v", at, ttl)
 	}
-	eventually(t, ttl+grace, "the room is gone from the list", func() bool { return !e.listed(code) })
+	wait.Until(t, "the room is gone from the list", func() bool { return !e.listed(code) })
 }
 
 func TestLeaderActionPostponesExpiry(t *testing.T) {
@@ -36,22 +37,22 @@ func TestLeaderActionPostponesExpiry(t *testing.T) {
 	l := join(t, e.room, code, leader, "lead", token)
 	v := join(t, e.room, code, viewer, "v", "")
 	// A leader action at half the TTL.
-	eventually(t, ttl, "half the TTL passes", func() bool { return time.Since(created) >= ttl/2 })
+	wait.Until(t, "half the TTL passes", func() bool { return time.Since(created) >= ttl/2 })
 	acted := time.Now()
 	l.send(syncFrame(true, 1000))
-	v.await(time.Second, "sync", func(f *roomv1.JoinResponse) bool { return f.GetSync() != nil })
+	v.await("sync", func(f *roomv1.JoinResponse) bool { return f.GetSync() != nil })
 	// Past the first deadline, the room is still there.
-	eventually(t, 2*ttl, "the first deadline passes", func() bool { return time.Since(created) >= ttl+300*time.Millisecond })
+	wait.Until(t, "the first deadline passes", func() bool { return time.Since(created) >= ttl+300*time.Millisecond })
 	if !e.listed(code) {
 		t.Fatal("the room is gone at its first deadline although its leader acted at half the TTL")
 	}
-	if reason := v.ended(2 * ttl); reason != "expired" {
+	if reason := v.ended(); reason != "expired" {
 		t.Fatalf("viewer's stream ended with reason %q, want expired", reason)
 	}
 	if at := time.Since(acted); at < ttl-100*time.Millisecond || at > ttl+time.Second {
 		t.Fatalf("room expired %v after the leader's action, want about one TTL (%v)", at, ttl)
 	}
-	eventually(t, time.Second, "the room is gone from the list", func() bool { return !e.listed(code) })
+	wait.Until(t, "the room is gone from the list", func() bool { return !e.listed(code) })
 }
 
 func TestFailedLobbyRemovalIsRetried(t *testing.T) {
@@ -61,11 +62,11 @@ func TestFailedLobbyRemovalIsRetried(t *testing.T) {
 	e.faults.failRemovals.Store(3)
 	code, _ := e.createRoom()
 	v := join(t, e.room, code, viewer, "v", "")
-	if reason := v.ended(ttl + 2*time.Second); reason != "expired" {
+	if reason := v.ended(); reason != "expired" {
 		t.Fatalf("viewer's stream ended with reason %q, want expired", reason)
 	}
 	// The grace is a minute, so only the retried alarm can take the room off the list.
-	eventually(t, 5*time.Second, "the retried alarm removes the room", func() bool { return !e.listed(code) })
+	wait.Until(t, "the retried alarm removes the room", func() bool { return !e.listed(code) })
 	if n := e.faults.removeCalls.Load(); n < 4 {
 		t.Fatalf("RemoveRoom calls = %d, want at least 4 (3 failures, then success)", n)
 	}
@@ -79,10 +80,10 @@ func TestListingPrunesWhenRemovalIsBlocked(t *testing.T) {
 	created := time.Now()
 	code, _ := e.createRoom()
 	v := join(t, e.room, code, viewer, "v", "")
-	if reason := v.ended(ttl + 2*time.Second); reason != "expired" {
+	if reason := v.ended(); reason != "expired" {
 		t.Fatalf("viewer's stream ended with reason %q, want expired", reason)
 	}
-	eventually(t, ttl+grace+time.Second, "listing prunes the room", func() bool { return !e.listed(code) })
+	wait.Until(t, "listing prunes the room", func() bool { return !e.listed(code) })
 	if at := time.Since(created); at < ttl+grace-50*time.Millisecond {
 		t.Fatalf("room pruned %v after its last activity, before TTL+grace (%v)", at, ttl+grace)
 	}

@@ -1,10 +1,14 @@
 package service_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,6 +23,7 @@ import (
 	roomv1 "github.com/vigil-dev/vigil/pkg/api/vigil/room/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/wait"
 	lobbyservice "github.com/vigil-dev/vigil/services/lobby/service"
 	"github.com/vigil-dev/vigil/services/room/service"
 )
@@ -36,6 +41,28 @@ type faultyLobby struct {
 	dropDeltas   atomic.Int64 // answer APPLIED without forwarding to the next n deltas
 	dropped      atomic.Int64
 	snapshots    atomic.Int64
+
+	mu      sync.Mutex
+	changes []string // every delta and snapshot sent, as "delta <code> <viewers> <leaders>" or "snapshot <code> <viewers> <leaders>"
+}
+
+// sent lists the deltas and snapshots sent for code since the list was last cleared.
+func (f *faultyLobby) sent(code string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, c := range f.changes {
+		if strings.Fields(c)[1] == code {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (f *faultyLobby) record(format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.changes = append(f.changes, fmt.Sprintf(format, args...))
 }
 
 func (f *faultyLobby) CreateRoom(ctx context.Context, r *lobbyv1.CreateRoomRequest) (*lobbyv1.CreateRoomResponse, error) {
@@ -58,6 +85,7 @@ func (f *faultyLobby) RemoveRoom(ctx context.Context, r *lobbyv1.RemoveRoomReque
 	return f.next.RemoveRoom(ctx, r)
 }
 func (f *faultyLobby) ApplyOccupancyDelta(ctx context.Context, r *lobbyv1.ApplyOccupancyDeltaRequest) (*lobbyv1.ApplyOccupancyDeltaResponse, error) {
+	f.record("delta %s %+d %+d", r.GetCode(), r.GetViewersDelta(), r.GetLeadersDelta())
 	for {
 		n := f.dropDeltas.Load()
 		if n <= 0 {
@@ -72,6 +100,7 @@ func (f *faultyLobby) ApplyOccupancyDelta(ctx context.Context, r *lobbyv1.ApplyO
 }
 func (f *faultyLobby) ApplyOccupancySnapshot(ctx context.Context, r *lobbyv1.ApplyOccupancySnapshotRequest) (*lobbyv1.ApplyOccupancySnapshotResponse, error) {
 	f.snapshots.Add(1)
+	f.record("snapshot %s %d %d", r.GetCode(), r.GetViewers(), r.GetLeaders())
 	return f.next.ApplyOccupancySnapshot(ctx, r)
 }
 func (f *faultyLobby) TouchRoom(ctx context.Context, r *lobbyv1.TouchRoomRequest) (*lobbyv1.TouchRoomResponse, error) {
@@ -92,6 +121,50 @@ type env struct {
 	proxy  string // the proxy's address: what Room replicas call
 	room   roomv1.RoomServiceClient
 	o      service.Options
+	logs   *logBuffer // every Room replica's log, at debug
+}
+
+// logBuffer collects JSON log lines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// linesWith returns the lines holding every one of parts.
+func (b *logBuffer) linesWith(parts ...string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+next:
+	for _, l := range strings.Split(b.buf.String(), "\n") {
+		for _, p := range parts {
+			if !strings.Contains(l, p) {
+				continue next
+			}
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// lines returns the lines logged at level (e.g. "ERROR").
+func (b *logBuffer) lines(level string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for _, l := range strings.Split(b.buf.String(), "\n") {
+		var rec struct{ Level string }
+		if json.Unmarshal([]byte(l), &rec) == nil && rec.Level == level {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // settings of an env; zero values take the defaults below.
@@ -125,10 +198,11 @@ func newEnv(t *testing.T, s settings) *env {
 	e.lobby = lobbyv1.NewLobbyServiceClient(dial(t, lobbyAddr))
 	e.faults = &faultyLobby{next: e.lobby}
 	e.proxy = serveGRPC(t, func(s *grpc.Server) { lobbyv1.RegisterLobbyServiceServer(s, e.faults) })
+	e.logs = &logBuffer{}
 	e.o = service.Options{
 		Redis: redisx.Config{URL: e.url}, Prefix: e.prefix + "-room", Shards: 4, LobbyAddr: e.proxy,
 		IdleTTL: s.idleTTL, SessionLease: s.lease, AlarmRetryBase: s.retryBase, AlarmMaxRetries: 20,
-		AlarmLease: 2 * time.Second, Logger: quiet(),
+		AlarmLease: 2 * time.Second, Logger: slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 	e.room = roomv1.NewRoomServiceClient(dial(t, e.startRoom()))
 	return e
@@ -139,6 +213,42 @@ func (e *env) startRoom() string {
 	return run(e.t, "room", func(ctx context.Context, ready func(net.Addr)) error {
 		return service.Run(ctx, e.o, ready)
 	})
+}
+
+// replica is a Room replica the test stops itself.
+type replica struct {
+	addr   string
+	client roomv1.RoomServiceClient
+	stop   func() // a graceful stop (the drain), returning once it is done
+}
+
+// startReplica starts a Room replica on the env's Redis and Lobby that the test can stop.
+func (e *env) startReplica() *replica {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- service.Run(ctx, e.o, func(a net.Addr) { addrc <- a.String() }) }()
+	var addr string
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		cancel()
+		e.t.Fatalf("room did not start: %v", err)
+	}
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			e.t.Errorf("room replica stopped with %v", err)
+		}
+	}
+	e.t.Cleanup(stop)
+	return &replica{addr: addr, client: roomv1.NewRoomServiceClient(dial(e.t, addr)), stop: stop}
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewJSONHandler(io.Discard, nil)) }
@@ -260,15 +370,19 @@ func join(t *testing.T, c roomv1.RoomServiceClient, code string, role roomv1.Rol
 // tryJoin opens a session and returns the error that refused it, if any.
 func tryJoin(t *testing.T, c roomv1.RoomServiceClient, code string, role roomv1.Role, clientID, token string) (*member, error) {
 	t.Helper()
+	return tryHello(t, c, &roomv1.Hello{Code: code, Role: role, ClientId: clientID, LeaderToken: token})
+}
+
+// tryHello opens (or re-attaches) a session with hello.
+func tryHello(t *testing.T, c roomv1.RoomServiceClient, hello *roomv1.Hello) (*member, error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	stream, err := c.Join(ctx)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	if err := stream.Send(&roomv1.JoinRequest{Frame: &roomv1.JoinRequest_Hello{Hello: &roomv1.Hello{
-		Code: code, Role: role, ClientId: clientID, LeaderToken: token,
-	}}}); err != nil {
+	if err := stream.Send(&roomv1.JoinRequest{Frame: &roomv1.JoinRequest_Hello{Hello: hello}}); err != nil {
 		cancel()
 		return nil, err
 	}
@@ -317,10 +431,11 @@ func (m *member) send(req *roomv1.JoinRequest) {
 	}
 }
 
-// await waits up to d for a frame that matches; it returns the first such frame.
-func (m *member) await(d time.Duration, what string, match func(*roomv1.JoinResponse) bool) *roomv1.JoinResponse {
+// await waits for a frame that matches (failing the test after wait.Deadline); it returns the
+// first such frame.
+func (m *member) await(what string, match func(*roomv1.JoinResponse) bool) *roomv1.JoinResponse {
 	m.t.Helper()
-	deadline := time.After(d)
+	deadline := time.After(wait.Deadline)
 	for {
 		m.mu.Lock()
 		for _, f := range m.frames {
@@ -337,15 +452,16 @@ func (m *member) await(d time.Duration, what string, match func(*roomv1.JoinResp
 		select {
 		case <-m.wake:
 		case <-deadline:
-			m.t.Fatalf("no %s within %v", what, d)
+			m.t.Fatalf("no %s within %v", what, wait.Deadline)
 		}
 	}
 }
 
-// ended waits up to d for the stream to end and returns the Ended frame's reason.
-func (m *member) ended(d time.Duration) string {
+// ended waits for the stream to end (failing the test after wait.Deadline) and returns the
+// Ended frame's reason.
+func (m *member) ended() string {
 	m.t.Helper()
-	deadline := time.After(d)
+	deadline := time.After(wait.Deadline)
 	for {
 		m.mu.Lock()
 		err := m.err
@@ -365,22 +481,9 @@ func (m *member) ended(d time.Duration) string {
 		select {
 		case <-m.wake:
 		case <-deadline:
-			m.t.Fatalf("stream still open after %v", d)
+			m.t.Fatalf("stream still open after %v", wait.Deadline)
 		}
 	}
-}
-
-// eventually polls cond until it holds or d passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > d {
-			t.Fatalf("%s: not true within %v", what, d)
-		}
-		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
-	}
-	return time.Since(start)
 }
 
 func syncFrame(playing bool, pos int64) *roomv1.JoinRequest {

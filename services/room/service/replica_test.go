@@ -9,6 +9,7 @@ import (
 	"time"
 
 	roomv1 "github.com/vigil-dev/vigil/pkg/api/vigil/room/v1"
+	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
 // startReplicaProcess builds the room command and runs it as a separate process on the env's
@@ -53,20 +54,20 @@ func TestKilledReplicaSessionsStopCounting(t *testing.T) {
 	addr, kill := startReplicaProcess(t, e)
 	other := roomv1.NewRoomServiceClient(dial(t, addr))
 	var doomed *member
-	eventually(t, 30*time.Second, "the second replica serves", func() bool {
+	wait.Until(t, "the second replica serves", func() bool {
 		m, err := tryJoin(t, other, code, viewer, "doomed-1", "")
 		doomed = m
 		return err == nil
 	})
 	join(t, other, code, viewer, "doomed-2", "")
-	eventually(t, 2*time.Second, "lobby shows 3 viewers", viewers(e, code, 3, true))
+	wait.Until(t, "lobby shows 3 viewers", viewers(e, code, 3, true))
 
 	kill()
 	killed := time.Now()
 	// The dead replica's sessions stop counting once their lease ends (the sweeper alarm runs on
 	// the surviving replica): within the lease, plus up to a third of it since the last renewal,
 	// plus the alarm's own lateness.
-	eventually(t, lease+time.Second, "lobby shows only the surviving viewer", viewers(e, code, 1, true))
+	wait.Until(t, "lobby shows only the surviving viewer", viewers(e, code, 1, true))
 	t.Logf("killed replica's sessions stopped counting %v after the kill (lease %v)", time.Since(killed), lease)
 	if doomed.state == nil {
 		t.Fatal("no state on the killed replica")

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	roomv1 "github.com/vigil-dev/vigil/pkg/api/vigil/room/v1"
+	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
 const (
@@ -48,14 +49,14 @@ func TestSyncReachesEveryViewerAndLateJoinerGetsState(t *testing.T) {
 	before := time.Now().UnixMilli()
 	l.send(syncFrame(true, 42_000))
 	for _, v := range []*member{v1, v2} {
-		f := v.await(2*time.Second, "sync", func(f *roomv1.JoinResponse) bool { return f.GetSync() != nil })
+		f := v.await("sync", func(f *roomv1.JoinResponse) bool { return f.GetSync() != nil })
 		if s := f.GetSync(); !s.GetPlaying() || s.GetPositionMs() != 42_000 || s.GetAt() < before {
 			t.Fatalf("viewer got sync %v, want playing at 42000 stamped at or after %d", s, before)
 		}
 	}
 	// A viewer's control frame is refused with an error frame; the stream stays open.
 	v1.send(syncFrame(false, 0))
-	v1.await(2*time.Second, "error frame", func(f *roomv1.JoinResponse) bool { return f.GetError() != nil })
+	v1.await("error frame", func(f *roomv1.JoinResponse) bool { return f.GetError() != nil })
 	late := join(t, e.room, code, viewer, "late", "")
 	if p := late.state.GetPlayback(); !p.GetPlaying() || p.GetPositionMs() != 42_000 {
 		t.Fatalf("late joiner's playback = %v, want playing at 42000", p)
@@ -65,7 +66,7 @@ func TestSyncReachesEveryViewerAndLateJoinerGetsState(t *testing.T) {
 	}
 	// The viewer's refused sync changed nothing.
 	l.send(&roomv1.JoinRequest{Frame: &roomv1.JoinRequest_Mark{Mark: &roomv1.Mark{PositionMs: 1000, Label: "chorus"}}})
-	late.await(2*time.Second, "mark", func(f *roomv1.JoinResponse) bool { return f.GetMark().GetLabel() == "chorus" })
+	late.await("mark", func(f *roomv1.JoinResponse) bool { return f.GetMark().GetLabel() == "chorus" })
 	again := join(t, e.room, code, viewer, "again", "")
 	if m := again.state.GetMarks(); len(m) != 1 || m[0].GetLabel() != "chorus" {
 		t.Fatalf("state marks = %v, want the chorus mark", m)
@@ -79,13 +80,12 @@ func TestOccupancyReachesLobbyAndRoom(t *testing.T) {
 	l := join(t, e.room, code, leader, "lead", token)
 	v1 := join(t, e.room, code, viewer, "v1", "")
 	v2 := join(t, e.room, code, viewer, "v2", "")
-	eventually(t, 2*time.Second, "lobby shows 2 viewers and the leader", viewers(e, code, 2, true))
-	l.await(2*time.Second, "occupancy 2", func(f *roomv1.JoinResponse) bool { return f.GetOccupancy().GetViewers() == 2 })
+	wait.Until(t, "lobby shows 2 viewers and the leader", viewers(e, code, 2, true))
+	l.await("occupancy 2", func(f *roomv1.JoinResponse) bool { return f.GetOccupancy().GetViewers() == 2 })
 
 	v2.leave()
-	took := eventually(t, time.Second, "lobby shows 1 viewer after one left", viewers(e, code, 1, true))
-	t.Logf("viewer leave visible in the lobby after %v", took)
-	v1.await(time.Second, "occupancy 1", func(f *roomv1.JoinResponse) bool {
+	wait.Until(t, "lobby shows 1 viewer after one left", viewers(e, code, 1, true))
+	v1.await("occupancy 1", func(f *roomv1.JoinResponse) bool {
 		o := f.GetOccupancy()
 		return o != nil && o.GetViewers() == 1
 	})
@@ -96,15 +96,15 @@ func TestOccupancyReachesLobbyAndRoom(t *testing.T) {
 		t.Fatalf("state after a second socket of v1 = %d viewers, want 1", v1b.state.GetViewers())
 	}
 	v1.leave()
-	eventually(t, time.Second, "v1's second socket still counts", func() bool {
+	wait.Until(t, "v1's second socket still counts", func() bool {
 		r := e.lobbyRoom(code)
 		return r.GetViewers() == 1
 	})
 
 	// The leader leaving changes presence, not the viewers.
 	l.leave()
-	eventually(t, time.Second, "lobby shows no leader and still 1 viewer", viewers(e, code, 1, false))
-	v1b.await(time.Second, "occupancy without leader", func(f *roomv1.JoinResponse) bool {
+	wait.Until(t, "lobby shows no leader and still 1 viewer", viewers(e, code, 1, false))
+	v1b.await("occupancy without leader", func(f *roomv1.JoinResponse) bool {
 		o := f.GetOccupancy()
 		return o != nil && !o.GetLeaderPresent() && o.GetViewers() == 1
 	})
@@ -115,22 +115,22 @@ func TestDroppedDeltaIsHealedByResync(t *testing.T) {
 	e := newEnv(t, settings{lease: time.Minute}) // no renewal snapshot during the test
 	code, _ := e.createRoom()
 	v1 := join(t, e.room, code, viewer, "v1", "")
-	eventually(t, 2*time.Second, "lobby shows 1 viewer", viewers(e, code, 1, false))
+	wait.Until(t, "lobby shows 1 viewer", viewers(e, code, 1, false))
 	e.faults.dropDeltas.Store(1)
 	join(t, e.room, code, viewer, "v2", "")
-	eventually(t, 2*time.Second, "the delta was dropped", func() bool { return e.faults.dropped.Load() == 1 })
+	wait.Until(t, "the delta was dropped", func() bool { return e.faults.dropped.Load() == 1 })
 	if r := e.lobbyRoom(code); r.GetViewers() != 1 {
 		t.Fatalf("lobby viewers after a dropped delta = %d, want the stale 1", r.GetViewers())
 	}
 	// The next delta has a gap: the Lobby asks for a resync and the room's snapshot is right
 	// (applying the delta alone would show 2).
 	join(t, e.room, code, viewer, "v3", "")
-	eventually(t, 2*time.Second, "lobby heals to 3 viewers", viewers(e, code, 3, false))
+	wait.Until(t, "lobby heals to 3 viewers", viewers(e, code, 3, false))
 	if n := e.faults.snapshots.Load(); n < 1 {
 		t.Fatalf("snapshots sent = %d, want at least 1", n)
 	}
 	v1.leave()
-	eventually(t, 2*time.Second, "lobby follows with 2 viewers", viewers(e, code, 2, false))
+	wait.Until(t, "lobby follows with 2 viewers", viewers(e, code, 2, false))
 }
 
 func TestEndRoomClosesEveryoneAndRemovesIt(t *testing.T) {
@@ -145,7 +145,7 @@ func TestEndRoomClosesEveryoneAndRemovesIt(t *testing.T) {
 	if _, err := e.room.EndRoom(context.Background(), &roomv1.EndRoomRequest{Code: code, LeaderToken: token}); err != nil {
 		t.Fatalf("EndRoom = %v", err)
 	}
-	if reason := v.ended(2 * time.Second); reason != "ended" {
+	if reason := v.ended(); reason != "ended" {
 		t.Fatalf("viewer's stream ended with reason %q, want ended", reason)
 	}
 	if e.listed(code) {

@@ -61,42 +61,50 @@ type Hello struct {
 	Role        domain.Role
 	ClientID    string
 	LeaderToken string
+	// SessionID is the caller's id for the session ("": the service picks one). An open
+	// session's id with the same role and client id re-attaches to it.
+	SessionID string
 }
 
 // Open checks a hello (the leader's token with the Lobby), creates the room's state from its
-// Lobby entry on the first join, opens and counts the session, and returns it with the state
-// the joiner starts from.
-func (a *App) Open(ctx context.Context, h Hello) (*hub.Session, store.State, error) {
+// Lobby entry on the first join, opens and counts the session (or re-attaches to it, counting
+// nothing), and returns it with the state the joiner starts from.
+func (a *App) Open(ctx context.Context, h Hello) (*hub.Session, store.Joined, error) {
 	if err := domain.CheckCode(h.Code); err != nil {
-		return nil, store.State{}, err
+		return nil, store.Joined{}, err
 	}
 	if h.Role != domain.Leader && h.Role != domain.Viewer {
-		return nil, store.State{}, domain.Invalid("role must be leader or viewer.")
+		return nil, store.Joined{}, domain.Invalid("role must be leader or viewer.")
 	}
 	if err := domain.CheckClientID(h.ClientID); err != nil {
-		return nil, store.State{}, err
+		return nil, store.Joined{}, err
+	}
+	if h.SessionID == "" {
+		h.SessionID = newID()
+	} else if err := domain.CheckSessionID(h.SessionID); err != nil {
+		return nil, store.Joined{}, err
 	}
 	var seed *lobbyv1.Room
 	if h.Role == domain.Leader {
 		if h.LeaderToken == "" {
-			return nil, store.State{}, domain.Unauthenticated()
+			return nil, store.Joined{}, domain.Unauthenticated()
 		}
 		res, err := callLobby(ctx, func(ctx context.Context) (*lobbyv1.VerifyLeaderTokenResponse, error) {
 			return a.lobby.VerifyLeaderToken(ctx, &lobbyv1.VerifyLeaderTokenRequest{Code: h.Code, LeaderToken: h.LeaderToken})
 		})
 		if err != nil {
-			return nil, store.State{}, a.lobbyErr(h.Code, err)
+			return nil, store.Joined{}, a.lobbyErr(h.Code, err)
 		}
 		if !res.GetValid() {
-			return nil, store.State{}, domain.Unauthenticated()
+			return nil, store.Joined{}, domain.Unauthenticated()
 		}
 		seed = res.GetRoom()
 	}
-	s, err := a.hub.Add(ctx, newID(), h.Code, h.Role, h.ClientID)
+	s, err := a.hub.Add(ctx, h.SessionID, newID(), h.Code, h.Role, h.ClientID)
 	if err != nil {
-		return nil, store.State{}, fmt.Errorf("subscribe to room: %w", err)
+		return nil, store.Joined{}, fmt.Errorf("subscribe to room: %w", err)
 	}
-	st, err := a.join(ctx, s, seed)
+	joined, err := a.join(ctx, s, seed)
 	if err != nil {
 		var ue *domain.UserError
 		if !errors.As(err, &ue) {
@@ -106,15 +114,20 @@ func (a *App) Open(ctx context.Context, h Hello) (*hub.Session, store.State, err
 		} else {
 			a.hub.Remove(s)
 		}
-		return nil, store.State{}, err
+		return nil, store.Joined{}, err
 	}
-	return s, st, nil
+	if joined.Resumed {
+		a.hub.Supersede(s)
+		a.c.Log.DebugContext(ctx, "session re-attached", "event", "session_resumed", "code", h.Code, "session", h.SessionID)
+	}
+	return s, joined, nil
 }
 
-func (a *App) join(ctx context.Context, s *hub.Session, seed *lobbyv1.Room) (store.State, error) {
+func (a *App) join(ctx context.Context, s *hub.Session, seed *lobbyv1.Room) (store.Joined, error) {
 	now := a.c.Now()
 	leaseUntil := now.Add(a.c.SessionLease).UnixMilli()
-	st, ch, err := a.st.Join(ctx, s.Code, s.ID, s.Role, s.ClientID, now.UnixMilli(), leaseUntil)
+	ss := store.Session{ID: s.ID, Role: s.Role, ClientID: s.ClientID, Attachment: s.Attachment}
+	joined, err := a.st.Join(ctx, s.Code, ss, now.UnixMilli(), leaseUntil)
 	if errors.Is(err, store.ErrMissing) {
 		// The room's first join: its state starts from its Lobby entry.
 		if seed == nil {
@@ -122,44 +135,56 @@ func (a *App) join(ctx context.Context, s *hub.Session, seed *lobbyv1.Room) (sto
 				return a.lobby.GetRoom(ctx, &lobbyv1.GetRoomRequest{Code: s.Code})
 			})
 			if err != nil {
-				return store.State{}, a.lobbyErr(s.Code, err)
+				return store.Joined{}, a.lobbyErr(s.Code, err)
 			}
 			seed = res.GetRoom()
 		}
 		if seed.GetLastActivity()+a.c.IdleTTL.Milliseconds() <= now.UnixMilli() {
-			return store.State{}, domain.NotFound(s.Code) // idle past its TTL: it is only not pruned yet
+			return store.Joined{}, domain.NotFound(s.Code) // idle past its TTL: it is only not pruned yet
 		}
 		err = a.st.Init(ctx, s.Code, store.Seed{
 			LastActivity: seed.GetLastActivity(), CreatedAt: seed.GetCreatedAt(),
 			Title: seed.GetVideo().GetTitle(), DurationMs: seed.GetVideo().GetDurationMs(),
 		}, now.UnixMilli())
 		if errors.Is(err, store.ErrTombstoned) {
-			return store.State{}, domain.NotFound(s.Code)
+			return store.Joined{}, domain.NotFound(s.Code)
 		}
 		if err != nil {
-			return store.State{}, err
+			return store.Joined{}, err
 		}
 		a.c.Log.InfoContext(ctx, "room state created", "event", "room_init", "code", s.Code)
-		st, ch, err = a.st.Join(ctx, s.Code, s.ID, s.Role, s.ClientID, now.UnixMilli(), leaseUntil)
+		joined, err = a.st.Join(ctx, s.Code, ss, now.UnixMilli(), leaseUntil)
 	}
 	var ended *store.ErrEnded
 	if errors.As(err, &ended) || errors.Is(err, store.ErrMissing) {
-		return store.State{}, domain.NotFound(s.Code)
+		return store.Joined{}, domain.NotFound(s.Code)
+	}
+	if errors.Is(err, store.ErrSessionTaken) {
+		return store.Joined{}, domain.SessionTaken()
 	}
 	if err != nil {
-		return store.State{}, err
+		return store.Joined{}, err
 	}
 	s.SetCounted(true)
-	a.link.Delta(s.Code, ch)
-	return st, nil
+	a.link.Delta(s.Code, joined.Change)
+	return joined, nil
 }
 
-// Close closes a session: it leaves the count first, then the hub.
+// Detach lets go of a session without closing it: this replica is shutting down, and the
+// session stays open under its lease for its caller to re-attach on another replica. Nobody
+// re-attaching within the lease (the caller died too), the lease sweep closes it.
+func (a *App) Detach(s *hub.Session) {
+	s.SetCounted(false)
+	a.hub.Remove(s)
+}
+
+// Close closes a session: it leaves the count first, then the hub. A session re-attached on
+// another stream since is not closed (the store checks the attachment).
 func (a *App) Close(s *hub.Session) {
 	s.SetCounted(false)
 	ctx, cancel := context.WithTimeout(context.Background(), lobbyTimeout)
 	defer cancel()
-	ch, err := a.st.Leave(ctx, s.Code, s.ID, a.c.Now().UnixMilli())
+	ch, err := a.st.Leave(ctx, s.Code, s.ID, s.Attachment, a.c.Now().UnixMilli())
 	if err != nil {
 		// The session's lease runs out and the sweeper closes it.
 		a.c.Log.Warn("session close not recorded; its lease will end it", "event", "session_close_failed", "code", s.Code, "err", err)
@@ -169,22 +194,31 @@ func (a *App) Close(s *hub.Session) {
 }
 
 // Act applies a leader frame from session s: it is stamped, stored, relayed to every viewer,
-// and it moves the room's inactivity alarm.
-func (a *App) Act(ctx context.Context, s *hub.Session, req *roomv1.JoinRequest) error {
+// and it moves the room's inactivity alarm. It reports a repeat (a ref the session already
+// applied, re-sent after a re-attach), which changes nothing.
+func (a *App) Act(ctx context.Context, s *hub.Session, req *roomv1.JoinRequest) (repeat bool, err error) {
 	kind := frameKind(req)
 	if kind == "" {
-		return domain.Invalid("Send a sync, formation, mark or reload frame.")
+		return false, domain.Invalid("Send a sync, formation, mark or reload frame.")
+	}
+	if err := domain.CheckRef(req.GetRef()); err != nil {
+		return false, err
 	}
 	if s.Role != domain.Leader {
-		return domain.ViewerControl(kind)
+		return false, domain.ViewerControl(kind)
 	}
+	applied, err := a.act(ctx, s, kind, req)
+	return err == nil && !applied, err
+}
+
+func (a *App) act(ctx context.Context, s *hub.Session, kind string, req *roomv1.JoinRequest) (bool, error) {
 	now := a.c.Now().UnixMilli()
-	act := store.Action{Kind: kind}
+	act := store.Action{Kind: kind, Session: s.ID, Ref: req.GetRef()}
 	var out roomv1.JoinResponse
 	switch f := req.GetFrame().(type) {
 	case *roomv1.JoinRequest_Sync:
 		if err := domain.CheckPosition(f.Sync.GetPositionMs()); err != nil {
-			return err
+			return false, err
 		}
 		out.Frame = &roomv1.JoinResponse_Sync{Sync: &roomv1.Sync{Playing: f.Sync.GetPlaying(), PositionMs: f.Sync.GetPositionMs(), At: now}}
 		act.Args = []any{boolInt(f.Sync.GetPlaying()), f.Sync.GetPositionMs()}
@@ -194,24 +228,24 @@ func (a *App) Act(ctx context.Context, s *hub.Session, req *roomv1.JoinRequest) 
 			js, err = []byte("null"), nil
 		}
 		if err != nil {
-			return domain.Invalid("A formation must be a JSON value.")
+			return false, domain.Invalid("A formation must be a JSON value.")
 		}
 		if err := domain.CheckFormation(js); err != nil {
-			return err
+			return false, err
 		}
 		out.Frame = &roomv1.JoinResponse_Formation{Formation: &roomv1.Formation{Formation: f.Formation.GetFormation(), At: now}}
 		act.Args = []any{js}
 	case *roomv1.JoinRequest_Mark:
 		if err := domain.CheckPosition(f.Mark.GetPositionMs()); err != nil {
-			return err
+			return false, err
 		}
 		if err := domain.CheckLabel(f.Mark.GetLabel()); err != nil {
-			return err
+			return false, err
 		}
 		m := &roomv1.Mark{PositionMs: f.Mark.GetPositionMs(), Label: f.Mark.GetLabel(), At: now}
 		stored, err := proto.Marshal(m) // the marks list keeps each mark's wire form
 		if err != nil {
-			return err
+			return false, err
 		}
 		out.Frame = &roomv1.JoinResponse_Mark{Mark: m}
 		act.Args = []any{stored}
@@ -220,7 +254,7 @@ func (a *App) Act(ctx context.Context, s *hub.Session, req *roomv1.JoinRequest) 
 		act.Args = []any{0}
 		if v := f.Reload.Video; v != nil {
 			if err := domain.CheckVideo(v.GetTitle(), v.GetDurationMs()); err != nil {
-				return err
+				return false, err
 			}
 			r.Video = &roomv1.Video{Title: v.GetTitle(), DurationMs: v.GetDurationMs()}
 			act.Args = []any{1, v.GetTitle(), v.GetDurationMs()}
@@ -229,19 +263,23 @@ func (a *App) Act(ctx context.Context, s *hub.Session, req *roomv1.JoinRequest) 
 	}
 	frame, err := proto.Marshal(&out)
 	if err != nil {
-		return err
+		return false, err
 	}
 	act.Frame = frame
-	err = a.st.Act(ctx, s.Code, act, now)
+	applied, err := a.st.Act(ctx, s.Code, act, now)
 	var ended *store.ErrEnded
-	if errors.As(err, &ended) || errors.Is(err, store.ErrMissing) {
-		return domain.NotFound(s.Code)
+	switch {
+	case errors.As(err, &ended) || errors.Is(err, store.ErrMissing):
+		return false, domain.NotFound(s.Code)
+	case errors.Is(err, store.ErrSessionClosed):
+		return false, domain.SessionLapsed()
+	case err != nil:
+		return false, err
 	}
-	if err != nil {
-		return err
+	if applied {
+		a.link.Touch(s.Code, now)
 	}
-	a.link.Touch(s.Code, now)
-	return nil
+	return applied, nil
 }
 
 // End ends a room for everyone on its leader's word.

@@ -9,19 +9,21 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/vigil-dev/vigil/pkg/input"
 	"github.com/vigil-dev/vigil/pkg/usererr"
 )
 
 // Errors the transport maps to gRPC codes (in one function).
 var (
 	// ErrInvalid marks bad input.
-	ErrInvalid = errors.New("invalid argument")
+	ErrInvalid = usererr.ErrInvalid
 	// ErrNotFound marks a room that does not exist (or has ended).
-	ErrNotFound = errors.New("room not found")
-	// ErrUnauthenticated marks a leader without the room's token.
+	ErrNotFound = usererr.ErrNotFound
+	// ErrUnauthenticated marks a leader without the room's token (a kind only rooms have; the
+	// transport maps it to UNAUTHENTICATED).
 	ErrUnauthenticated = errors.New("unauthenticated")
 	// ErrForbidden marks a control frame from a viewer.
-	ErrForbidden = errors.New("forbidden")
+	ErrForbidden = usererr.ErrDenied
 )
 
 // UserError is an error with a sentence a person can act on (shared by every domain).
@@ -42,6 +44,16 @@ func Unauthenticated() error {
 // ViewerControl is the error for a control frame sent by a viewer.
 func ViewerControl(kind string) error {
 	return userErr(ErrForbidden, "Only the leader can send %s frames.", kind)
+}
+
+// SessionTaken is the error for a hello whose session id is open for another role or client.
+func SessionTaken() error {
+	return userErr(ErrInvalid, "That session id is in use by another client; open a new session.")
+}
+
+// SessionLapsed is the error for a control frame of a session that is no longer open.
+func SessionLapsed() error {
+	return userErr(ErrInvalid, "Your session lapsed; reconnect.")
 }
 
 // Role of a session.
@@ -79,6 +91,21 @@ func CheckClientID(id string) error {
 		return userErr(ErrInvalid, "clientId must be 1-%d printable characters.", MaxClientIDLen)
 	}
 	return nil
+}
+
+var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// CheckSessionID validates a caller-chosen session id: 1-64 letters, digits, '_' or '-'.
+func CheckSessionID(id string) error {
+	if !sessionIDPattern.MatchString(id) {
+		return userErr(ErrInvalid, "sessionId must be 1-64 letters, digits, '_' or '-'.")
+	}
+	return nil
+}
+
+// CheckRef validates a control frame's ref: 0 (none) through 2^53-1.
+func CheckRef(ref int64) error {
+	return input.Int("ref", ref, 0, input.MaxSafeInt)
 }
 
 // CheckPosition validates a playback or mark position.

@@ -47,10 +47,12 @@ type Event struct {
 
 // Session is one open session held by this replica.
 type Session struct {
-	ID       string
-	Code     string
-	Role     domain.Role
-	ClientID string
+	ID string
+	// Attachment is the token of the stream holding the session (a re-attach gets a new one).
+	Attachment string
+	Code       string
+	Role       domain.Role
+	ClientID   string
 	// Events delivers the room's events in order; the consumer skips versions its state has.
 	Events chan Event
 
@@ -87,7 +89,7 @@ type Hub struct {
 	decode  func([]byte) (any, error)
 
 	mu    sync.Mutex
-	rooms map[string]map[string]*Session // code -> session id -> session
+	rooms map[string]map[string]*Session // code -> attachment -> session
 	codes map[string]string              // channel -> code, for subscribed rooms
 
 	// subMu serialises (un)subscribing, so a room's last session leaving while a new one joins
@@ -159,15 +161,20 @@ func (h *Hub) Deliver(code string, ev Event) {
 	}
 }
 
-// Add registers a session, subscribing to its room on the room's first local session. It
-// returns once the subscription is sent, so the caller may read the room's state after it.
-func (h *Hub) Add(ctx context.Context, id, code string, role domain.Role, clientID string) (*Session, error) {
-	s := &Session{ID: id, Code: code, Role: role, ClientID: clientID, Events: make(chan Event, h.buffer), done: make(chan struct{})}
+// Replaced is the reason a session's older stream on this replica ends when the session is
+// re-attached here on a new one.
+const Replaced = "This session was re-attached on another stream."
+
+// Add registers a session's stream (by its attachment), subscribing to its room on the room's
+// first local session. It returns once the subscription is sent, so the caller may read the
+// room's state after it.
+func (h *Hub) Add(ctx context.Context, id, attachment, code string, role domain.Role, clientID string) (*Session, error) {
+	s := &Session{ID: id, Attachment: attachment, Code: code, Role: role, ClientID: clientID, Events: make(chan Event, h.buffer), done: make(chan struct{})}
 	h.mu.Lock()
 	if h.rooms[code] == nil {
 		h.rooms[code] = map[string]*Session{}
 	}
-	h.rooms[code][id] = s
+	h.rooms[code][attachment] = s
 	h.mu.Unlock()
 	if err := h.subscription(ctx, code); err != nil {
 		h.Remove(s)
@@ -180,7 +187,7 @@ func (h *Hub) Add(ctx context.Context, id, code string, role domain.Role, client
 func (h *Hub) Remove(s *Session) {
 	h.mu.Lock()
 	if room := h.rooms[s.Code]; room != nil {
-		delete(room, s.ID)
+		delete(room, s.Attachment)
 		if len(room) == 0 {
 			delete(h.rooms, s.Code)
 		}
@@ -218,6 +225,23 @@ func (h *Hub) subscription(ctx context.Context, code string) error {
 	return nil
 }
 
+// Supersede ends this replica's other streams of s's session (given up by their caller for s,
+// a re-attach) with Replaced; they are no longer counted here.
+func (h *Hub) Supersede(s *Session) {
+	h.mu.Lock()
+	var old []*Session
+	for _, o := range h.rooms[s.Code] {
+		if o != s && o.ID == s.ID {
+			old = append(old, o)
+		}
+	}
+	h.mu.Unlock()
+	for _, o := range old {
+		o.SetCounted(false)
+		o.kill(Replaced)
+	}
+}
+
 // Sessions lists the local counted session ids by room, for lease renewal. A session still
 // joining (or already closing) is left out: the store would rightly report it missing.
 func (h *Hub) Sessions() map[string][]string {
@@ -226,9 +250,9 @@ func (h *Hub) Sessions() map[string][]string {
 	out := make(map[string][]string, len(h.rooms))
 	for code, room := range h.rooms {
 		ids := make([]string, 0, len(room))
-		for id, s := range room {
+		for _, s := range room {
 			if s.counted.Load() {
-				ids = append(ids, id)
+				ids = append(ids, s.ID)
 			}
 		}
 		if len(ids) > 0 {
@@ -240,10 +264,14 @@ func (h *Hub) Sessions() map[string][]string {
 
 // KillSessions ends the named local sessions of a room with reason.
 func (h *Hub) KillSessions(code string, ids []string, reason string) {
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
 	h.mu.Lock()
 	var hit []*Session
-	for _, id := range ids {
-		if s, ok := h.rooms[code][id]; ok {
+	for _, s := range h.rooms[code] {
+		if want[s.ID] {
 			hit = append(hit, s)
 		}
 	}

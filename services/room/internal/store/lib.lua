@@ -7,6 +7,9 @@
 -- KEYS[5]  its marks: list of marks (opaque bytes, oldest first)
 -- KEYS[6]  its shard's alarm sorted set (member = room code, score = due ms)
 -- KEYS[7]  its tombstone (set when its storage is deleted, so a late join cannot revive it)
+-- KEYS[8]  its attachments: hash, session id -> the token of the stream the session is attached
+--          to now (a re-attach replaces it; a close from an older stream then changes nothing)
+-- KEYS[9]  its control refs: hash, session id -> the last control ref applied for it
 -- ARGV[1]  room code
 -- ARGV[2]  the room's pub/sub channel
 -- ARGV[3]  now (ms)
@@ -50,6 +53,8 @@ local function drop(id)
   end
   redis.call('ZREM', KEYS[2], id)
   redis.call('HDEL', KEYS[3], id)
+  redis.call('HDEL', KEYS[8], id)
+  redis.call('HDEL', KEYS[9], id)
   if string.sub(info, 1, 1) == 'l' then
     redis.call('HINCRBY', KEYS[1], 'leaders', -1)
     return 0, -1

@@ -55,6 +55,12 @@ var ErrMissing = errors.New("room has no state")
 // ErrTombstoned is returned by Init for a room whose storage was deleted.
 var ErrTombstoned = errors.New("room was deleted")
 
+// ErrSessionTaken is returned by Join when the session id is open for another role or client.
+var ErrSessionTaken = errors.New("session id is open for another role or client")
+
+// ErrSessionClosed is returned by Act when the acting session is not open (its lease ended).
+var ErrSessionClosed = errors.New("session is not open")
+
 // Store is the rooms' Redis store.
 type Store struct {
 	rdb     redis.UniversalClient
@@ -87,7 +93,8 @@ func (s *Store) Channel(code string) string { return s.prefix + ":room:events:" 
 func (s *Store) keys(code string) []string {
 	k := s.q.KeysOf(code)
 	base := k.Tag + ":" + code
-	return []string{base + ":state", base + ":sessions", base + ":sinfo", base + ":refs", base + ":marks", k.Alarms, base + ":gone"}
+	return []string{base + ":state", base + ":sessions", base + ":sinfo", base + ":refs", base + ":marks", k.Alarms, base + ":gone",
+		base + ":attach", base + ":crefs"}
 }
 
 // run evaluates script for code with the common ARGV (code, channel, now, TTL) and extra.
@@ -143,21 +150,45 @@ type State struct {
 	Marks         []string // each mark's wire form (roomv1.Mark), oldest first
 }
 
-// Join opens session id of role for clientID with a lease until leaseUntil (ms). ErrMissing
-// when the room has no state; *ErrEnded when it has ended.
-func (s *Store) Join(ctx context.Context, code, id string, role domain.Role, clientID string, now, leaseUntil int64) (State, Change, error) {
-	res, err := s.run(ctx, s.join, code, now, id, string(role), clientID, leaseUntil).Slice()
+// Session names a session and the stream it is attached to.
+type Session struct {
+	ID       string
+	Role     domain.Role
+	ClientID string
+	// Attachment identifies the stream holding the session; Leave closes the session only for
+	// the stream it is attached to now.
+	Attachment string
+}
+
+// Joined is what Join answers: the state for the joiner, the occupancy change for the Lobby,
+// whether the session was re-attached, and the last control ref applied for it.
+type Joined struct {
+	State   State
+	Change  Change
+	Resumed bool
+	LastRef int64
+}
+
+// Join opens session ss with a lease until leaseUntil (ms), or re-attaches it when it is
+// already open with the same role and client id (then nothing is counted again).
+// ErrMissing when the room has no state; *ErrEnded when it has ended; ErrSessionTaken when
+// the id is open for another role or client.
+func (s *Store) Join(ctx context.Context, code string, ss Session, now, leaseUntil int64) (Joined, error) {
+	res, err := s.run(ctx, s.join, code, now, ss.ID, string(ss.Role), ss.ClientID, leaseUntil, ss.Attachment).Slice()
 	if err != nil {
-		return State{}, Change{}, fmt.Errorf("join room: %w", err)
+		return Joined{}, fmt.Errorf("join room: %w", err)
 	}
 	if err := status(res); err != nil {
-		return State{}, Change{}, err
+		return Joined{}, err
+	}
+	if toInt(res[0]) == -3 {
+		return Joined{}, ErrSessionTaken
 	}
 	s.wakeIf(ctx, code, toInt(res[1]))
 	ch := Change{Seq: toInt(res[2]), ViewersDelta: int32(toInt(res[3])), LeadersDelta: int32(toInt(res[4]))}
 	f, _ := res[5].([]any)
-	if len(f) != 9 {
-		return State{}, Change{}, errors.New("join room: malformed state")
+	if len(f) != 9 || len(res) != 9 {
+		return Joined{}, errors.New("join room: malformed state")
 	}
 	st := State{
 		Playing: toInt(f[0]) == 1, PositionMs: toInt(f[1]), At: toInt(f[2]), FormationJSON: toStr(f[3]),
@@ -168,12 +199,13 @@ func (s *Store) Join(ctx context.Context, code, id string, role domain.Role, cli
 	for _, m := range marks {
 		st.Marks = append(st.Marks, toStr(m))
 	}
-	return st, ch, nil
+	return Joined{State: st, Change: ch, Resumed: toInt(res[7]) == 1, LastRef: toInt(res[8])}, nil
 }
 
-// Leave closes session id; an unknown session changes nothing.
-func (s *Store) Leave(ctx context.Context, code, id string, now int64) (Change, error) {
-	res, err := s.run(ctx, s.leave, code, now, id).Slice()
+// Leave closes session id if the stream with attachment holds it ("" closes it whatever holds
+// it); an unknown session, or one re-attached to another stream since, changes nothing.
+func (s *Store) Leave(ctx context.Context, code, id, attachment string, now int64) (Change, error) {
+	res, err := s.run(ctx, s.leave, code, now, id, attachment).Slice()
 	if err != nil {
 		return Change{}, fmt.Errorf("leave room: %w", err)
 	}
@@ -190,23 +222,36 @@ type Action struct {
 	Kind string
 	// Frame is the stamped frame every replica relays (an encoded roomv1.JoinResponse).
 	Frame []byte
-	// Args are the kind's ARGV[7..] (see act.lua): sync: playing 0/1, positionMs;
+	// Session is the acting session's id; it must be open.
+	Session string
+	// Ref is the caller's number for the action, increasing per session (0: none). An action
+	// whose ref is at or below the session's last applied one is a repeat and is not applied.
+	Ref int64
+	// Args are the kind's ARGV[9..] (see act.lua): sync: playing 0/1, positionMs;
 	// formation: its JSON; mark: the mark's wire form; reload: 0, or 1, title, durationMs.
 	Args []any
 }
 
-// Act applies a leader action at now: state, last activity, alarm, and the relayed frame.
-func (s *Store) Act(ctx context.Context, code string, a Action, now int64) error {
-	args := append([]any{a.Kind, a.Frame}, a.Args...)
+// Act applies a leader action at now: state, last activity, alarm, and the relayed frame. It
+// reports false for a repeat (a ref already applied), which changes nothing. ErrSessionClosed
+// when the acting session is not open.
+func (s *Store) Act(ctx context.Context, code string, a Action, now int64) (bool, error) {
+	args := append([]any{a.Kind, a.Frame, a.Session, a.Ref}, a.Args...)
 	res, err := s.run(ctx, s.act, code, now, args...).Slice()
 	if err != nil {
-		return fmt.Errorf("room action: %w", err)
+		return false, fmt.Errorf("room action: %w", err)
 	}
 	if err := status(res); err != nil {
-		return err
+		return false, err
+	}
+	switch toInt(res[0]) {
+	case -3:
+		return false, ErrSessionClosed
+	case 2:
+		return false, nil
 	}
 	s.wakeIf(ctx, code, toInt(res[1]))
-	return nil
+	return true, nil
 }
 
 // Renewal is one room's lease renewal: the sessions this replica holds in it, and (after

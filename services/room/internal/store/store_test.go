@@ -48,12 +48,14 @@ func TestOccupancyMatchesTheRule(t *testing.T) {
 			}
 			client := fmt.Sprintf("c%d", rng.IntN(4))
 			lease := now + int64(1+rng.IntN(5))*1000
-			_, ch, err = s.Join(ctx, code, id, role, client, now, lease)
+			var j Joined
+			j, err = s.Join(ctx, code, Session{ID: id, Role: role, ClientID: client, Attachment: "a-" + id}, now, lease)
+			ch = j.Change
 			model[id] = domain.Session{Role: role, ClientID: client, LeaseUntil: lease}
 			what = fmt.Sprintf("join %s %s/%s", id, role, client)
 		case op < 7: // leave, sometimes a session that is not open
 			id := fmt.Sprintf("s%d", 1+rng.IntN(next+1))
-			ch, err = s.Leave(ctx, code, id, now)
+			ch, err = s.Leave(ctx, code, id, "a-"+id, now)
 			delete(model, id)
 			what = "leave " + id
 		case op < 8: // renew a few sessions

@@ -5,8 +5,10 @@ package transport
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -16,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	roomv1 "github.com/vigil-dev/vigil/pkg/api/vigil/room/v1"
+	"github.com/vigil-dev/vigil/pkg/usererr"
 	"github.com/vigil-dev/vigil/services/room/internal/app"
 	"github.com/vigil-dev/vigil/services/room/internal/domain"
 	"github.com/vigil-dev/vigil/services/room/internal/hub"
@@ -46,11 +49,16 @@ func DecodeFrame(b []byte) (any, error) {
 }
 
 // Join implements the RPC: a Hello, then the state, then events both ways.
+//
+// How the stream ends decides the session's fate: the client ending it (CloseSend or a cancel)
+// closes the session; this replica stopping detaches it (UNAVAILABLE: it stays open under its
+// lease for the caller to re-attach elsewhere). Every control frame received is applied or
+// refused before the stream ends, and one with a ref is always answered (Ack or Error).
 func (s *Server) Join(stream roomv1.RoomService_JoinServer) error {
 	ctx := stream.Context()
 	first, err := stream.Recv()
 	if err != nil {
-		return err
+		return streamEnd(ctx, err)
 	}
 	h := first.GetHello()
 	if h == nil {
@@ -63,20 +71,39 @@ func (s *Server) Join(stream roomv1.RoomService_JoinServer) error {
 	case roomv1.Role_ROLE_VIEWER:
 		role = domain.Viewer
 	}
-	sess, st, err := s.app.Open(ctx, app.Hello{Code: h.GetCode(), Role: role, ClientID: h.GetClientId(), LeaderToken: h.GetLeaderToken()})
+	sess, joined, err := s.app.Open(ctx, app.Hello{
+		Code: h.GetCode(), Role: role, ClientID: h.GetClientId(), LeaderToken: h.GetLeaderToken(), SessionID: h.GetSessionId(),
+	})
 	if err != nil {
-		return s.toStatus(ctx, err)
+		return s.status(ctx, err)
 	}
-	// Closing the session first takes it out of the count, whatever ends the stream.
-	defer s.app.Close(sess)
-	if err := stream.Send(&roomv1.JoinResponse{Frame: &roomv1.JoinResponse_State{State: stateProto(st)}}); err != nil {
-		return err
+	detach := false
+	defer func() {
+		if detach {
+			s.app.Detach(sess)
+		} else {
+			// Closing the session first takes it out of the count.
+			s.app.Close(sess)
+		}
+	}()
+	state := stateProto(joined.State)
+	state.Resumed = joined.Resumed
+	if err := stream.Send(&roomv1.JoinResponse{Frame: &roomv1.JoinResponse_State{State: state}}); err != nil {
+		return streamEnd(ctx, err)
 	}
 
-	// The reader applies the client's frames; refusals come back to the writer (this
-	// goroutine), the only one that sends.
-	refusals := make(chan string, 8)
+	// The reader applies the client's frames; their answers come back to the writer (this
+	// goroutine), the only one that sends. A stopping replica applies no frame after it stops
+	// reading, and answers every frame it applied before its stream ends.
+	answers := make(chan *roomv1.JoinResponse, 16)
 	readDone := make(chan error, 1)
+	quit := make(chan struct{})
+	defer close(quit)
+	var (
+		mu       sync.Mutex
+		stopped  bool
+		inflight sync.WaitGroup
+	)
 	go func() {
 		for {
 			req, err := stream.Recv()
@@ -84,18 +111,39 @@ func (s *Server) Join(stream roomv1.RoomService_JoinServer) error {
 				readDone <- err
 				return
 			}
-			if err := s.app.Act(ctx, sess, req); err != nil {
+			mu.Lock()
+			if stopped {
+				mu.Unlock()
+				return
+			}
+			inflight.Add(1)
+			mu.Unlock()
+			if ans := s.apply(ctx, sess, req); ans != nil {
 				select {
-				case refusals <- s.message(ctx, err):
-				default: // a client flooding refused frames does not block its own reader
+				case answers <- ans:
+				case <-quit:
 				}
 			}
+			inflight.Done()
 		}
 	}()
+	// flush sends the answers already queued.
+	flush := func() error {
+		for {
+			select {
+			case ans := <-answers:
+				if err := stream.Send(ans); err != nil {
+					return err
+				}
+			default:
+				return nil
+			}
+		}
+	}
 	for {
 		select {
 		case ev := <-sess.Events:
-			if ev.Version <= st.Version {
+			if ev.Version <= joined.State.Version {
 				continue // the state the joiner got already includes it
 			}
 			var out *roomv1.JoinResponse
@@ -112,27 +160,88 @@ func (s *Server) Join(stream roomv1.RoomService_JoinServer) error {
 				continue
 			}
 			if err := stream.Send(out); err != nil {
-				return err
+				return streamEnd(ctx, err)
 			}
-		case msg := <-refusals:
-			if err := stream.Send(&roomv1.JoinResponse{Frame: &roomv1.JoinResponse_Error{Error: &roomv1.Error{Message: msg}}}); err != nil {
-				return err
+		case ans := <-answers:
+			if err := stream.Send(ans); err != nil {
+				return streamEnd(ctx, err)
 			}
 		case <-sess.Done():
 			reason := sess.Reason()
+			if reason == hub.Replaced {
+				detach = true // the session lives on in its new stream
+				return status.Error(codes.Aborted, reason)
+			}
 			if reason != domain.ReasonExpired && reason != domain.ReasonEnded {
 				return status.Error(codes.Aborted, reason)
 			}
+			_ = flush()
 			_ = stream.Send(&roomv1.JoinResponse{Frame: &roomv1.JoinResponse_Ended{Ended: &roomv1.Ended{Reason: reason}}})
 			return nil
-		case <-readDone:
-			return nil // the client closed its side (or went away): the session ends
+		case err := <-readDone:
+			// The client ended its side: the session ends with it.
+			if ferr := flush(); ferr != nil {
+				return streamEnd(ctx, ferr)
+			}
+			return streamEnd(ctx, err)
 		case <-ctx.Done():
-			return ctx.Err()
+			return streamEnd(ctx, ctx.Err())
 		case <-s.stopping:
+			mu.Lock()
+			stopped = true
+			mu.Unlock()
+			idle := make(chan struct{})
+			go func() { inflight.Wait(); close(idle) }()
+		drain:
+			for {
+				select {
+				case ans := <-answers:
+					if err := stream.Send(ans); err != nil {
+						return streamEnd(ctx, err)
+					}
+				case <-idle:
+					break drain
+				}
+			}
+			if err := flush(); err != nil {
+				return streamEnd(ctx, err)
+			}
+			detach = true
 			return status.Error(codes.Unavailable, "The room service is restarting; reconnect.")
 		}
 	}
+}
+
+// apply applies one client frame and returns its answer: an Ack for a control with a ref, an
+// Error for a refused one, nothing for an applied control without a ref.
+func (s *Server) apply(ctx context.Context, sess *hub.Session, req *roomv1.JoinRequest) *roomv1.JoinResponse {
+	repeat, err := s.app.Act(ctx, sess, req)
+	if err != nil {
+		msg := status.Convert(s.status(ctx, err)).Message()
+		return &roomv1.JoinResponse{Frame: &roomv1.JoinResponse_Error{Error: &roomv1.Error{Message: msg, Ref: req.GetRef()}}}
+	}
+	if req.GetRef() == 0 {
+		return nil
+	}
+	return &roomv1.JoinResponse{Frame: &roomv1.JoinResponse_Ack{Ack: &roomv1.Ack{Ref: req.GetRef(), Repeat: repeat}}}
+}
+
+// streamEnd is the status a Join stream ends with after err from its client: none when the
+// client closed its side, CANCELED (logged at debug) when it went away, and the error's own
+// status otherwise — never UNKNOWN for a client leaving.
+func streamEnd(ctx context.Context, err error) error {
+	switch {
+	case err == nil || errors.Is(err, io.EOF):
+		return nil
+	case ctx.Err() != nil:
+		return status.FromContextError(ctx.Err()).Err()
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return status.FromContextError(err).Err()
+	}
+	if st, ok := status.FromError(err); ok {
+		return st.Err()
+	}
+	return status.Error(codes.Unavailable, "The room stream broke; reconnect.")
 }
 
 // EndRoom implements the RPC. The token comes in the request or as bearer metadata.
@@ -142,7 +251,7 @@ func (s *Server) EndRoom(ctx context.Context, req *roomv1.EndRoomRequest) (*room
 		token = bearer(ctx)
 	}
 	if err := s.app.End(ctx, req.GetCode(), token); err != nil {
-		return nil, s.toStatus(ctx, err)
+		return nil, s.status(ctx, err)
 	}
 	return &roomv1.EndRoomResponse{}, nil
 }
@@ -157,37 +266,14 @@ func bearer(ctx context.Context) string {
 	return ""
 }
 
-// toStatus maps domain errors to gRPC codes; anything else is logged and hidden.
-func (s *Server) toStatus(ctx context.Context, err error) error {
-	msg := s.message(ctx, err)
-	switch {
-	case errors.Is(err, domain.ErrInvalid):
-		return status.Error(codes.InvalidArgument, msg)
-	case errors.Is(err, domain.ErrNotFound):
-		return status.Error(codes.NotFound, msg)
-	case errors.Is(err, domain.ErrUnauthenticated):
-		return status.Error(codes.Unauthenticated, msg)
-	case errors.Is(err, domain.ErrForbidden):
-		return status.Error(codes.PermissionDenied, msg)
-	case errors.Is(err, context.Canceled):
-		return status.Error(codes.Canceled, "request cancelled")
-	case errors.Is(err, context.DeadlineExceeded):
-		return status.Error(codes.DeadlineExceeded, "request timed out")
-	}
-	return status.Error(codes.Unavailable, msg)
-}
-
-// message is the sentence for err: the domain's for a user error, a generic one (with the
-// cause logged) for anything else.
-func (s *Server) message(ctx context.Context, err error) string {
+// status maps an error to the client's status with usererr.Status, the one mapping every
+// service shares; a missing or wrong leader token (a kind only rooms have) is UNAUTHENTICATED.
+func (s *Server) status(ctx context.Context, err error) error {
 	var ue *domain.UserError
-	if errors.As(err, &ue) {
-		return ue.Msg
+	if errors.Is(err, domain.ErrUnauthenticated) && errors.As(err, &ue) {
+		return status.Error(codes.Unauthenticated, ue.Msg)
 	}
-	if !errors.Is(err, context.Canceled) {
-		s.log.ErrorContext(ctx, "room operation failed", "event", "room_error", "err", err)
-	}
-	return "The room service is unavailable; try again."
+	return usererr.Status(ctx, s.log, "room service", err)
 }
 
 func stateProto(st store.State) *roomv1.State {
