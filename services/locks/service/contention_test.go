@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -12,6 +13,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
+	"github.com/vigil-dev/vigil/pkg/lockclient"
 )
 
 // lockInput and lockOutput are one call of the contention history.
@@ -67,11 +69,85 @@ type hold struct {
 	start, end time.Duration
 }
 
+// lockOps is how one contention client calls the service: acquire (waiting or not) and
+// release, answering what the model needs.
+type lockOps struct {
+	acquire func(ctx context.Context, wait bool) (ok bool, token int64, err error)
+	release func(ctx context.Context) (ok bool, err error)
+}
+
+// unaryOps calls the unary RPCs.
+func unaryOps(lc locksv1.LockServiceClient, resource, owner string) lockOps {
+	return lockOps{
+		acquire: func(ctx context.Context, wait bool) (bool, int64, error) {
+			req := &locksv1.AcquireRequest{Resource: resource, Owner: owner, TtlMs: ms(30000)}
+			if wait {
+				req.WaitMs = ms(30000)
+			}
+			res, err := lc.Acquire(ctx, req)
+			return res.GetAcquired(), res.GetFencingToken(), err
+		},
+		release: func(ctx context.Context) (bool, error) {
+			rel, err := lc.Release(ctx, &locksv1.ReleaseRequest{Resource: resource, Owner: owner})
+			return rel.GetReleased(), err
+		},
+	}
+}
+
+// sessionOps calls through pkg/lockclient, whose mutexes share one session stream per client.
+func sessionOps(c *lockclient.Client, resource, owner string) lockOps {
+	m := c.Mutex(resource, lockclient.MutexOptions{Owner: owner, TTL: 30 * time.Second})
+	return lockOps{
+		acquire: func(ctx context.Context, wait bool) (bool, int64, error) {
+			var err error
+			if wait {
+				err = m.Lock(ctx)
+			} else if err = m.TryLock(ctx); errors.Is(err, lockclient.ErrLocked) {
+				return false, 0, nil
+			}
+			if err != nil {
+				return false, 0, err
+			}
+			return true, m.FencingToken(), nil
+		},
+		release: func(ctx context.Context) (bool, error) {
+			err := m.Unlock(ctx)
+			if errors.Is(err, lockclient.ErrNotHeld) {
+				return false, nil
+			}
+			return err == nil, err
+		},
+	}
+}
+
 func TestMutualExclusionUnderContention(t *testing.T) {
 	t.Parallel()
 	e := startLocks(t)
-	const clients, rounds = 16, 25
 	conns := []locksv1.LockServiceClient{e.locks, locksv1.NewLockServiceClient(dial(t, e.addr)), locksv1.NewLockServiceClient(dial(t, e.addr))}
+	checkContention(t, func(c int) lockOps {
+		return unaryOps(conns[c%len(conns)], "contended", fmt.Sprintf("client-%d", c))
+	})
+}
+
+// The same history check with session clients: three lockclient.Clients (three streams),
+// each shared by several contending mutexes.
+func TestMutualExclusionUnderContentionOverSessions(t *testing.T) {
+	t.Parallel()
+	e := startLocks(t)
+	clients := []*lockclient.Client{lockclient.New(dial(t, e.addr)), lockclient.New(dial(t, e.addr)), lockclient.New(dial(t, e.addr))}
+	for _, c := range clients {
+		t.Cleanup(func() { _ = c.Close() })
+	}
+	checkContention(t, func(c int) lockOps {
+		return sessionOps(clients[c%len(clients)], "contended", fmt.Sprintf("client-%d", c))
+	})
+}
+
+// checkContention runs 16 clients for 25 rounds each on one lock, mostly waiting in its queue,
+// sometimes trying once, and checks the history: holds never overlap, tokens grow in hold
+// order, and porcupine finds the calls linearizable against lockModel.
+func checkContention(t *testing.T, opsOf func(client int) lockOps) {
+	const clients, rounds = 16, 25
 	base := time.Now()
 	var (
 		mu    sync.Mutex
@@ -83,16 +159,12 @@ func TestMutualExclusionUnderContention(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			lc := conns[c%len(conns)]
+			lock := opsOf(c)
 			owner := fmt.Sprintf("client-%d", c)
 			for range rounds {
 				wait := rand.IntN(3) > 0 // mostly wait in the queue, sometimes try once
-				req := &locksv1.AcquireRequest{Resource: "contended", Owner: owner, TtlMs: ms(30000)}
-				if wait {
-					req.WaitMs = ms(30000)
-				}
 				call := time.Since(base)
-				res, err := lc.Acquire(context.Background(), req)
+				acquired, token, err := lock.acquire(context.Background(), wait)
 				ret := time.Since(base)
 				if err != nil {
 					t.Errorf("Acquire(contended, %s) error: %v", owner, err)
@@ -100,13 +172,13 @@ func TestMutualExclusionUnderContention(t *testing.T) {
 				}
 				mu.Lock()
 				ops = append(ops, porcupine.Operation{ClientId: c, Input: lockInput{owner: owner, wait: wait},
-					Call: int64(call), Output: lockOutput{ok: res.GetAcquired(), token: res.GetFencingToken()}, Return: int64(ret)})
+					Call: int64(call), Output: lockOutput{ok: acquired, token: token}, Return: int64(ret)})
 				mu.Unlock()
-				if !res.GetAcquired() {
+				if !acquired {
 					continue
 				}
 				relCall := time.Since(base)
-				rel, err := lc.Release(context.Background(), &locksv1.ReleaseRequest{Resource: "contended", Owner: owner})
+				released, err := lock.release(context.Background())
 				relRet := time.Since(base)
 				if err != nil {
 					t.Errorf("Release(contended, %s) error: %v", owner, err)
@@ -114,10 +186,10 @@ func TestMutualExclusionUnderContention(t *testing.T) {
 				}
 				mu.Lock()
 				ops = append(ops, porcupine.Operation{ClientId: c, Input: lockInput{release: true, owner: owner},
-					Call: int64(relCall), Output: lockOutput{ok: rel.GetReleased()}, Return: int64(relRet)})
-				holds = append(holds, hold{owner: owner, token: res.GetFencingToken(), start: ret, end: relCall})
+					Call: int64(relCall), Output: lockOutput{ok: released}, Return: int64(relRet)})
+				holds = append(holds, hold{owner: owner, token: token, start: ret, end: relCall})
 				mu.Unlock()
-				if !rel.GetReleased() {
+				if !released {
 					t.Errorf("Release(contended, %s) = false while holding it", owner)
 				}
 			}

@@ -139,6 +139,27 @@ func (e *env) queueLen(t *testing.T, resource string) int64 {
 
 func ms(v int64) *int64 { return &v }
 
+// testClock is a settable clock for the service (lease ends, waiter deadlines, alarms), so
+// tests drive lock timing without depending on how fast the machine is.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newTestClock() *testClock { return &testClock{now: time.UnixMilli(1_800_000_000_000)} }
+
+func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *testClock) Advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.now = c.now.Add(d) }
+
+// withClock runs the service on clk, with a scheduler that looks for due alarms often.
+func withClock(clk *testClock) func(*service.Options) {
+	return func(o *service.Options) {
+		o.Now = clk.Now
+		o.AlarmMaxSleep = 20 * time.Millisecond
+	}
+}
+
 func acquire(t *testing.T, c locksv1.LockServiceClient, resource, owner string, ttlMs, waitMs int64) *locksv1.AcquireResponse {
 	t.Helper()
 	req := &locksv1.AcquireRequest{Resource: resource, Owner: owner, TtlMs: ms(ttlMs)}

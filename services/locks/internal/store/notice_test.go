@@ -73,8 +73,8 @@ func TestLostNoticeFoundAfterResubscribe(t *testing.T) {
 		if !a.OK {
 			t.Errorf("waiting Acquire after resubscribe = %+v, want acquired", a)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("waiting Acquire did not find its grant within 10s of the resubscribe")
+	case <-time.After(wait.Deadline):
+		t.Fatalf("waiting Acquire did not find its grant within %v of the resubscribe", wait.Deadline)
 	}
 }
 
@@ -154,7 +154,7 @@ func TestLocalHandoffSkipsPubSub(t *testing.T) {
 		if !a.OK || a.Token == 0 {
 			t.Errorf("waiting Acquire = %+v, want acquired with a token", a)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("waiter not answered within 10s of a release on its own replica")
+	case <-time.After(wait.Deadline):
+		t.Fatalf("waiter not answered within %v of a release on its own replica", wait.Deadline)
 	}
 }
