@@ -137,7 +137,12 @@ func FuzzRoutes(f *testing.F) {
 	rurl := redistest.URL(f)
 	log := testLogger(nil)
 	res := startFuzzService(f, "reservations", func(ctx context.Context, ready func(net.Addr)) error {
-		return reservationservice.Run(ctx, reservationservice.Options{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-r", Replay: true, Logger: log}, ready)
+		svc, err := reservationservice.New(ctx, reservationservice.Options{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-r", Replay: true, Logger: log})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	lobby := startFuzzService(f, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
 		return lobbyservice.Run(ctx, lobbyservice.Options{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-l", Logger: log}, ready)

@@ -27,7 +27,7 @@ func reservationsDomain(addr string) domain {
 		},
 		fieldErrors: map[protoreflect.FullName]string{
 			"vigil.reservations.v1.CreateReservationRequest.ttl_seconds": "ttlSeconds must be an integer from 5 through 3600.",
-			"vigil.reservations.v1.ReplayAlarmRequest.now":               "now must be a positive integer timestamp.",
+			"vigil.reservations.v1.ReplayAlarmRequest.now":               "now must be an integer from 1 through 9007199254740991.", // input.PositiveSafeInt's sentence, as the service says
 		},
 	}
 }

@@ -22,7 +22,12 @@ func startReservations(t *testing.T, o service.Options) *running {
 		o.Logger = testLogger(t)
 	}
 	return startService(t, "reservations", func(ctx context.Context, ready func(net.Addr)) error {
-		return service.Run(ctx, o, ready)
+		svc, err := service.New(ctx, o)
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 }
 
@@ -51,7 +56,7 @@ func TestReservationLifecycle(t *testing.T) {
 	opts := func() service.Options {
 		return service.Options{
 			GRPCAddr: addr, Redis: redisx.Config{URL: rs.URL(t)}, Prefix: prefix, Replay: true,
-			Logger: slog.New(slog.NewJSONHandler(logs, nil)),
+			Logger: slog.New(slog.NewJSONHandler(logs, nil)), AlarmLog: logs,
 		}
 	}
 	svc := startReservations(t, opts())
@@ -101,7 +106,7 @@ func TestReservationLifecycle(t *testing.T) {
 	if at := num(t, got.body["expiredAt"]); at < shortExpires {
 		t.Fatalf("short hold expired at %d, before its expiresAt %d", at, shortExpires)
 	}
-	fired := logs.events(map[string]any{"event": "alarm", "id": "short-hold", "changed": true})
+	fired := logs.events(map[string]any{"event": "reservation-alarm", "phase": "done", "id": "short-hold", "changed": true})
 	if len(fired) != 1 {
 		t.Fatalf("short hold expired by %d alarm firings, want exactly 1", len(fired))
 	}
@@ -174,7 +179,7 @@ func TestReservationBadInput(t *testing.T) {
 	const (
 		ttlErr  = "ttlSeconds must be an integer from 5 through 3600."
 		idErr   = "Use a lowercase reservation ID containing 3-40 letters, digits, or hyphens."
-		nowErr  = "now must be a positive integer timestamp."
+		nowErr  = "now must be an integer from 1 through 9007199254740991."
 		bodyErr = "Send a JSON request body."
 	)
 	big := `{"ttlSeconds": 10, "pad": "` + strings.Repeat("x", 70<<10) + `"}`

@@ -36,7 +36,12 @@ func TestNoSecretInLogsMetricsOrStorage(t *testing.T) {
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
 	res := startService(t, "reservations", func(ctx context.Context, ready func(net.Addr)) error {
-		return reservationservice.Run(ctx, reservationservice.Options{Redis: rcfg, Prefix: prefix + "-r", Replay: true, Logger: log}, ready)
+		svc, err := reservationservice.New(ctx, reservationservice.Options{Redis: rcfg, Prefix: prefix + "-r", Replay: true, Logger: log})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	lobby := startService(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
 		return lobbyservice.Run(ctx, lobbyservice.Options{Redis: rcfg, Prefix: prefix + "-l", Logger: log}, ready)

@@ -149,10 +149,14 @@ func startReservationsStack(ctx context.Context, redisURL, prefix string) (*rese
 	st.finished.Add(1)
 	go func() {
 		defer st.finished.Done()
-		err := reservations.Run(runCtx, reservations.Options{
+		svc, err := reservations.New(runCtx, reservations.Options{
 			Redis: redisx.Config{URL: redisURL}, Prefix: prefix, Shards: st.shards,
-			Now: st.clock.Now, Logger: quiet.With("service", "reservations"),
-		}, func(a net.Addr) { grpcUp <- a.String() })
+			Now: st.clock.Now, Logger: quiet.With("service", "reservations"), AlarmLog: io.Discard,
+		})
+		if err == nil {
+			grpcUp <- svc.Addr().String()
+			err = svc.Serve(runCtx)
+		}
 		if err != nil && runCtx.Err() == nil {
 			failed <- fmt.Errorf("reservations service: %w", err)
 		}

@@ -59,7 +59,12 @@ func startStack(t *testing.T) (flags []string, prefix, url string, roomQueue *al
 	rc := redisx.Config{URL: url}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	res := start(t, "reservations", func(ctx context.Context, ready func(net.Addr)) error {
-		return reservations.Run(ctx, reservations.Options{Redis: rc, Prefix: prefix, Logger: quiet}, ready)
+		svc, err := reservations.New(ctx, reservations.Options{Redis: rc, Prefix: prefix, Logger: quiet})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	lk := start(t, "locks", func(ctx context.Context, ready func(net.Addr)) error {
 		svc, err := locks.New(ctx, locks.Options{Redis: rc, Prefix: prefix, Logger: quiet})

@@ -63,7 +63,12 @@ func runDev(ctx context.Context, args []string) error {
 	var b gateway.Backends
 	services := []devService{
 		{"reservations", func(ctx context.Context, ready func(net.Addr)) error {
-			return reservations.Run(ctx, reservations.Options{GRPCAddr: addr(0), Redis: rc, Replay: true, Logger: log.With("service", "reservations")}, ready)
+			svc, err := reservations.New(ctx, reservations.Options{GRPCAddr: addr(0), Redis: rc, Replay: true, Logger: log.With("service", "reservations")})
+			if err != nil {
+				return err
+			}
+			ready(svc.Addr())
+			return svc.Serve(ctx)
 		}, &b.Reservations},
 		{"locks", func(ctx context.Context, ready func(net.Addr)) error {
 			svc, err := locks.New(ctx, locks.Options{GRPCAddr: addr(1), Redis: rc, Logger: log.With("service", "locks")})

@@ -56,7 +56,12 @@ func TestTraceFollowsARequestAcrossServices(t *testing.T) {
 	logs := &syncBuffer{}
 	logger := slog.New(tracing.LogHandler(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	addr := start(t, "reservations", func(ctx context.Context, ready func(net.Addr)) error {
-		return reservations.Run(ctx, reservations.Options{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Logger: logger}, ready)
+		svc, err := reservations.New(ctx, reservations.Options{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Logger: logger})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	g, err := gateway.New(context.Background(), gateway.Options{Backends: gateway.Backends{Reservations: addr}, Logger: logger})
 	if err != nil {

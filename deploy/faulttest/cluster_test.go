@@ -46,10 +46,15 @@ func TestClusterFailoverLosesNoAlarm(t *testing.T) {
 		return firstDue.Add(time.Duration(time.Now().UnixNano()-jumpReal.Load()) / 4)
 	}
 	conn := start(t, func(ctx context.Context, ready func(net.Addr)) error {
-		return reservations.Run(ctx, reservations.Options{
+		svc, err := reservations.New(ctx, reservations.Options{
 			Redis: redisx.Config{ClusterAddrs: cl.Addrs()}, Prefix: prefix, Shards: 16,
-			Lease: time.Second, Logger: ev.Logger(), Now: now, // a 1 s lease is 4 s of real time
-		}, ready)
+			Lease: time.Second, Logger: ev.Logger(), AlarmLog: ev, Now: now, // a 1 s lease is 4 s of real time
+		})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	client := reservationsv1.NewReservationServiceClient(conn)
 	ctx := context.Background()

@@ -61,7 +61,12 @@ func startStack(t *testing.T, url, prefix string) *stack {
 	}
 	quiet := newEvents().Logger()
 	rc := dial(func(ctx context.Context, ready func(net.Addr)) error {
-		return reservations.Run(ctx, reservations.Options{Redis: cfg, Prefix: prefix, Logger: quiet}, ready)
+		svc, err := reservations.New(ctx, reservations.Options{Redis: cfg, Prefix: prefix, Logger: quiet})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	lc := dial(func(ctx context.Context, ready func(net.Addr)) error {
 		svc, err := locks.New(ctx, locks.Options{Redis: cfg, Prefix: prefix, Logger: quiet})

@@ -3,6 +3,7 @@
 package faulttest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -79,9 +80,17 @@ func (e *events) Logger() *slog.Logger {
 	return slog.New(slog.NewJSONHandler(e, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
+// Write takes one or more JSON lines: a slog line per call, or a batch of the reservations
+// service's alarm lines (its AlarmLog), of which only the "done" phase is an effect.
 func (e *events) Write(p []byte) (int, error) {
-	var m map[string]any
-	if json.Unmarshal(p, &m) == nil && m["event"] == "alarm" {
+	for _, line := range bytes.Split(p, []byte("\n")) {
+		var m map[string]any
+		if json.Unmarshal(line, &m) != nil {
+			continue
+		}
+		if m["event"] != "alarm" && (m["event"] != "reservation-alarm" || m["phase"] != "done") {
+			continue
+		}
 		e.mu.Lock()
 		e.fired++
 		if m["changed"] == true {

@@ -37,8 +37,13 @@ func TestFaultRedisUnreachable(t *testing.T) {
 	prefix := redistest.Prefix(t)
 	conn := start(t, func(ctx context.Context, ready func(net.Addr)) error {
 		// The production timeout, not the test default redistest.Main sets.
-		return reservations.Run(ctx, reservations.Options{Redis: redisx.Config{URL: srv.URL(t), Timeout: redisx.DefaultTimeout},
-			Prefix: prefix, Logger: newEvents().Logger()}, ready)
+		svc, err := reservations.New(ctx, reservations.Options{Redis: redisx.Config{URL: srv.URL(t), Timeout: redisx.DefaultTimeout},
+			Prefix: prefix, Logger: newEvents().Logger()})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	client := reservationsv1.NewReservationServiceClient(conn)
 	ctx := context.Background()
@@ -139,8 +144,13 @@ func TestFaultOverloadIsShed(t *testing.T) {
 	prefix := redistest.Prefix(t)
 	url, _ := redistest.Target(t)
 	conn := start(t, func(ctx context.Context, ready func(net.Addr)) error {
-		return reservations.Run(ctx, reservations.Options{Redis: redisx.Config{URL: url}, Prefix: prefix,
-			Logger: newEvents().Logger()}, ready)
+		svc, err := reservations.New(ctx, reservations.Options{Redis: redisx.Config{URL: url}, Prefix: prefix,
+			Logger: newEvents().Logger()})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	gwAddr := startGateway(t, gateway.Backends{Reservations: conn.Target()})
 

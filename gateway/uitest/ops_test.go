@@ -42,7 +42,12 @@ func TestOpsPage(t *testing.T) {
 	rc := redisx.Config{URL: redistest.URL(t)}
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	resAddr := startService(t, "reservations", func(ctx context.Context, ready func(net.Addr)) error {
-		return reservations.Run(ctx, reservations.Options{Redis: rc, Prefix: prefix, Logger: log}, ready)
+		svc, err := reservations.New(ctx, reservations.Options{Redis: rc, Prefix: prefix, Logger: log})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	lobbyAddr := startService(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
 		return lobby.Run(ctx, lobby.Options{Redis: rc, Prefix: prefix + ":lobby", Logger: log}, ready)
@@ -114,7 +119,12 @@ func TestOpsPageAsksForAnAdminKey(t *testing.T) {
 	rc := redisx.Config{URL: redistest.URL(t)}
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	resAddr := startService(t, "reservations", func(ctx context.Context, ready func(net.Addr)) error {
-		return reservations.Run(ctx, reservations.Options{Redis: rc, Prefix: prefix, Logger: log}, ready)
+		svc, err := reservations.New(ctx, reservations.Options{Redis: rc, Prefix: prefix, Logger: log})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	key, hash := gateway.NewAPIKey()
 	keys, err := gateway.ParseAPIKeys("ops " + hash + " admin")

@@ -42,14 +42,15 @@ var (
 	libLua string
 )
 
-// Lua is the alarm contract for domain scripts (lib.lua): alarm_set, alarm_clear, alarm_due and
-// alarm_int, Lua functions that set and clear an object's alarm by the queue's score rules.
-// Domain scripts use it through NewScript instead of writing ZADD and ZREM on the alarm set
-// themselves; a domain with a prelude of its own passes NewScript(name, prelude+src).
+// Lua is the alarm contract for domain scripts (lib.lua): alarm_set, alarm_clear,
+// alarm_clear_all, alarm_due and alarm_int, Lua functions that set and clear an object's alarm
+// by the queue's score rules. Domain scripts use it through NewScript instead of writing ZADD
+// and ZREM on the alarm set themselves; a domain with a prelude of its own passes
+// NewScript(name, prelude+src).
 func Lua() string { return libLua }
 
 // NewScript is redisx.NewScript(name, src) with the alarm contract (Lua) in front of src, so
-// src may call alarm_set, alarm_clear, alarm_due and alarm_int.
+// src may call alarm_set, alarm_clear, alarm_clear_all, alarm_due and alarm_int.
 func NewScript(name, src string) *redisx.Script { return redisx.NewScript(name, libLua+src) }
 
 // Options configure a Queue. Every zero value has the default given in its comment.

@@ -28,6 +28,14 @@ local function alarm_clear(key, id)
   redis.call('ZREM', key, id)
 end
 
+-- alarm_clear_all removes the alarms of every object id in the list ids, in variadic calls of
+-- at most a thousand (unpack takes at most a few thousand values: Lua's C stack).
+local function alarm_clear_all(key, ids)
+  for i = 1, #ids, 1000 do
+    redis.call('ZREM', key, unpack(ids, i, math.min(i + 999, #ids)))
+  end
+end
+
 -- alarm_due is object id's alarm score as Redis returns it (false when it has none). A leased
 -- or retrying alarm has a fractional score: readers floor it to whole ms.
 local function alarm_due(key, id)

@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"net"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -22,14 +21,9 @@ func TestAdminLooksUpAReservationAndItsAlarm(t *testing.T) {
 	t.Parallel()
 	_, prefix := redistest.Universal(t)
 	url, cluster := redistest.Target(t) // a Redis Cluster when VIGIL_TEST_REDIS_CLUSTER is set
-	ctx, cancel := context.WithCancel(context.Background())
-	addr := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, Options{Redis: redisx.Config{URL: url, ClusterAddrs: cluster}, Prefix: prefix}, func(a net.Addr) { addr <- a.String() })
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	conn, err := grpc.NewClient(<-addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	ctx := context.Background()
+	addr := start(t, Options{Redis: redisx.Config{URL: url, ClusterAddrs: cluster}, Prefix: prefix})
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,10 +4,9 @@
 package domain
 
 import (
-	"errors"
-	"regexp"
 	"time"
 
+	"github.com/vigil-dev/vigil/pkg/input"
 	"github.com/vigil-dev/vigil/pkg/usererr"
 )
 
@@ -29,62 +28,41 @@ const (
 	MaxTTLSeconds = 3600
 )
 
-// Errors callers can test with errors.Is. Each wraps a sentence meant for the end user.
+// The error kinds callers test with errors.Is: the shared kinds of pkg/usererr, which the
+// transport maps to gRPC codes with usererr.Status.
 var (
 	// ErrInvalid marks bad input.
-	ErrInvalid = errors.New("invalid input")
-	// ErrNotFound marks a reservation that was never created.
-	ErrNotFound = errors.New("reservation not found")
+	ErrInvalid = usererr.ErrInvalid
+	// ErrNotFound marks a reservation that was never created (and a replay on a service
+	// without replay: the route does not exist there).
+	ErrNotFound = usererr.ErrNotFound
 	// ErrConflict marks a transition the reservation's status forbids.
-	ErrConflict = errors.New("reservation status conflict")
-	// ErrReplayDisabled marks a replay on a service that runs without replay.
-	ErrReplayDisabled = errors.New("alarm replay disabled")
+	ErrConflict = usererr.ErrConflict
+	// ErrReplayDisabled is a replay on a service that runs without replay.
+	ErrReplayDisabled error = &usererr.Error{Kind: usererr.ErrNotFound,
+		Msg: "Alarm replay is disabled; start the reservations service with replay enabled."}
 )
 
-// UserError is an error with a sentence a person can act on (shared by every domain).
-type UserError = usererr.Error
-
-var userErr = usererr.New
-
-var idPattern = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{1,38}[a-z0-9])$`)
-
-// ValidateID checks a reservation id against the name rule.
-func ValidateID(id string) error {
-	if !idPattern.MatchString(id) {
-		return userErr(ErrInvalid, "Use a lowercase reservation ID containing 3-40 letters, digits, or hyphens.")
-	}
-	return nil
-}
+// ValidateID checks a reservation id against the seed lab's name rule.
+func ValidateID(id string) error { return input.Slug("reservation ID", id) }
 
 // ValidateTTL checks a time to live in seconds.
 func ValidateTTL(ttlSeconds int64) error {
-	if ttlSeconds < MinTTLSeconds || ttlSeconds > MaxTTLSeconds {
-		return userErr(ErrInvalid, "ttlSeconds must be an integer from %d through %d.", MinTTLSeconds, MaxTTLSeconds)
-	}
-	return nil
+	return input.Int("ttlSeconds", ttlSeconds, MinTTLSeconds, MaxTTLSeconds)
 }
 
-// ValidateNow checks an explicit replay time.
-func ValidateNow(nowMs int64) error {
-	if nowMs <= 0 {
-		return userErr(ErrInvalid, "now must be a positive integer timestamp.")
-	}
-	return nil
-}
+// ValidateNow checks an explicit replay time in ms: a safe integer of at least 1, so a browser
+// reads back exactly the expiredAt it sent.
+func ValidateNow(nowMs int64) error { return input.PositiveSafeInt("now", nowMs) }
 
 // NotFound is the error for a reservation that was never created.
 func NotFound(id string) error {
-	return userErr(ErrNotFound, "Reservation %s does not exist; create it first.", id)
+	return usererr.New(ErrNotFound, "Reservation %s does not exist; create it first.", id)
 }
 
 // Conflict is the error for a transition from a status that forbids it.
 func Conflict(id string, from Status, to Status) error {
-	return userErr(ErrConflict, "Reservation %s is %s and cannot be %s.", id, from, to)
-}
-
-// ReplayDisabled is the error for a replay on a service without replay enabled.
-func ReplayDisabled() error {
-	return userErr(ErrReplayDisabled, "Alarm replay is disabled; start the reservations service with replay enabled.")
+	return usererr.New(ErrConflict, "Reservation %s is %s and cannot be %s.", id, from, to)
 }
 
 // Reservation is one hold. Times are ms since the Unix epoch; zero means unset.
@@ -105,9 +83,10 @@ func New(id string, now time.Time, ttl time.Duration) Reservation {
 	return Reservation{ID: id, Status: Held, CreatedAt: now.UnixMilli(), ExpiresAt: exp, AlarmAt: exp}
 }
 
-// Expire is the alarm's transition: held → expired, only when the hold is due at nowMs.
-// It reports whether anything changed; running it again changes nothing.
-func (r *Reservation) Expire(nowMs int64) bool {
+// Expire is the alarm's transition: held → expired, only when the hold is due at now (whole
+// ms). It reports whether anything changed; running it again changes nothing.
+func (r *Reservation) Expire(now time.Time) bool {
+	nowMs := now.UnixMilli()
 	if r.Status != Held || r.ExpiresAt > nowMs {
 		return false
 	}
@@ -121,11 +100,11 @@ func (r *Reservation) Expire(nowMs int64) bool {
 // Settle is the client's transition: held → confirmed or released. A hold already past its
 // expiry expires first (correctness does not wait for the alarm), and then conflicts. Asking
 // for the status it already has succeeds and changes nothing.
-func (r *Reservation) Settle(to Status, nowMs int64) error {
+func (r *Reservation) Settle(to Status, now time.Time) error {
 	if r.Status == Missing || r.Status == "" {
 		return NotFound(r.ID)
 	}
-	r.Expire(nowMs)
+	r.Expire(now)
 	switch r.Status {
 	case to:
 		return nil

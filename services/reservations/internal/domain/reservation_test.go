@@ -9,13 +9,13 @@ import (
 func TestExpireIsIdempotent(t *testing.T) {
 	t.Parallel()
 	r := New("hold-1", time.UnixMilli(1000), 5*time.Second)
-	if r.Expire(5999) {
+	if r.Expire(time.UnixMilli(5999)) {
 		t.Fatalf("Expire(5999) before expiresAt=%d changed the hold", r.ExpiresAt)
 	}
-	if !r.Expire(6000) {
+	if !r.Expire(time.UnixMilli(6000)) {
 		t.Fatalf("Expire(6000) at expiresAt did not change the hold")
 	}
-	if r.Expire(7000) {
+	if r.Expire(time.UnixMilli(7000)) {
 		t.Fatalf("second Expire changed the hold again")
 	}
 	if r.ExpirationCount != 1 || r.Status != Expired || r.ExpiredAt != 6000 || r.AlarmAt != 0 {
@@ -46,7 +46,7 @@ func TestSettle(t *testing.T) {
 			t.Parallel()
 			r := New("hold-1", time.UnixMilli(1000), 5*time.Second)
 			r.Status = tt.from
-			err := r.Settle(tt.to, tt.nowMs)
+			err := r.Settle(tt.to, time.UnixMilli(tt.nowMs))
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("Settle(%s) error = %v, want %v", tt.to, err, tt.wantErr)
 			}
@@ -72,6 +72,13 @@ func TestValidate(t *testing.T) {
 	for ttl, ok := range map[int64]bool{4: false, 5: true, 3600: true, 3601: false, 0: false, -5: false} {
 		if err := ValidateTTL(ttl); (err == nil) != ok {
 			t.Errorf("ValidateTTL(%d) = %v, want ok=%v", ttl, err, ok)
+		}
+	}
+	// now is a safe integer of at least 1: 1e17 and 2^53+1 (which a JSON number cannot hold
+	// exactly) are refused, not stored rounded.
+	for now, ok := range map[int64]bool{1: true, 1<<53 - 1: true, 0: false, -1: false, 1<<53 + 1: false, 1e17: false} {
+		if err := ValidateNow(now); (err == nil) != ok || (err != nil && !errors.Is(err, ErrInvalid)) {
+			t.Errorf("ValidateNow(%d) = %v, want ok=%v", now, err, ok)
 		}
 	}
 }

@@ -1,27 +1,35 @@
--- expire.lua: the alarm's transition, held -> expired, only when the hold is due. Replays and
--- repeated firings find it already expired and change nothing: expirationCount never passes 1.
--- KEYS[1]  the reservation's hash
--- KEYS[2]  its shard's alarm sorted set
--- ARGV[1]  reservation id
--- ARGV[2]  now (ms)
--- Returns  {changed (0|1), status, createdAt, expiresAt, expiredAt, expirationCount, alarmAt};
---          status is 'missing' (and the rest false) when the reservation does not exist.
+-- expire.lua: the alarm's transition, held -> expired, only when a hold is due, for one
+-- reservation (a replay) or a whole claimed batch of one shard in one call (the scheduler).
+-- Replays and repeated firings find a hold already expired and change nothing:
+-- expirationCount never passes 1. pkg/alarm's contract (alarm_clear_all, alarm_due,
+-- alarm_int) comes first.
+-- KEYS[1]       the shard's alarm sorted set
+-- KEYS[2..n+1]  the reservations' hashes (all of that shard)
+-- ARGV[1]       now (ms)
+-- ARGV[2..n+1]  the reservation ids, in the order of their hashes
+-- Returns  one {changed (0|1), status, createdAt, expiresAt, expiredAt, expirationCount, alarmAt}
+--          per reservation, in order; status is 'missing' (and the rest absent) for one that
+--          does not exist.
 -- Arguments are checked before the first write: a script that faults halfway keeps its writes.
-local function int(s) return type(s) == 'string' and #s <= 16 and s:match('^%-?%d+$') ~= nil end
-if not int(ARGV[2]) then
-  return redis.error_reply('ERR expire.lua: now must be an integer')
+if not alarm_int(ARGV[1]) or #KEYS < 2 or #ARGV ~= #KEYS then
+  return redis.error_reply('ERR expire.lua: want an integer now and one id per reservation key')
 end
-local s = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'expiresAt', 'expiredAt', 'expirationCount')
-if not s[1] then
-  return {0, 'missing'}
+local now = ARGV[1]
+local nowN = tonumber(now)
+local out, expired = {}, {}
+for i = 2, #KEYS do
+  local id = ARGV[i]
+  local s = redis.call('HMGET', KEYS[i], 'status', 'createdAt', 'expiresAt', 'expiredAt', 'expirationCount')
+  if not s[1] then
+    out[#out + 1] = {0, 'missing'}
+  elseif s[1] == 'held' and tonumber(s[3]) <= nowN then
+    local count = (tonumber(s[5]) or 0) + 1
+    redis.call('HSET', KEYS[i], 'status', 'expired', 'expiredAt', now, 'expirationCount', count)
+    expired[#expired + 1] = id
+    out[#out + 1] = {1, 'expired', s[2], s[3], now, count, false}
+  else
+    out[#out + 1] = {0, s[1], s[2], s[3], s[4], s[5], alarm_due(KEYS[1], id)}
+  end
 end
-local changed = 0
-if s[1] == 'held' and tonumber(s[3]) <= tonumber(ARGV[2]) then
-  redis.call('HSET', KEYS[1], 'status', 'expired', 'expiredAt', ARGV[2])
-  s[5] = redis.call('HINCRBY', KEYS[1], 'expirationCount', 1)
-  s[1] = 'expired'
-  s[4] = ARGV[2]
-  redis.call('ZREM', KEYS[2], ARGV[1])
-  changed = 1
-end
-return {changed, s[1], s[2], s[3], s[4], s[5], redis.call('ZSCORE', KEYS[2], ARGV[1])}
+alarm_clear_all(KEYS[1], expired)
+return out

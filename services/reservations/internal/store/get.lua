@@ -1,4 +1,5 @@
--- get.lua: read a reservation and its alarm in one atomic step.
+-- get.lua: read a reservation and its alarm in one atomic step. pkg/alarm's contract
+-- (alarm_due) comes first.
 -- KEYS[1]  the reservation's hash
 -- KEYS[2]  its shard's alarm sorted set
 -- ARGV[1]  reservation id
@@ -8,4 +9,4 @@ local s = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'expiresAt', 'expi
 if not s[1] then
   return {'missing'}
 end
-return {s[1], s[2], s[3], s[4], s[5], redis.call('ZSCORE', KEYS[2], ARGV[1])}
+return {s[1], s[2], s[3], s[4], s[5], alarm_due(KEYS[2], ARGV[1])}

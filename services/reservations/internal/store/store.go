@@ -1,11 +1,12 @@
 // Package store keeps reservations in Redis. Each reservation is a hash under its alarm shard's
 // hash tag, so every transition is one Lua compare-and-set script that changes the state and
-// moves the alarm together.
+// moves the alarm together (through pkg/alarm's Lua contract).
 package store
 
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -29,40 +30,59 @@ var (
 	getLua string
 )
 
+// ErrShortReply is a script answer the store cannot read: Redis and the store disagree about
+// a script (a deployment mixing versions).
+var ErrShortReply = errors.New("reservations store: unexpected script reply")
+
+// Options configure a Store.
+type Options struct {
+	// Queue is the reservations' alarm queue: its shard layout places every key, and its
+	// Wake is called when a new alarm is its shard's earliest. Required.
+	Queue *alarm.Queue
+}
+
 // Store is the reservations' Redis store.
 type Store struct {
 	rdb    redis.UniversalClient
 	q      *alarm.Queue
+	keys   keys
 	create *redisx.Script
 	expire *redisx.Script
 	settle *redisx.Script
 	get    *redisx.Script
 }
 
-// New returns a store on rdb whose alarms live in q.
-func New(rdb redis.UniversalClient, q *alarm.Queue) *Store {
+// New returns a store on rdb.
+func New(rdb redis.UniversalClient, o Options) (*Store, error) {
+	if o.Queue == nil {
+		return nil, errors.New("reservations store: Options.Queue is required")
+	}
 	return &Store{
 		rdb:    rdb,
-		q:      q,
-		create: redisx.NewScript("create.lua", createLua),
-		expire: redisx.NewScript("expire.lua", expireLua),
-		settle: redisx.NewScript("settle.lua", settleLua),
-		get:    redisx.NewScript("get.lua", getLua),
-	}
+		q:      o.Queue,
+		keys:   keys{q: o.Queue},
+		create: alarm.NewScript("create.lua", createLua),
+		expire: alarm.NewScript("expire.lua", expireLua),
+		settle: alarm.NewScript("settle.lua", settleLua),
+		get:    alarm.NewScript("get.lua", getLua),
+	}, nil
 }
 
-// keys are the reservation's hash and its shard's alarm set: one hash tag.
-func (s *Store) keys(id string) []string {
-	k := s.q.KeysOf(id)
-	return []string{k.Tag + ":res:" + id, k.Alarms}
+// scriptErr is err from a script run for id: a refusal of its arguments is bad input
+// (InvalidArgument), anything else the store failing.
+func scriptErr(op, id string, err error) error {
+	if redisx.Refused(err) {
+		return redisx.ArgErr(err)
+	}
+	return fmt.Errorf("%s reservation %s: %w", op, id, err)
 }
 
 // Create holds reservation id from now for ttl, resetting any earlier hold and its alarm.
 func (s *Store) Create(ctx context.Context, id string, now time.Time, ttl time.Duration) (domain.Reservation, error) {
 	r := domain.New(id, now, ttl)
-	head, err := s.create.Run(ctx, s.rdb, s.keys(id), id, r.CreatedAt, r.ExpiresAt).Int()
+	head, err := s.create.Run(ctx, s.rdb, s.keys.one(id), id, r.CreatedAt, r.ExpiresAt).Int()
 	if err != nil {
-		return domain.Reservation{}, fmt.Errorf("create reservation %s: %w", id, err)
+		return domain.Reservation{}, scriptErr("create", id, err)
 	}
 	if head == 1 {
 		s.q.Wake(ctx, s.q.ShardOf(id))
@@ -72,57 +92,75 @@ func (s *Store) Create(ctx context.Context, id string, now time.Time, ttl time.D
 
 // Get reads reservation id; one never created has status Missing.
 func (s *Store) Get(ctx context.Context, id string) (domain.Reservation, error) {
-	res, err := s.get.Run(ctx, s.rdb, s.keys(id), id).Slice()
+	res, err := s.get.Run(ctx, s.rdb, s.keys.one(id), id).Slice()
 	if err != nil {
-		return domain.Reservation{}, fmt.Errorf("get reservation %s: %w", id, err)
+		return domain.Reservation{}, scriptErr("get", id, err)
 	}
 	return parse(id, res), nil
 }
 
-// Expire runs the alarm's transition at nowMs and reports whether it changed the hold.
-func (s *Store) Expire(ctx context.Context, id string, nowMs int64) (domain.Reservation, bool, error) {
-	res, err := s.expire.Run(ctx, s.rdb, s.keys(id), id, nowMs).Slice()
+// Expire runs the alarm's transition for reservation id at now and reports whether it changed
+// the hold.
+func (s *Store) Expire(ctx context.Context, id string, now time.Time) (domain.Reservation, bool, error) {
+	res, err := s.ExpireBatch(ctx, []string{id}, now)
 	if err != nil {
-		return domain.Reservation{}, false, fmt.Errorf("expire reservation %s: %w", id, err)
+		return domain.Reservation{}, false, err
 	}
-	return parse(id, res[1:]), res[0] == int64(1), nil
+	return res[0].Reservation, res[0].Changed, nil
 }
 
-// ExpireResult is the outcome of one expiry in a batch.
-type ExpireResult struct {
+// Expired is the outcome of the alarm's transition for one reservation.
+type Expired struct {
 	Reservation domain.Reservation
-	Changed     bool
-	Err         error
+	// Changed is true when this call expired the hold (exactly one call ever does).
+	Changed bool
 }
 
-// ExpireBatch runs the alarm's transition for many reservations in one pipeline.
-func (s *Store) ExpireBatch(ctx context.Context, ids []string, nowMs int64) []ExpireResult {
-	out := make([]ExpireResult, len(ids))
-	cmds := make([]*redis.Cmd, len(ids))
-	_, err := redisx.Pipelined(ctx, s.rdb, []*redisx.Script{s.expire}, func(p redis.Pipeliner) {
-		for i, id := range ids {
-			cmds[i] = s.expire.Queue(ctx, p, s.keys(id), id, nowMs)
-		}
-	})
+// ExpireBatch runs the alarm's transition at now for every reservation of ids, one script call
+// per alarm shard (a claimed batch is one shard: one call). It answers in the order of ids, or
+// fails as a whole: a call either ran or did not, and a retry changes nothing twice.
+func (s *Store) ExpireBatch(ctx context.Context, ids []string, now time.Time) ([]Expired, error) {
+	out := make([]Expired, len(ids))
+	byShard := map[int][]int{}
 	for i, id := range ids {
-		res, cerr := cmds[i].Slice()
-		switch {
-		case cerr != nil:
-			out[i].Err = fmt.Errorf("expire reservation %s: %w", id, cerr)
-		case err != nil && len(res) == 0:
-			out[i].Err = fmt.Errorf("expire reservation %s: %w", id, err)
-		default:
-			out[i] = ExpireResult{Reservation: parse(id, res[1:]), Changed: res[0] == int64(1)}
+		sh := s.q.ShardOf(id)
+		byShard[sh] = append(byShard[sh], i)
+	}
+	nowMs := now.UnixMilli()
+	for _, idx := range byShard {
+		keys := make([]string, 1, len(idx)+1)
+		args := make([]any, 1, len(idx)+1)
+		keys[0], args[0] = s.keys.alarms(ids[idx[0]]), nowMs
+		for _, i := range idx {
+			keys = append(keys, s.keys.reservation(ids[i]))
+			args = append(args, ids[i])
+		}
+		res, err := s.expire.Run(ctx, s.rdb, keys, args...).Slice()
+		if err != nil {
+			return nil, scriptErr("expire", ids[idx[0]], err)
+		}
+		if len(res) != len(idx) {
+			return nil, fmt.Errorf("expire: %d answers for %d reservations: %w", len(res), len(idx), ErrShortReply)
+		}
+		for j, i := range idx {
+			f, _ := res[j].([]any)
+			if len(f) < 2 {
+				return nil, fmt.Errorf("expire %s: %w", ids[i], ErrShortReply)
+			}
+			out[i] = Expired{Reservation: parse(ids[i], f[1:]), Changed: f[0] == int64(1)}
 		}
 	}
-	return out
+	return out, nil
 }
 
-// Settle moves a held reservation to confirmed or released at nowMs.
-func (s *Store) Settle(ctx context.Context, id string, to domain.Status, nowMs int64) (domain.Reservation, error) {
-	res, err := s.settle.Run(ctx, s.rdb, s.keys(id), id, string(to), nowMs).Slice()
+// Settle moves a held reservation to confirmed or released at now.
+func (s *Store) Settle(ctx context.Context, id string, to domain.Status, now time.Time) (domain.Reservation, error) {
+	res, err := s.settle.Run(ctx, s.rdb, s.keys.one(id), id, string(to), now.UnixMilli()).Slice()
 	if err != nil {
-		return domain.Reservation{}, fmt.Errorf("settle reservation %s: %w", id, err)
+		return domain.Reservation{}, scriptErr("settle", id, err)
+	}
+	if len(res) < 1 {
+		return domain.Reservation{}, fmt.Errorf("settle %s: %w", id, ErrShortReply)
 	}
 	r := parse(id, res[1:])
 	switch res[0] {

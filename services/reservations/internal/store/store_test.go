@@ -22,7 +22,11 @@ func newStore(t *testing.T) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return New(rdb, q)
+	s, err := New(rdb, Options{Queue: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // TestScriptsMatchDomain drives the Lua scripts and the Go state machine with the same random
@@ -54,8 +58,8 @@ func TestScriptsMatchDomain(t *testing.T) {
 			*twin = domain.New(id, time.UnixMilli(now), ttl)
 		case 1:
 			var changed bool
-			got, changed, err = s.Expire(ctx, id, now)
-			wantChanged := twin.Status != domain.Missing && twin.Expire(now)
+			got, changed, err = s.Expire(ctx, id, time.UnixMilli(now))
+			wantChanged := twin.Status != domain.Missing && twin.Expire(time.UnixMilli(now))
 			if err == nil && changed != wantChanged {
 				t.Fatalf("step %d: Expire(%s, %d) changed = %v, want %v", step, id, now, changed, wantChanged)
 			}
@@ -64,8 +68,8 @@ func TestScriptsMatchDomain(t *testing.T) {
 			if op == 3 {
 				to = domain.Released
 			}
-			got, err = s.Settle(ctx, id, to, now)
-			wantErr = twin.Settle(to, now)
+			got, err = s.Settle(ctx, id, to, time.UnixMilli(now))
+			wantErr = twin.Settle(to, time.UnixMilli(now))
 			if !sameKind(err, wantErr) {
 				t.Fatalf("step %d: Settle(%s, %s) error = %v, want %v", step, id, to, err, wantErr)
 			}
@@ -92,8 +96,8 @@ func sameKind(got, want error) bool {
 	return got == nil && want == nil
 }
 
-// TestExpireBatchExactlyOnce runs the batch transition three times over the same holds, as a
-// replayed alarm would: each hold expires once.
+// TestExpireBatchExactlyOnce runs the batch transition three times over the same holds (four
+// shards, so several script calls), as a replayed alarm would: each hold expires once.
 func TestExpireBatchExactlyOnce(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
@@ -107,13 +111,14 @@ func TestExpireBatchExactlyOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	due := start.Add(5 * time.Second).UnixMilli()
+	due := start.Add(5 * time.Second)
 	for round := range 3 {
 		changed := 0
-		for _, res := range s.ExpireBatch(ctx, ids, due+int64(round)) {
-			if res.Err != nil {
-				t.Fatalf("round %d: %v", round, res.Err)
-			}
+		results, err := s.ExpireBatch(ctx, ids, due.Add(time.Duration(round)*time.Millisecond))
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		for _, res := range results {
 			if res.Changed {
 				changed++
 			}
@@ -128,5 +133,33 @@ func TestExpireBatchExactlyOnce(t *testing.T) {
 		if changed != want {
 			t.Fatalf("round %d: %d holds changed, want %d", round, changed, want)
 		}
+	}
+}
+
+// TestScriptRefusalIsInvalidArgument sends values the service's own checks stop (a replay time
+// beyond 16 digits) straight to the store: the script refuses them, nothing is written, and
+// the error is bad input, not a store failure.
+func TestScriptRefusalIsInvalidArgument(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	if _, err := s.Create(ctx, "seat-1", time.UnixMilli(1_700_000_000_000), 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	far := time.UnixMilli(1e17)
+	if _, _, err := s.Expire(ctx, "seat-1", far); !errors.Is(err, domain.ErrInvalid) {
+		t.Fatalf("Expire(now=1e17) = %v, want ErrInvalid", err)
+	}
+	if _, err := s.Settle(ctx, "seat-1", domain.Confirmed, far); !errors.Is(err, domain.ErrInvalid) {
+		t.Fatalf("Settle(now=1e17) = %v, want ErrInvalid", err)
+	}
+	if _, err := s.Create(ctx, "seat-2", far, 5*time.Second); !errors.Is(err, domain.ErrInvalid) {
+		t.Fatalf("Create(now=1e17) = %v, want ErrInvalid", err)
+	}
+	if r, err := s.Get(ctx, "seat-1"); err != nil || r.Status != domain.Held || r.ExpirationCount != 0 {
+		t.Fatalf("after refusals Get(seat-1) = %+v, %v; want it held, untouched", r, err)
+	}
+	if r, err := s.Get(ctx, "seat-2"); err != nil || r.Status != domain.Missing {
+		t.Fatalf("after a refused create Get(seat-2) = %+v, %v; want missing", r, err)
 	}
 }

@@ -1,17 +1,15 @@
-// Package transport serves the reservation use cases over gRPC: proto ⇄ domain, and the one
-// place domain errors become gRPC status codes.
+// Package transport serves the reservation use cases over gRPC: it only maps proto ⇄ domain,
+// and errors to status codes with usererr.Status.
 package transport
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
+	"github.com/vigil-dev/vigil/pkg/usererr"
 	"github.com/vigil-dev/vigil/services/reservations/internal/app"
 	"github.com/vigil-dev/vigil/services/reservations/internal/domain"
 )
@@ -81,27 +79,9 @@ func (s *Server) ReleaseReservation(ctx context.Context, req *reservationsv1.Rel
 	return &reservationsv1.ReleaseReservationResponse{Reservation: toProto(r)}, nil
 }
 
-// toStatus maps domain errors to gRPC codes; anything else is logged and hidden.
+// toStatus maps an error to the client's status: the one mapping every service shares.
 func (s *Server) toStatus(ctx context.Context, err error) error {
-	var ue *domain.UserError
-	msg := "internal error"
-	if errors.As(err, &ue) {
-		msg = ue.Msg
-	}
-	switch {
-	case errors.Is(err, domain.ErrInvalid):
-		return status.Error(codes.InvalidArgument, msg)
-	case errors.Is(err, domain.ErrNotFound), errors.Is(err, domain.ErrReplayDisabled):
-		return status.Error(codes.NotFound, msg)
-	case errors.Is(err, domain.ErrConflict):
-		return status.Error(codes.FailedPrecondition, msg)
-	case errors.Is(err, context.Canceled):
-		return status.Error(codes.Canceled, "request cancelled")
-	case errors.Is(err, context.DeadlineExceeded):
-		return status.Error(codes.DeadlineExceeded, "request timed out")
-	}
-	s.log.ErrorContext(ctx, "reservations store failed", "event", "store_error", "err", err)
-	return status.Error(codes.Unavailable, "the reservations store is unavailable; try again")
+	return usererr.Status(ctx, s.log, "reservations store", err)
 }
 
 func toProto(r domain.Reservation) *reservationsv1.Reservation {
