@@ -26,6 +26,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/vigil-dev/vigil/gateway/socket"
 	"github.com/vigil-dev/vigil/pkg/tracing"
 )
 
@@ -100,6 +101,8 @@ type Gateway struct {
 	// router holds every route under its pattern (routes.go); auth checks keys (auth.go).
 	router *router
 	auth   *authenticator
+	// sockets holds every WebSocket of every route (gateway/socket).
+	sockets *socket.Registry
 }
 
 // New dials the configured backends (lazily: a backend that is down makes its routes answer
@@ -129,6 +132,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	}
 	o.DialOptions = append(o.DialOptions, tracing.DialOptions()...)
 	g := &Gateway{o: o, conns: map[string]*grpc.ClientConn{}, log: o.Logger}
+	g.sockets = g.socketRegistry()
 	m := &apiMarshaler{allowEmpty: map[protoreflect.FullName]bool{}, fieldErrors: map[protoreflect.FullName]string{}}
 	successCodes := map[string]int{}
 	var served []domain
@@ -214,6 +218,10 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 // Handler serves every route of the gateway.
 func (g *Gateway) Handler() http.Handler { return g.handler }
 
+// CloseSockets closes every WebSocket with 1001 (going away) and waits until they are closed
+// or ctx ends; new upgrades are refused from now on. Clients reconnect and resume.
+func (g *Gateway) CloseSockets(ctx context.Context) error { return g.sockets.Shutdown(ctx) }
+
 // Close closes the backend connections.
 func (g *Gateway) Close() {
 	for _, c := range g.conns {
@@ -250,6 +258,12 @@ func Run(ctx context.Context, o Options, ready func(addr net.Addr)) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), g.o.DrainTimeout)
 	defer cancel()
+	// Sockets first, inside the same deadline: hijacked connections are outside the server's
+	// Shutdown, and a socket must hear 1001 (reconnect elsewhere) before the process ends.
+	// The listener is closed by Shutdown below; upgrades arriving meanwhile are refused.
+	open := g.sockets.Open()
+	sockErr := g.sockets.Shutdown(sctx)
+	g.log.Info("gateway sockets closed", "event", "sockets_closed", "sockets", open, "err", sockErr)
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("gateway shutdown: %w", err)
 	}

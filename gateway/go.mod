@@ -31,7 +31,6 @@ require (
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/go-ole/go-ole v1.3.0 // indirect
-	github.com/google/uuid v1.6.0 // indirect
 	github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus v1.1.1 // indirect
 	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.4 // indirect
 	github.com/klauspost/compress v1.20.1 // indirect
@@ -88,6 +87,7 @@ replace github.com/vigil-dev/vigil/pkg => ../pkg
 require (
 	github.com/coder/websocket v1.8.15
 	github.com/felixge/httpsnoop v1.1.0
+	github.com/google/uuid v1.6.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/vigil-dev/vigil/services/chat v0.0.0
 	github.com/vigil-dev/vigil/services/lobby v0.0.0

@@ -5,8 +5,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/felixge/httpsnoop"
@@ -16,9 +14,9 @@ import (
 )
 
 // What the gateway tells operators about its own traffic: requests by status, time to answer,
-// requests shed under load, and open WebSocket connections in all and per room. Sockets are
-// counted where their connection is hijacked and closed, so every WebSocket route is counted
-// without the bridges doing anything.
+// and requests shed under load. Open sockets are counted by the socket layer
+// (vigil_gateway_sockets{route}, vigil_gateway_socket_rooms{route}). No label takes user input:
+// methods, status codes, routes and reasons are fixed sets.
 
 var (
 	httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -33,57 +31,10 @@ var (
 		Name: "vigil_gateway_requests_shed_total",
 		Help: "Requests refused to protect the system: 429 rate limited or over quota, 503 a backend unavailable.",
 	}, []string{"reason"})
-	socketsOpen = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "vigil_gateway_sockets", Help: "Open WebSocket connections on this gateway, by route (chat, room).",
-	}, []string{"route"})
-	roomSockets = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "vigil_gateway_room_sockets", Help: "Open WebSocket connections on this gateway per room; a room's series goes when its last socket closes.",
-	}, []string{"route", "room"})
 )
 
 func init() {
-	prometheus.MustRegister(httpRequests, httpSeconds, shedRequests, socketsOpen, roomSockets)
-}
-
-// roomCounts keeps the per-room socket counts, so a room's series is deleted at zero.
-var roomCounts = struct {
-	sync.Mutex
-	n map[[2]string]int
-}{n: map[[2]string]int{}}
-
-func socketOpened(route, room string) {
-	socketsOpen.WithLabelValues(route).Inc()
-	roomCounts.Lock()
-	defer roomCounts.Unlock()
-	k := [2]string{route, room}
-	roomCounts.n[k]++
-	roomSockets.WithLabelValues(route, room).Set(float64(roomCounts.n[k]))
-}
-
-func socketClosed(route, room string) {
-	socketsOpen.WithLabelValues(route).Dec()
-	roomCounts.Lock()
-	defer roomCounts.Unlock()
-	k := [2]string{route, room}
-	if roomCounts.n[k]--; roomCounts.n[k] <= 0 {
-		delete(roomCounts.n, k)
-		roomSockets.DeleteLabelValues(route, room)
-		return
-	}
-	roomSockets.WithLabelValues(route, room).Set(float64(roomCounts.n[k]))
-}
-
-// socketLabels names a WebSocket request's route and room: /rooms/{code}/websocket is a practice
-// room, /websocket?room= a chat room.
-func socketLabels(r *http.Request) (route, room string) {
-	if code, ok := strings.CutPrefix(r.URL.Path, "/rooms/"); ok {
-		return "room", strings.TrimSuffix(code, "/websocket")
-	}
-	room = r.URL.Query().Get("room")
-	if room == "" {
-		room = "general"
-	}
-	return "chat", room
+	prometheus.MustRegister(httpRequests, httpSeconds, shedRequests)
 }
 
 // observe wraps the gateway's handler with its metrics and, when tracing is on, its spans.
@@ -112,13 +63,8 @@ func observe(next http.Handler) http.Handler {
 			Hijack: func(next httpsnoop.HijackFunc) httpsnoop.HijackFunc {
 				return func() (net.Conn, *bufio.ReadWriter, error) {
 					conn, rw, err := next()
-					if err != nil {
-						return conn, rw, err
-					}
-					hijacked = true
-					route, room := socketLabels(r)
-					socketOpened(route, room)
-					return &countedConn{Conn: conn, route: route, room: room}, rw, nil
+					hijacked = err == nil
+					return conn, rw, err
 				}
 			},
 		})
@@ -140,17 +86,4 @@ func observe(next http.Handler) http.Handler {
 		}
 	})
 	return tracing.HTTPHandler(counted, "gateway")
-}
-
-// countedConn is a hijacked WebSocket connection that leaves the socket counts once, when the
-// socket closes it.
-type countedConn struct {
-	net.Conn
-	route, room string
-	once        sync.Once
-}
-
-func (c *countedConn) Close() error {
-	c.once.Do(func() { socketClosed(c.route, c.room) })
-	return c.Conn.Close()
 }

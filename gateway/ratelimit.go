@@ -1,12 +1,11 @@
 package gateway
 
 // Abuse limits at the edge: a token bucket per API key (or per client address for requests
-// without a key) answering 429 with Retry-After, a quota of rooms created per key, and a cap on
-// the sockets this gateway holds per room. Per-socket frame rate and size limits live in the
-// WebSocket bridge (wsLimits), fed from Limits.
+// without a key) answering 429 with Retry-After, and a quota of rooms created per key. The cap
+// on the sockets this gateway holds per room and the per-socket frame rate and size limits
+// live in the socket layer (gateway/socket), fed from Limits.
 
 import (
-	"bufio"
 	"fmt"
 	"math"
 	"net"
@@ -195,85 +194,4 @@ func clientAddr(r *http.Request, trusted []netip.Prefix) string {
 		}
 	}
 	return peer
-}
-
-// socketCounts counts the sockets this gateway holds per room.
-type socketCounts struct {
-	max int
-	mu  sync.Mutex
-	n   map[string]int
-}
-
-func (c *socketCounts) acquire(room string) bool {
-	if c.max < 0 {
-		return true
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.n[room] >= c.max {
-		return false
-	}
-	c.n[room]++
-	return true
-}
-
-func (c *socketCounts) release(room string) {
-	if c.max < 0 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.n[room]--; c.n[room] <= 0 {
-		delete(c.n, room)
-	}
-}
-
-// socketRoom names the room a WebSocket upgrade joins ("chat/general", "room/abc123"), or ""
-// for a route that is not a room socket.
-func socketRoom(route string, r *http.Request) string {
-	switch route {
-	case "GET /websocket":
-		room := r.URL.Query().Get("room")
-		if room == "" {
-			room = "general"
-		}
-		return "chat/" + room
-	case "GET /rooms/{code}/websocket":
-		parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
-		if len(parts) == 3 {
-			return "room/" + parts[1]
-		}
-	}
-	return ""
-}
-
-// countedWriter holds a room's socket slot until the hijacked connection closes, or until the
-// handler returns without hijacking (a refused upgrade).
-type countedWriter struct {
-	http.ResponseWriter
-	release  func()
-	hijacked bool
-}
-
-// Hijack implements http.Hijacker: the connection gives the slot back when it is closed.
-func (w *countedWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	nc, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
-	if err != nil {
-		return nil, nil, err
-	}
-	w.hijacked = true
-	return &releasingConn{Conn: nc, release: sync.OnceFunc(w.release)}, brw, nil
-}
-
-// Unwrap lets http.ResponseController reach the server's writer.
-func (w *countedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-type releasingConn struct {
-	net.Conn
-	release func()
-}
-
-func (c *releasingConn) Close() error {
-	c.release()
-	return c.Conn.Close()
 }

@@ -8,15 +8,14 @@ import (
 	"math"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"os"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/vigil-dev/vigil/gateway/socket"
 	"github.com/vigil-dev/vigil/pkg/config"
 	"github.com/vigil-dev/vigil/pkg/server"
 )
@@ -55,8 +54,9 @@ type Security struct {
 	Now func() time.Time
 }
 
-// secure wraps the gateway's routes in authentication, rate limits, origin checks and socket
-// caps, in that order.
+// secure wraps the gateway's routes in authentication and rate limits. WebSocket origins and
+// the sockets per room are checked by the socket layer (gateway/socket) when a route admits
+// an upgrade.
 func (g *Gateway) secure(next http.Handler) http.Handler {
 	s := g.o.Security
 	auth := len(s.Keys) > 0
@@ -78,7 +78,6 @@ func (g *Gateway) secure(next http.Handler) http.Handler {
 	g.auth = a
 	requests := newLimiterSet(lim.Rate, lim.Burst, now)
 	roomQuota := newLimiterSet(lim.RoomsPerHour/3600, int(math.Ceil(lim.RoomsPerHour)), now)
-	sockets := &socketCounts{max: lim.SocketsPerRoom, n: map[string]int{}}
 
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !validUTF8(r) {
@@ -143,26 +142,6 @@ func (g *Gateway) secure(next http.Handler) http.Handler {
 				return
 			}
 		}
-		if isWebSocketUpgrade(r) {
-			if !originAllowed(r, s.AllowedOrigins) {
-				refused("origin")
-				writeError(w, http.StatusForbidden, "WebSockets from this page's origin are not allowed here.")
-				return
-			}
-			if room := socketRoom(route, r); room != "" {
-				if !sockets.acquire(room) {
-					refused("room_sockets")
-					tooMany(w, time.Second, "sockets in this room")
-					return
-				}
-				cw := &countedWriter{ResponseWriter: w, release: func() { sockets.release(room) }}
-				next.ServeHTTP(cw, r)
-				if !cw.hijacked {
-					sockets.release(room)
-				}
-				return
-			}
-		}
 		next.ServeHTTP(w, r)
 	})
 }
@@ -183,32 +162,6 @@ func validUTF8(r *http.Request) bool {
 		}
 	}
 	return true
-}
-
-// originAllowed reports whether a WebSocket upgrade may proceed: it carries no Origin (not a
-// browser), its origin is the gateway's own host, or it matches an allowed pattern.
-func originAllowed(r *http.Request, patterns []string) bool {
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return true
-	}
-	u, err := url.Parse(origin)
-	if err != nil {
-		return false
-	}
-	if u.Host != "" && strings.EqualFold(u.Host, r.Host) {
-		return true
-	}
-	for _, p := range patterns {
-		target := u.Host
-		if strings.Contains(p, "://") {
-			target = u.Scheme + "://" + u.Host
-		}
-		if ok, _ := path.Match(strings.ToLower(p), strings.ToLower(target)); ok {
-			return true
-		}
-	}
-	return false
 }
 
 // SecurityFlags defines the gateway's security flags on fs, each with an environment
@@ -293,13 +246,28 @@ func splitList(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })
 }
 
-// socketLimits are Limits' per-socket limits in the WebSocket bridges' terms. A route whose
-// frames are larger by nature passes its own frame limit, used unless MaxFrameBytes is set.
-func (g *Gateway) socketLimits(routeMaxFrame int64) wsLimits {
+// socketLimits are Limits' per-socket limits in the socket layer's terms. A route whose frames
+// are larger by nature passes its own frame limit, used unless MaxFrameBytes is set.
+func (g *Gateway) socketLimits(routeMaxFrame int64) socket.Limits {
 	frame := g.o.Security.Limits.MaxFrameBytes
 	if frame <= 0 {
 		frame = routeMaxFrame
 	}
 	l := g.o.Security.Limits.withDefaults(len(g.o.Security.Keys) > 0)
-	return wsLimits{MaxFrame: frame, Rate: l.SocketRate, Burst: l.SocketBurst}.withDefaults()
+	return socket.Limits{MaxFrame: frame, Rate: l.SocketRate, Burst: l.SocketBurst}.WithDefaults()
+}
+
+// socketRegistry is the gateway's one socket registry, with the origins and per-room cap of
+// the security options.
+func (g *Gateway) socketRegistry() *socket.Registry {
+	s := g.o.Security
+	lim := s.Limits.withDefaults(len(s.Keys) > 0)
+	return socket.NewRegistry(socket.Options{
+		OriginPatterns: s.AllowedOrigins,
+		MaxPerRoom:     lim.SocketsPerRoom,
+		OnRefuse: func(r *http.Request, reason string) {
+			g.log.InfoContext(r.Context(), "socket refused", "event", "refused", "reason", reason,
+				"method", r.Method, "path", r.URL.Path, "client", clientAddr(r, lim.TrustedProxies))
+		},
+	})
 }

@@ -1,0 +1,48 @@
+package gateway
+
+import (
+	"encoding/json"
+
+	"github.com/vigil-dev/vigil/gateway/socket"
+	chatv1 "github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1"
+)
+
+func encodeChatEntry(m *chatv1.ChatMessage) chatEntry {
+	obj, _ := json.Marshal(struct {
+		ID     int64  `json:"id"`
+		User   string `json:"user"`
+		UserID string `json:"userId"`
+		Body   string `json:"body"`
+		TS     int64  `json:"ts"`
+	}{m.GetId(), m.GetUser(), m.GetUserId(), m.GetBody(), m.GetTs()})
+	payload := make([]byte, 0, len(obj)+17)
+	payload = append(payload, `{"type":"message",`...)
+	payload = append(payload, obj[1:]...)
+	return chatEntry{id: m.GetId(), obj: obj, frame: socket.TextFrame(payload)}
+}
+
+func historyFrame(entries []chatEntry) []byte {
+	n := 40
+	for _, e := range entries {
+		n += len(e.obj) + 1
+	}
+	f := make([]byte, 0, n)
+	f = append(f, `{"type":"history","messages":[`...)
+	for i, e := range entries {
+		if i > 0 {
+			f = append(f, ',')
+		}
+		f = append(f, e.obj...)
+	}
+	return append(f, "]}"...)
+}
+
+// addMember waits for the room's first history, then sends m its history frame and makes it
+// a member, atomically with respect to live messages: nothing is missed or repeated.
+func errorFrame(msg string) []byte {
+	b, _ := json.Marshal(struct {
+		Type  string `json:"type"`
+		Error string `json:"error"`
+	}{"error", msg})
+	return b
+}

@@ -1,0 +1,98 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	chatv1 "github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1"
+)
+
+func (r *chatRoom) addMember(m *chatMember, since *int64) error {
+	t := time.NewTimer(r.b.joinTimeout)
+	defer t.Stop()
+	select {
+	case <-r.ready:
+	case <-t.C:
+		return errors.New("no history from the chat service in time")
+	}
+	var older []chatEntry
+	fetched := false
+	for attempt := 0; ; attempt++ {
+		r.mu.Lock()
+		entries, ok := r.historyFor(since, older, fetched)
+		if !ok && attempt < 3 {
+			r.mu.Unlock()
+			var err error
+			if older, err = r.fetchSince(*since); err != nil {
+				return err
+			}
+			fetched = true
+			continue
+		}
+		m.sock.Send(historyFrame(entries))
+		r.members[m] = struct{}{}
+		r.mu.Unlock()
+		return nil
+	}
+}
+
+// historyFor is a joiner's history: the last joinLimit messages, or every message after since.
+// ok is false when the recent list does not reach back to since and older (read from the
+// service) does not bridge the gap; the entries are then the best available. Called with r.mu.
+func (r *chatRoom) historyFor(since *int64, older []chatEntry, fetched bool) ([]chatEntry, bool) {
+	if since == nil {
+		return r.recent[max(0, len(r.recent)-r.joinLimit):], true
+	}
+	if *since >= r.lastID {
+		return nil, true
+	}
+	if len(r.recent) > 0 && r.recent[0].id <= *since+1 {
+		return r.recent[sortSearchEntries(r.recent, *since+1):], true
+	}
+	// The service may already have stored messages this room has not delivered yet: those
+	// come live, so older stops at lastID.
+	older = older[:sortSearchEntries(older, r.lastID+1)]
+	next := *since + 1
+	if len(older) > 0 {
+		next = older[len(older)-1].id + 1
+	}
+	tail := r.recent[sortSearchEntries(r.recent, next):]
+	entries := append(older[:len(older):len(older)], tail...)
+	bridged := next > r.lastID || (len(r.recent) > 0 && r.recent[0].id <= next)
+	// Nothing kept after since (trimmed): what the room has is all there is.
+	return entries, bridged || (fetched && len(older) == 0)
+}
+
+// sortSearchEntries is the index of the first entry with id >= id.
+func sortSearchEntries(entries []chatEntry, id int64) int {
+	lo, hi := 0, len(entries)
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if entries[mid].id < id {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// fetchSince reads the kept messages after since from the service, for a resume older than
+// the room's recent list.
+func (r *chatRoom) fetchSince(since int64) ([]chatEntry, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.b.joinTimeout)
+	defer cancel()
+	res, err := r.b.client.ListMessages(ctx, &chatv1.ListMessagesRequest{Room: r.name, Since: &since, Limit: 1000})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]chatEntry, 0, len(res.GetMessages()))
+	for _, m := range res.GetMessages() {
+		out = append(out, encodeChatEntry(m))
+	}
+	return out, nil
+}
+
+// setStream makes s the stream posts go to (nil while detached), and re-sends the posts that
+// were waiting; their post ids make a repeat harmless.

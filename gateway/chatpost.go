@@ -1,0 +1,95 @@
+package gateway
+
+import (
+	"strconv"
+	"time"
+
+	chatv1 "github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1"
+)
+
+type pendingPost struct {
+	seq  uint64
+	post *chatv1.Post
+	done chan *chatv1.PostResult
+}
+
+func (r *chatRoom) setStream(s chatv1.ChatService_ConnectClient) {
+	r.mu.Lock()
+	r.stream = s
+	var resend []*pendingPost
+	if s != nil {
+		for _, p := range r.pending {
+			resend = append(resend, p)
+		}
+	}
+	r.mu.Unlock()
+	if len(resend) == 0 {
+		return
+	}
+	// In the order they were posted.
+	for i := 1; i < len(resend); i++ {
+		for j := i; j > 0 && resend[j].seq < resend[j-1].seq; j-- {
+			resend[j], resend[j-1] = resend[j-1], resend[j]
+		}
+	}
+	r.sendMu.Lock()
+	defer r.sendMu.Unlock()
+	for _, p := range resend {
+		if err := s.Send(&chatv1.ConnectRequest{Kind: &chatv1.ConnectRequest_Post{Post: p.post}}); err != nil {
+			return
+		}
+	}
+}
+
+// post stores a member's message and waits for the service's answer. It returns "" when the
+// message was stored (the member receives it like everyone else), or the sentence of an error
+// frame.
+func (r *chatRoom) post(m *chatMember, body string) string {
+	r.mu.Lock()
+	r.postRefs++
+	ref := strconv.FormatUint(r.postRefs, 10)
+	p := &pendingPost{
+		seq: r.postRefs,
+		post: &chatv1.Post{
+			Ref: ref, PostId: r.b.postPrefix + strconv.FormatUint(r.b.postSeq.Add(1), 36),
+			UserId: m.userID, User: m.username, Body: body,
+		},
+		done: make(chan *chatv1.PostResult, 1),
+	}
+	r.pending[ref] = p
+	s := r.stream
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.pending, ref)
+		r.mu.Unlock()
+	}()
+	if s != nil {
+		r.sendMu.Lock()
+		// A failed send is retried by the next stream's setStream.
+		_ = s.Send(&chatv1.ConnectRequest{Kind: &chatv1.ConnectRequest_Post{Post: p.post}})
+		r.sendMu.Unlock()
+	}
+	t := time.NewTimer(r.b.postTimeout)
+	defer t.Stop()
+	select {
+	case res := <-p.done:
+		return res.GetError()
+	case <-t.C:
+		return "Chat is unavailable right now; send the message again shortly."
+	}
+}
+
+// resolve hands a post's result to the waiting member.
+func (r *chatRoom) resolve(res *chatv1.PostResult) {
+	r.mu.Lock()
+	p := r.pending[res.GetRef()]
+	r.mu.Unlock()
+	if p == nil {
+		return // a repeat's answer, or a post that gave up waiting
+	}
+	select {
+	case p.done <- res:
+	default:
+	}
+}

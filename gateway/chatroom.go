@@ -1,0 +1,279 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/vigil-dev/vigil/gateway/socket"
+	chatv1 "github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1"
+
+	"google.golang.org/grpc/connectivity"
+)
+
+// chatRoom is the gateway's side of one room: its upstream stream, its recent messages, and
+// its local members.
+type chatRoom struct {
+	b      *chatBridge
+	name   string
+	refs   int // members and joiners; guarded by b.mu
+	cancel context.CancelFunc
+
+	ready    chan struct{} // closed when the first history arrived
+	readyErr error
+
+	mu        sync.Mutex
+	members   map[*chatMember]struct{}
+	recent    []chatEntry // contiguous ids ending at lastID
+	lastID    int64
+	attached  bool // lastID is meaningful: re-attach with since = lastID
+	joinLimit int
+	stream    chatv1.ChatService_ConnectClient // nil while detached
+	pending   map[string]*pendingPost
+	postRefs  uint64
+
+	sendMu sync.Mutex // serialises Send on the stream
+}
+
+// chatEntry is one message, encoded once for every socket.
+type chatEntry struct {
+	id int64
+	// obj is the message as a JSON object; frame is the message frame, framed once for every
+	// socket.
+	obj   []byte
+	frame socket.Frame
+}
+
+// recentMin is how many messages a room keeps at least, to serve joins and short resumes
+// without asking the service.
+const recentMin = 256
+
+func newChatRoom(b *chatBridge, name string) *chatRoom {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &chatRoom{
+		b: b, name: name, cancel: cancel, ready: make(chan struct{}),
+		members: map[*chatMember]struct{}{}, pending: map[string]*pendingPost{},
+	}
+	go r.run(ctx)
+	return r
+}
+
+// run keeps the room attached until ctx ends: when a stream breaks, it re-attaches (to any
+// replica) from the last delivered id.
+func (r *chatRoom) run(ctx context.Context) {
+	backoff := 10 * time.Millisecond
+	for {
+		gotHistory, err := r.attach(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if r.b.conn.GetState() == connectivity.Shutdown {
+			r.shutdown()
+			return
+		}
+		if gotHistory {
+			backoff = 10 * time.Millisecond
+		}
+		r.b.log.Warn("chat stream broke; re-attaching", "event", "chat_reattach", "room", r.name, "lastId", r.lastIDNow(), "err", err)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		backoff = min(backoff*2, time.Second)
+	}
+}
+
+func (r *chatRoom) lastIDNow() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastID
+}
+
+// shutdown closes every member: the gateway is shutting down.
+func (r *chatRoom) shutdown() {
+	r.mu.Lock()
+	members := make([]*chatMember, 0, len(r.members))
+	for m := range r.members {
+		members = append(members, m)
+	}
+	r.mu.Unlock()
+	for _, m := range members {
+		go m.sock.Close(socket.GoingAway, "gateway shutting down")
+	}
+}
+
+// attach runs one Connect stream until it breaks.
+func (r *chatRoom) attach(ctx context.Context) (gotHistory bool, err error) {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := r.b.client.Connect(sctx)
+	if err != nil {
+		return false, err
+	}
+	join := &chatv1.Join{Room: r.name}
+	r.mu.Lock()
+	if r.attached {
+		since := r.lastID
+		join.Since = &since
+	}
+	r.mu.Unlock()
+	if err := stream.Send(&chatv1.ConnectRequest{Kind: &chatv1.ConnectRequest_Join{Join: join}}); err != nil {
+		return false, err
+	}
+	first, err := stream.Recv()
+	if err != nil {
+		return false, err
+	}
+	h := first.GetHistory()
+	if h == nil {
+		return false, errors.New("chat stream: first response is not a history")
+	}
+	r.applyHistory(h)
+	r.setStream(stream)
+	defer r.setStream(nil)
+	// Post results are handed over as they arrive, not queued behind the fan-out of the
+	// messages before them; messages go to the fan-out below, in order.
+	msgs := make(chan *chatv1.ChatMessage, 1024)
+	recvErr := make(chan error, 1)
+	go func() {
+		defer close(msgs)
+		for {
+			resp, err := stream.Recv()
+			if err != nil {
+				recvErr <- err
+				return
+			}
+			switch k := resp.Kind.(type) {
+			case *chatv1.ConnectResponse_Message:
+				select {
+				case msgs <- k.Message:
+				case <-sctx.Done():
+					recvErr <- sctx.Err()
+					return
+				}
+			case *chatv1.ConnectResponse_PostResult:
+				r.resolve(k.PostResult)
+			}
+		}
+	}()
+	// Under load, messages that are already waiting are fanned out together: each socket gets
+	// them in one queue append and one write.
+	var deliverErr error
+	batch := make([]*chatv1.ChatMessage, 0, maxFanOutBatch)
+	for m := range msgs {
+		if deliverErr != nil {
+			continue // draining after a gap, until the receiver stops
+		}
+		batch = append(batch[:0], m)
+	more:
+		for len(batch) < maxFanOutBatch {
+			select {
+			case m, ok := <-msgs:
+				if !ok {
+					break more
+				}
+				batch = append(batch, m)
+			default:
+				break more
+			}
+		}
+		if deliverErr = r.deliver(batch); deliverErr != nil {
+			cancel()
+		}
+	}
+	if deliverErr != nil {
+		return true, deliverErr
+	}
+	return true, <-recvErr
+}
+
+// applyHistory takes a stream's first answer: the room's start, or the messages missed while
+// detached.
+func (r *chatRoom) applyHistory(h *chatv1.History) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.attached {
+		r.attached = true
+		r.joinLimit = int(h.GetJoinLimit())
+		if r.joinLimit <= 0 {
+			r.joinLimit = 50
+		}
+		r.recent = r.recent[:0]
+		for _, m := range h.GetMessages() {
+			r.recent = append(r.recent, encodeChatEntry(m))
+		}
+		r.lastID = h.GetLastId()
+		close(r.ready)
+		return
+	}
+	msgs := h.GetMessages()
+	if h.GetTruncated() || (len(msgs) > 0 && msgs[0].GetId() > r.lastID+1) {
+		// Messages were trimmed from the log while detached: they are lost to this room's
+		// members, and the recent list restarts so it stays contiguous.
+		r.b.log.Warn("chat messages missed while detached are no longer kept", "event", "chat_gap_lost", "room", r.name, "lastId", r.lastID)
+		r.recent = r.recent[:0]
+	}
+	for _, m := range msgs {
+		r.deliverLocked(m)
+	}
+	if h.GetLastId() > r.lastID && len(msgs) == 0 {
+		r.lastID = h.GetLastId()
+	}
+}
+
+// maxFanOutBatch bounds how many waiting messages are fanned out together.
+const maxFanOutBatch = 64
+
+// deliver hands live messages, in order, to every member. A gap means the stream lost
+// messages: the caller re-attaches from the last id.
+func (r *chatRoom) deliver(batch []*chatv1.ChatMessage) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	frames := make([]socket.Frame, 0, len(batch))
+	for _, m := range batch {
+		if m.GetId() > r.lastID+1 {
+			r.fanOut(frames)
+			return errors.New("chat stream skipped ids")
+		}
+		if e, ok := r.appendLocked(m); ok {
+			frames = append(frames, e.frame)
+		}
+	}
+	r.fanOut(frames)
+	return nil
+}
+
+// deliverLocked hands one message to every member. Called with r.mu.
+func (r *chatRoom) deliverLocked(m *chatv1.ChatMessage) {
+	if e, ok := r.appendLocked(m); ok {
+		r.fanOut([]socket.Frame{e.frame})
+	}
+}
+
+// appendLocked adds m to the recent list; false when it was delivered before. Called with r.mu.
+func (r *chatRoom) appendLocked(m *chatv1.ChatMessage) (chatEntry, bool) {
+	if m.GetId() <= r.lastID {
+		return chatEntry{}, false
+	}
+	e := encodeChatEntry(m)
+	r.lastID = m.GetId()
+	r.recent = append(r.recent, e)
+	if keep := max(recentMin, r.joinLimit); len(r.recent) >= 2*keep {
+		r.recent = append(r.recent[:0:0], r.recent[len(r.recent)-keep:]...)
+	}
+	return e, true
+}
+
+// fanOut queues frames on every member's socket. Called with r.mu.
+func (r *chatRoom) fanOut(frames []socket.Frame) {
+	if len(frames) == 0 {
+		return
+	}
+	for mem := range r.members {
+		mem.sock.SendFrames(frames)
+	}
+}

@@ -1,0 +1,226 @@
+package socket
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"golang.org/x/time/rate"
+)
+
+// Limits are a socket route's limits. Every zero value has the default in its comment.
+type Limits struct {
+	// MaxFrame is the largest frame a client may send, in bytes; larger closes with 1009.
+	// Default 16 KiB.
+	MaxFrame int64
+	// PingInterval is how often the server pings a client. Default 25s.
+	PingInterval time.Duration
+	// PongTimeout is how long the server waits for a pong before it closes the socket.
+	// Default 10s.
+	PongTimeout time.Duration
+	// SendQueue is how many frames may wait for a slow client; one more closes it with 1013.
+	// Default 256.
+	SendQueue int
+	// WriteTimeout bounds one write to a client; a client that takes longer is closed.
+	// Default 10s.
+	WriteTimeout time.Duration
+	// Rate is how many frames a second a client may send on average, and Burst how many at
+	// once; a frame over the limit gets an error frame and is dropped. Defaults 20 and 40.
+	Rate  float64
+	Burst int
+}
+
+// WithDefaults fills the zero values.
+func (l Limits) WithDefaults() Limits {
+	if l.MaxFrame <= 0 {
+		l.MaxFrame = 16 << 10
+	}
+	if l.PingInterval <= 0 {
+		l.PingInterval = 25 * time.Second
+	}
+	if l.PongTimeout <= 0 {
+		l.PongTimeout = 10 * time.Second
+	}
+	if l.SendQueue <= 0 {
+		l.SendQueue = 256
+	}
+	if l.WriteTimeout <= 0 {
+		l.WriteTimeout = 10 * time.Second
+	}
+	if l.Rate <= 0 {
+		l.Rate = 20
+	}
+	if l.Burst <= 0 {
+		l.Burst = 40
+	}
+	return l
+}
+
+// Close codes beyond the library's names.
+const (
+	// TryAgainLater (1013) closes a slow consumer or a socket whose backend is unavailable:
+	// it may reconnect and resume.
+	TryAgainLater = websocket.StatusTryAgainLater
+	// GoingAway (1001) closes every socket when the gateway shuts down.
+	GoingAway = websocket.StatusGoingAway
+)
+
+// Conn is one accepted WebSocket. One goroutine (the route's reader) calls Read and Allow;
+// Send, SendFrame, SendFrames and Close may be called from anywhere.
+//
+// It is built for many idle sockets: a writer goroutine exists only while frames are queued;
+// pings run on a timer; the connection's buffers are small. And for fan-out: frames built
+// once (TextFrame) are shared by every socket, and a burst of queued frames leaves in one
+// writev.
+type Conn struct {
+	c     *websocket.Conn
+	nc    *netConn
+	lim   *Limits
+	ping  *time.Timer
+	rate  *rate.Limiter
+	entry *entry
+
+	// pack, set before the first Send, lets a burst of queued text frames leave as ONE frame
+	// whose payloads are separated by newlines (a client opts in; see PackBursts).
+	pack bool
+
+	mu      sync.Mutex
+	queue   []Frame
+	writing bool
+	closed  bool
+	// done is closed when the socket is closed for good (by either side).
+	done chan struct{}
+}
+
+func newConn(c *websocket.Conn, nc *netConn, lim *Limits) *Conn {
+	c.SetReadLimit(lim.MaxFrame)
+	s := &Conn{c: c, nc: nc, lim: lim, rate: rate.NewLimiter(rate.Limit(lim.Rate), lim.Burst), done: make(chan struct{})}
+	s.ping = time.AfterFunc(lim.PingInterval, s.keepAlive)
+	return s
+}
+
+// PackBursts makes the socket send a burst of queued text frames as one frame, payloads
+// separated by "\n" (newline-delimited JSON), as Centrifugo does: under load a client reads
+// and the kernel writes far fewer frames. Only for clients that asked for it; call before the
+// first Send.
+func (s *Conn) PackBursts() { s.pack = true }
+
+// Done is closed once the socket is closed, whoever closed it.
+func (s *Conn) Done() <-chan struct{} { return s.done }
+
+// keepAlive pings the client from a timer; a missing pong closes the socket. The pong is read
+// by the socket's reader goroutine.
+func (s *Conn) keepAlive() {
+	ctx, cancel := context.WithTimeout(context.Background(), s.lim.PongTimeout)
+	defer cancel()
+	if err := s.c.Ping(ctx); err != nil {
+		s.CloseNow()
+		return
+	}
+	s.mu.Lock()
+	if !s.closed {
+		s.ping.Reset(s.lim.PingInterval)
+	}
+	s.mu.Unlock()
+}
+
+// Read returns the next text or binary frame's payload. Only the reader goroutine calls it.
+// An oversized frame closes the socket with 1009 and returns an error; so does a client that
+// closes or goes away.
+func (s *Conn) Read() ([]byte, error) {
+	_, data, err := s.c.Read(context.Background())
+	if err != nil {
+		s.markClosed()
+		return nil, err
+	}
+	return data, nil
+}
+
+// Allow takes one token of the socket's frame rate limit; false means the frame is over it.
+func (s *Conn) Allow() bool { return s.rate.Allow() }
+
+// Send queues payload as a text frame; see SendFrame.
+func (s *Conn) Send(payload []byte) bool { return s.SendFrame(TextFrame(payload)) }
+
+// SendFrame queues a frame without blocking. It returns false when the socket is closed or its
+// queue is full; a full queue closes the socket with 1013 (the client should reconnect and
+// resume). f is shared, not copied: callers must not change it afterwards.
+func (s *Conn) SendFrame(f Frame) bool { return s.SendFrames([]Frame{f}) }
+
+// SendFrames queues several frames at once, in order (a burst: one queue append, one write).
+// Like SendFrame, it never blocks, and the frames are shared, not copied.
+func (s *Conn) SendFrames(fs []Frame) bool {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return false
+	}
+	if len(s.queue)+len(fs) > s.lim.SendQueue {
+		s.closed = true
+		s.queue = nil
+		s.mu.Unlock()
+		go s.close(TryAgainLater, "slow consumer: reconnect and resume with since")
+		return false
+	}
+	s.queue = append(s.queue, fs...)
+	start := !s.writing
+	s.writing = true
+	s.mu.Unlock()
+	if start {
+		go s.writeLoop()
+	}
+	return true
+}
+
+// writeLoop writes queued frames until the queue is empty, then ends: no goroutine waits on an
+// idle socket. Each burst leaves in one writev.
+func (s *Conn) writeLoop() {
+	for {
+		s.mu.Lock()
+		batch := s.queue
+		s.queue = nil
+		if len(batch) == 0 || s.closed {
+			s.writing = false
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		if s.pack && len(batch) > 1 {
+			batch = []Frame{PackFrames(batch)}
+		}
+		if err := s.nc.writeFrames(batch, s.lim.WriteTimeout); err != nil {
+			s.CloseNow()
+			s.mu.Lock()
+			s.writing = false
+			s.mu.Unlock()
+			return
+		}
+	}
+}
+
+// Close sends the close frame (what is still queued is abandoned) and closes the socket. It
+// may block up to a few seconds for the handshake; call it from the reader goroutine or its own.
+func (s *Conn) Close(code websocket.StatusCode, reason string) {
+	s.markClosed()
+	s.close(code, reason)
+}
+
+// CloseNow closes the socket without a close frame.
+func (s *Conn) CloseNow() {
+	s.markClosed()
+	_ = s.c.CloseNow()
+}
+
+func (s *Conn) close(code websocket.StatusCode, reason string) {
+	s.ping.Stop()
+	_ = s.c.Close(code, reason)
+}
+
+func (s *Conn) markClosed() {
+	s.mu.Lock()
+	s.closed = true
+	s.queue = nil
+	s.mu.Unlock()
+	s.ping.Stop()
+}
