@@ -1,0 +1,356 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/wait"
+	lobbyservice "github.com/vigil-dev/vigil/services/lobby/service"
+	roomservice "github.com/vigil-dev/vigil/services/room/service"
+)
+
+// roomStack is a Lobby, a Room service on a fixed address (so it can be restarted or killed
+// and come back there) and a gateway, on this test's key prefix, with every log captured.
+type roomStack struct {
+	gw        string
+	url       string
+	prefix    string
+	lobbyAddr string
+	roomAddr  string
+	lease     time.Duration
+	logs      *logBuffer
+	log       *slog.Logger
+}
+
+func newRoomStack(t *testing.T, lease time.Duration) *roomStack {
+	t.Helper()
+	_, prefix := redistest.Client(t)
+	s := &roomStack{url: redistest.URL(t), prefix: prefix, roomAddr: freeAddr(t), lease: lease, logs: &logBuffer{}}
+	s.log = slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	lobby := startService(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
+		return lobbyservice.Run(ctx, lobbyservice.Options{
+			Redis: redisx.Config{URL: s.url}, Prefix: prefix + "-lobby", IdleTTL: time.Hour, PruneGrace: time.Second,
+			Logger: s.log.With("service", "lobby"),
+		}, ready)
+	})
+	s.lobbyAddr = lobby.addr
+	return s
+}
+
+// startRoom runs the Room service in-process on the stack's address.
+func (s *roomStack) startRoom(t *testing.T) *running {
+	t.Helper()
+	return startService(t, "room", func(ctx context.Context, ready func(net.Addr)) error {
+		return roomservice.Run(ctx, roomservice.Options{
+			GRPCAddr: s.roomAddr, Redis: redisx.Config{URL: s.url}, Prefix: s.prefix + "-room", Shards: 4,
+			LobbyAddr: s.lobbyAddr, IdleTTL: time.Hour, SessionLease: s.lease, Logger: s.log.With("service", "room"),
+		}, ready)
+	})
+}
+
+// startGateway serves the gateway in front of the stack, logging into the stack's buffer.
+func (s *roomStack) startGateway(t *testing.T) {
+	t.Helper()
+	g, err := New(context.Background(), Options{Backends: Backends{Lobby: s.lobbyAddr, Room: s.roomAddr}, Logger: s.log.With("service", "gateway")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { srv.Close(); g.Close() })
+	s.gw = srv.URL
+}
+
+// roomBinary builds the Room service's command once per test binary.
+var roomBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "vigil-room-bin")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "room")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/vigil-dev/vigil/services/room/cmd/room").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build room: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// startRoomProcess runs the Room service as a child process on the stack's address, so the
+// test can SIGKILL it (no clean-up of any kind runs). It returns once the process listens.
+func (s *roomStack) startRoomProcess(t *testing.T) (kill func()) {
+	t.Helper()
+	bin, err := roomBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-grpc-addr", s.roomAddr, "-metrics-addr", "", "-redis-url", s.url,
+		"-prefix", s.prefix+"-room", "-shards", "4", "-lobby-addr", s.lobbyAddr, "-idle-ttl", "1h",
+		"-session-lease", s.lease.String(), "-log-level", "error")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start room process: %v", err)
+	}
+	kill = sync.OnceFunc(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	t.Cleanup(kill)
+	wait.For(t, "the room process listens", func() error {
+		c, err := net.Dial("tcp", s.roomAddr)
+		if err == nil {
+			_ = c.Close()
+		}
+		return err
+	})
+	return kill
+}
+
+func (s *roomStack) createRoom(t *testing.T) (code, token string) {
+	t.Helper()
+	r := call(t, "POST", s.gw+"/lobby/rooms", `{"name": "Resilient", "video": {"title": "Routine", "durationMs": 180000}}`)
+	if r.code != http.StatusCreated {
+		t.Fatalf("POST /lobby/rooms = %d %s", r.code, r.raw)
+	}
+	return r.body["code"].(string), r.body["leaderToken"].(string)
+}
+
+// lobbySampler reads the room's Lobby entry over and over until stopped and remembers every
+// (viewers, leaderPresent) it saw that differs from want.
+type lobbySampler struct {
+	stop  chan struct{}
+	done  chan struct{}
+	mu    sync.Mutex
+	wrong []string
+	n     int
+}
+
+func sampleLobby(t *testing.T, gw, code string, viewers int64, leader bool) *lobbySampler {
+	l := &lobbySampler{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		for {
+			select {
+			case <-l.stop:
+				return
+			default:
+			}
+			res, err := http.Get(gw + "/lobby/rooms/" + code)
+			if err != nil {
+				continue
+			}
+			var body struct {
+				Viewers       int64 `json:"viewers"`
+				LeaderPresent bool  `json:"leaderPresent"`
+			}
+			err = json.NewDecoder(res.Body).Decode(&body)
+			res.Body.Close()
+			l.mu.Lock()
+			l.n++
+			if res.StatusCode == http.StatusOK && err == nil && (body.Viewers != viewers || body.LeaderPresent != leader) {
+				l.wrong = append(l.wrong, fmt.Sprintf("%d viewers, leader %v", body.Viewers, body.LeaderPresent))
+			}
+			l.mu.Unlock()
+			time.Sleep(10 * time.Millisecond) // a sampling pace, not a wait for a condition
+		}
+	}()
+	return l
+}
+
+func (l *lobbySampler) finish(t *testing.T) {
+	t.Helper()
+	close(l.stop)
+	<-l.done
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.wrong) > 0 {
+		t.Errorf("the Lobby's count moved while the room service was replaced: %d of %d reads were %v", len(l.wrong), l.n, l.wrong)
+	}
+}
+
+// assertOpen fails if any socket was closed.
+func assertOpen(t *testing.T, socks ...*roomSocket) {
+	t.Helper()
+	for i, s := range socks {
+		select {
+		case err := <-s.closed:
+			t.Fatalf("socket %d closed: %v", i, err)
+		default:
+		}
+	}
+}
+
+// roomReplaced runs the restart scenario: a leader and viewers in a room, the Room service
+// stopped, a leader's mark sent while it is away, the service started again, and then: no
+// socket closed, every socket got a fresh state, the mark sent in the gap reached every
+// viewer, the Lobby's count never moved, the leader's next sync reaches every viewer, and a
+// viewer who leaves is counted.
+func roomReplaced(t *testing.T, s *roomStack, stop, start func()) {
+	const viewers = 5
+	code, token := s.createRoom(t)
+	lead := mustDialRoom(t, s.gw, code, "role=leader&clientId=lead&token="+token)
+	lead.next("state")
+	var vs []*roomSocket
+	for i := range viewers {
+		v := mustDialRoom(t, s.gw, code, fmt.Sprintf("role=viewer&clientId=v%d", i))
+		v.next("state")
+		vs = append(vs, v)
+	}
+	wait.For(t, "the Lobby counts 5 viewers and the leader", lobbyViewers(t, s.gw, code, viewers, true))
+
+	sampler := sampleLobby(t, s.gw, code, viewers, true)
+	stop()
+	lead.send(`{"type": "mark", "positionMs": 1000, "label": "in the gap"}`)
+	start()
+	// Each socket's session re-attaches and the socket gets the room's state again; the mark
+	// sent in the gap reaches every viewer, as a mark frame or in that state.
+	if st := lead.nextWithin("state", wait.Deadline); st["viewers"] != json.Number(fmt.Sprint(viewers)) || st["leaderPresent"] != true {
+		t.Fatalf("leader's state after the re-attach = %v, want %d viewers and the leader", st, viewers)
+	}
+	for _, v := range vs {
+		gotState, gotMark := false, false
+		for !gotState || !gotMark {
+			f := v.nextWithin("", wait.Deadline)
+			switch f["type"] {
+			case "state":
+				gotState = true
+				gotMark = gotMark || strings.Contains(fmt.Sprint(f["marks"]), "in the gap")
+			case "mark":
+				gotMark = gotMark || f["label"] == "in the gap"
+			}
+		}
+	}
+	lead.send(`{"type": "sync", "playing": true, "positionMs": 4242}`)
+	for i, v := range vs {
+		if f := v.nextWithin("sync", wait.Deadline); f["positionMs"] != json.Number("4242") {
+			t.Fatalf("viewer %d's sync = %v, want positionMs 4242", i, f)
+		}
+	}
+	sampler.finish(t)
+	assertOpen(t, append([]*roomSocket{lead}, vs...)...)
+
+	_ = vs[0].c.Close(websocket.StatusNormalClosure, "bye")
+	wait.For(t, "the Lobby counts the viewer who left", lobbyViewers(t, s.gw, code, viewers-1, true))
+	assertOpen(t, append([]*roomSocket{lead}, vs[1:]...)...)
+	s.assertNoErrors(t)
+}
+
+// assertNoErrors fails on any ERROR line in the stack's logs.
+func (s *roomStack) assertNoErrors(t *testing.T) {
+	t.Helper()
+	if errs := s.logs.events(map[string]any{"level": "ERROR"}); len(errs) > 0 {
+		t.Errorf("%d ERROR log lines, want none; first: %v", len(errs), errs[0])
+	}
+}
+
+// TestPracticeRoomSurvivesGracefulRestart: the Room service drains and a new one starts on the
+// same address; no socket closes and the Lobby's count never moves.
+func TestPracticeRoomSurvivesGracefulRestart(t *testing.T) {
+	t.Parallel()
+	s := newRoomStack(t, 15*time.Second)
+	room := s.startRoom(t)
+	s.startGateway(t)
+	roomReplaced(t, s, room.stop, func() { s.startRoom(t) })
+}
+
+// TestPracticeRoomSurvivesKill: the Room service is SIGKILLed and started again on the same
+// address; the sessions, still leased, re-attach: no socket closes and the Lobby's count never
+// moves.
+func TestPracticeRoomSurvivesKill(t *testing.T) {
+	t.Parallel()
+	s := newRoomStack(t, 15*time.Second)
+	kill := s.startRoomProcess(t)
+	s.startGateway(t)
+	roomReplaced(t, s, kill, func() { s.startRoomProcess(t) })
+}
+
+// TestPracticeRoomLeaveIsNotAnError: viewers and a leader who leave normally (closing their
+// sockets, or just dropping the connection) write no ERROR line, in the gateway or the
+// services, and are uncounted.
+func TestPracticeRoomLeaveIsNotAnError(t *testing.T) {
+	t.Parallel()
+	s := newRoomStack(t, 15*time.Second)
+	s.startRoom(t)
+	s.startGateway(t)
+	code, token := s.createRoom(t)
+	lead := mustDialRoom(t, s.gw, code, "role=leader&clientId=lead&token="+token)
+	lead.next("state")
+	a := mustDialRoom(t, s.gw, code, "role=viewer&clientId=a")
+	b := mustDialRoom(t, s.gw, code, "role=viewer&clientId=b")
+	a.next("state")
+	b.next("state")
+	wait.For(t, "two viewers counted", lobbyViewers(t, s.gw, code, 2, true))
+	_ = a.c.Close(websocket.StatusNormalClosure, "bye")
+	_ = b.c.CloseNow()
+	_ = lead.c.Close(websocket.StatusGoingAway, "tab closed")
+	wait.For(t, "everyone uncounted", lobbyViewers(t, s.gw, code, 0, false))
+	wait.Until(t, "the gateway logged the leaves", func() bool {
+		return len(s.logs.events(map[string]any{"event": "ws_left"})) >= 3
+	})
+	s.assertNoErrors(t)
+}
+
+// nextWithin is next with a deadline of its own; typ "" takes any frame.
+func (s *roomSocket) nextWithin(typ string, within time.Duration) map[string]any {
+	s.t.Helper()
+	deadline := time.After(within)
+	for {
+		select {
+		case f := <-s.frames:
+			if typ == "" || f["type"] == typ {
+				return f
+			}
+		case err := <-s.closed:
+			s.t.Fatalf("socket closed (%v) while waiting for a %q frame", err, typ)
+		case <-deadline:
+			s.t.Fatalf("no %q frame within %v", typ, within)
+		}
+	}
+}
+
+// TestChatLeaveIsNotAnError: chat members who leave (closing their sockets, or dropping the
+// connection) write no ERROR line in the gateway or the chat service, and the room's
+// upstream stream ends with its last member.
+func TestChatLeaveIsNotAnError(t *testing.T) {
+	t.Parallel()
+	env := newChatEnv(t)
+	logs := &logBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	chat := env.startChat(t, "", log.With("service", "chat"))
+	g, err := New(context.Background(), Options{Backends: Backends{Chat: chat.addr}, Logger: log.With("service", "gateway")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { srv.Close(); g.Close() })
+	a := dialChat(t, srv.URL, "room=leaving&username=A")
+	b := dialChat(t, srv.URL, "room=leaving&username=B")
+	a.nextOfType("history")
+	b.nextOfType("history")
+	a.say("bye")
+	a.nextOfType("message")
+	b.nextOfType("message")
+	_ = a.c.Close(websocket.StatusNormalClosure, "bye")
+	_ = b.c.CloseNow()
+	wait.Until(t, "the room's members gone", func() bool { return g.sockets.Open() == 0 })
+	wait.Until(t, "the chat stream ended", func() bool {
+		return len(logs.events(map[string]any{"service": "chat", "grpc.method": "Connect"})) > 0
+	})
+	if errs := logs.events(map[string]any{"level": "ERROR"}); len(errs) > 0 {
+		t.Errorf("%d ERROR log lines, want none; first: %v", len(errs), errs[0])
+	}
+}
