@@ -36,8 +36,8 @@ import (
 // roomHelloTimeout bounds the Room service's answer to a hello.
 const roomHelloTimeout = 10 * time.Second
 
-// maxUnanswered bounds the controls a socket may have waiting for an answer (while its session
-// re-attaches); one more is refused with an error frame.
+// maxUnanswered bounds the controls a socket holds without an answer; while its session
+// re-attaches, one more is refused with an error frame.
 const maxUnanswered = 64
 
 type roomSession struct {
@@ -233,8 +233,13 @@ func (s *roomSession) answered(ref int64) {
 func (s *roomSession) control(req *roomv1.JoinRequest) string {
 	s.mu.Lock()
 	if len(s.unanswered) >= maxUnanswered {
-		s.mu.Unlock()
-		return "The room service is not answering; this frame was not sent. Send it again shortly."
+		if s.stream == nil {
+			s.mu.Unlock()
+			return "The room service is not answering; this frame was not sent. Send it again shortly."
+		}
+		// Attached, the oldest was sent long ago on a live stream: stop holding it. (Only a
+		// service that does not answer refs leaves this many.)
+		s.unanswered = append(s.unanswered[:0], s.unanswered[1:]...)
 	}
 	s.nextRef++
 	req.Ref = s.nextRef
