@@ -286,7 +286,7 @@ func TestLocksAndRoomsCommands(t *testing.T) {
 		t.Fatalf("locks get after release printed:\n%s\nwant held false", out)
 	}
 	must(t, flags, 2, "locks", "acquire", "printer") // no owner
-	must(t, flags, 2, "locks", "get", "not\tok") // a control character: no lock name
+	must(t, flags, 2, "locks", "get", "not\tok")     // a control character: no lock name
 
 	conn, err := grpc.NewClient(flags[5], grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

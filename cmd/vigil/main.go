@@ -1,5 +1,6 @@
 // Command vigil is Vigil's one binary for people: `vigil dev` runs every service and the
-// gateway in one process; the other subcommands measure and operate a running system.
+// gateway in one process; the other subcommands operate a running system. Benchmarks live in
+// cmd/vigilbench.
 package main
 
 import (
@@ -16,7 +17,6 @@ const usage = `vigil: run and operate Vigil
 
 Usage:
   vigil dev [flags]      run every service and the gateway in one process
-  vigil bench <what>     measure a component (see vigil bench -h)
   vigil alarms list|dead|replay|discard|get
                          see what is scheduled, late or dead in each domain; act on dead letters
   vigil reservations get|create <id>
@@ -45,8 +45,6 @@ func run(ctx context.Context, args []string) int {
 	switch args[0] {
 	case "dev":
 		err = runDev(ctx, args[1:])
-	case "bench":
-		err = runBench(ctx, args[1:])
 	case "alarms", "reservations", "locks", "rooms":
 		err = runOps(ctx, args[0], args[1:], os.Stdout, os.Stderr)
 	case "-h", "--help", "help":

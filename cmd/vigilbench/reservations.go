@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -28,91 +29,125 @@ import (
 	reservations "github.com/vigil-dev/vigil/services/reservations/service"
 )
 
-// reservationsBench are the settings of `vigil bench reservations`.
+// reservationsBench are the settings of `vigilbench reservations`.
 type reservationsBench struct {
-	benchFlags
 	count       int
 	concurrency int
 	duration    time.Duration
+	queue       bool
+	ceiling     ceilingFlags
 }
 
 // benchReservations measures the reservations service through an in-process stack (the real
-// service.Run and gateway.Run on loopback): 100,000 holds expiring at one instant through the
-// service's own alarm handler, then creates per second over gRPC and over REST.
-func benchReservations(ctx context.Context, args []string) (*benchReport, benchOutput, error) {
+// service and gateway on loopback): creates per second over gRPC and over REST, then, between
+// two measurements of the raw EVALSHA ceiling, 100,000 due alarms drained by the bare queue
+// (pkg/alarm with a handler that only records) and 100,000 holds expiring at one instant
+// through the service's own alarm handler, its reservation-alarm lines included.
+func benchReservations(ctx context.Context, h *Harness, fs *flag.FlagSet, args []string) error {
 	var o reservationsBench
-	fs := flag.NewFlagSet("vigil bench reservations", flag.ContinueOnError)
-	o.register(fs)
-	fs.IntVar(&o.count, "count", 100_000, "holds expiring at the same instant in the drain (0 skips it)")
+	fs.IntVar(&o.count, "count", 100_000, "holds expiring at the same instant in the drain (0 skips the drains)")
 	fs.IntVar(&o.concurrency, "concurrency", 32, "concurrent callers creating reservations")
 	fs.DurationVar(&o.duration, "duration", 5*time.Second, "length of each creates-per-second run (0 skips them)")
+	fs.BoolVar(&o.queue, "queue", true, "also drain --count alarms through the bare queue, in the same run")
+	o.ceiling.register(fs)
 	if err := parseBenchFlags(fs, args); err != nil {
-		return nil, benchOutput{}, err
+		return err
 	}
 	if o.concurrency <= 0 || o.count < 0 {
-		return nil, benchOutput{}, fmt.Errorf("%w: --concurrency must be positive and --count not negative", errUsage)
+		return fmt.Errorf("%w: --concurrency must be positive and --count not negative", errUsage)
 	}
-
-	b, err := openBenchRedis(ctx, o.benchFlags)
+	b, err := h.Redis(ctx)
 	if err != nil {
-		return nil, benchOutput{}, err
+		return err
 	}
-	defer b.close()
-	prefix := benchPrefix()
-	defer b.deletePrefix(context.WithoutCancel(ctx), prefix)
-
-	rep := newBenchReport("reservations")
-	rep.Redis = b.about
+	rep := h.Report
 	rep.Settings["count"] = o.count
 	rep.Settings["concurrency"] = o.concurrency
 	rep.Settings["duration"] = o.duration.String()
 
-	st, err := startReservationsStack(ctx, b.url, prefix)
+	st, err := startReservationsStack(ctx, b.url, h.Prefix)
 	if err != nil {
-		return nil, benchOutput{}, err
+		return err
 	}
 	defer st.stop()
 
-	if o.count > 0 {
-		// A create rate measured first sizes how far ahead the drain's holds must fall due.
-		probe, err := benchCreateRate(ctx, "probe", min(o.duration, time.Second), o.concurrency, st.grpcCreate("probe-"))
-		if err != nil {
-			return nil, benchOutput{}, err
-		}
-		d, err := drainReservations(ctx, b, st, prefix, o.count, o.concurrency, probe.rate)
-		if err != nil {
-			return nil, benchOutput{}, err
-		}
-		rep.add("drain_seconds", fmt.Sprintf("drain %d holds due at once", o.count), d.elapsed.Seconds(), "s")
-		rep.add("drain_throughput", "drain throughput", float64(o.count)/d.elapsed.Seconds(), "holds/s")
-		rep.add("drain_redis_cpu_us", "drain: Redis CPU per hold", float64(d.redisCPU)/float64(time.Microsecond), "µs")
-		rep.add("drain_go_cpu_us", "drain: service CPU per hold", float64(d.goCPU)/float64(time.Microsecond), "µs")
-		rep.addLatencies("drain_expired_after", "expiredAt − due", d.lateness)
-		rep.note("drain verified: %d holds expired, each exactly once (expirationCount 1); expiredAt is the handler's clock, in whole ms", d.expired)
-		if d.startLate > 0 {
-			rep.note("the load ran past its margin: the schedulers first saw the due holds %v after their due time", d.startLate)
-		}
-	}
+	var grpcRate, restRate float64
 	if o.duration > 0 {
 		for _, via := range []struct {
 			key, name string
 			create    func(ctx context.Context, id string) error
+			rate      *float64
 		}{
-			{"grpc", "gRPC", st.grpcCreate("grpc-")},
-			{"rest", "REST", st.restCreate("rest-")},
+			{"grpc", "gRPC", st.grpcCreate("grpc-"), &grpcRate},
+			{"rest", "REST", st.restCreate("rest-"), &restRate},
 		} {
 			r, err := benchCreateRate(ctx, via.name, o.duration, o.concurrency, via.create)
 			if err != nil {
-				return nil, benchOutput{}, err
+				return err
 			}
+			*via.rate = r.rate
 			rep.add("creates_"+via.key, "creates over "+via.name, r.rate, "creates/s")
 			rep.addLatencies("creates_"+via.key+"_latency", "create over "+via.name+" latency", r.latency)
+		}
+		rep.ratio("creates_rest_vs_grpc", "creates: REST / gRPC", restRate, grpcRate)
+	}
+
+	if o.count > 0 {
+		createsPerSec := grpcRate
+		if createsPerSec == 0 {
+			// A create rate sizes how far ahead the drain's holds must fall due.
+			probe, err := benchCreateRate(ctx, "probe", time.Second, o.concurrency, st.grpcCreate("probe-"))
+			if err != nil {
+				return err
+			}
+			createsPerSec = probe.rate
+		}
+		var queue queueDrain
+		var svc reservationsDrain
+		ceil, err := withCeilings(ctx, b, h, o.ceiling, func() error {
+			if o.queue {
+				if queue, err = drainBareQueue(ctx, b, h.Prefix, "bare", o.count, st.shards, 256); err != nil {
+					return err
+				}
+			}
+			svc, err = drainReservations(ctx, b, st, h.Prefix, o.count, o.concurrency, createsPerSec)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		rate := float64(o.count) / svc.elapsed.Seconds()
+		if o.queue {
+			queue.report(rep, "queue_drain", fmt.Sprintf("bare queue: drain %d due alarms", o.count), "alarms/s")
+		}
+		rep.add("drain_seconds", fmt.Sprintf("service: drain %d holds due at once", o.count), svc.elapsed.Seconds(), "s")
+		rep.add("drain_throughput", "service: drain throughput", rate, "holds/s")
+		rep.add("drain_redis_cpu_us", "service: Redis CPU per hold", float64(svc.redisCPU)/float64(time.Microsecond), "µs")
+		rep.add("drain_go_cpu_us", "service: its own CPU per hold", float64(svc.goCPU)/float64(time.Microsecond), "µs")
+		rep.addLatencies("drain_expired_after", "service: expiredAt − due", svc.lateness)
+		if ceil.unpipelined > 0 {
+			rep.ratio("drain_vs_unpipelined", "service drain / unpipelined EVALSHA", rate, ceil.unpipelined)
+			if o.queue {
+				rep.ratio("queue_drain_vs_unpipelined", "bare queue drain / unpipelined EVALSHA", queue.rate(), ceil.unpipelined)
+			}
+			verdict := "met"
+			if rate < 1.3*ceil.unpipelined {
+				verdict = "MISSED"
+			}
+			rep.note("target service drain >= 1.3x unpipelined EVALSHA: %s (%.0f vs %.0f /s)", verdict, rate, ceil.unpipelined)
+		}
+		if o.queue {
+			rep.ratio("drain_vs_queue", "service drain / bare queue drain", rate, queue.rate())
+		}
+		rep.note("service drain verified: %d holds expired, each exactly once (expirationCount 1), and %d reservation-alarm done lines said changed:true; expiredAt is the handler's clock, in whole ms", svc.expired, svc.changedLines)
+		if svc.startLate > 0 {
+			rep.note("the load ran past its margin: the schedulers first saw the due holds %v after their due time", svc.startLate)
 		}
 	}
 	if n := st.retries.Load(); n > 0 {
 		rep.note("%d calls answered Unavailable (the service's Redis timed out) and were repeated, as a client should", n)
 	}
-	return rep, benchOutput{json: o.json}, nil
+	return nil
 }
 
 // reservationsStack is the reservations service and the gateway, running in this process.
@@ -126,6 +161,8 @@ type reservationsStack struct {
 	cancel   context.CancelFunc
 	finished sync.WaitGroup
 	retries  atomic.Int64 // calls repeated after Unavailable
+	// alarmLines counts the service's reservation-alarm lines.
+	alarmLines alarmLines
 }
 
 // benchClock is the service's injected clock: real time, or a fixed instant while frozen.
@@ -138,6 +175,16 @@ func (c *benchClock) Now() time.Time {
 	return time.Now()
 }
 
+// alarmLines is the service's AlarmLog in the bench: it counts the done lines that changed a
+// hold (the check that every hold expired once and was logged) and keeps nothing, so the
+// service pays for encoding its lines as it would for a real log.
+type alarmLines struct{ changed atomic.Int64 }
+
+func (l *alarmLines) Write(p []byte) (int, error) {
+	l.changed.Add(int64(bytes.Count(p, []byte(`"changed":true`))))
+	return len(p), nil
+}
+
 func startReservationsStack(ctx context.Context, redisURL, prefix string) (*reservationsStack, error) {
 	st := &reservationsStack{clock: &benchClock{}, shards: 16}
 	runCtx, cancel := context.WithCancel(ctx)
@@ -145,29 +192,22 @@ func startReservationsStack(ctx context.Context, redisURL, prefix string) (*rese
 	quiet := config.Logger("text", "warn")
 	failed := make(chan error, 2)
 
-	grpcUp := make(chan string, 1)
+	svc, err := reservations.New(runCtx, reservations.Options{
+		Redis: redisx.Config{URL: redisURL}, Prefix: prefix, Shards: st.shards,
+		Now: st.clock.Now, Logger: quiet.With("service", "reservations"), AlarmLog: &st.alarmLines,
+	})
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("reservations service: %w", err)
+	}
+	grpcAddr := svc.Addr().String()
 	st.finished.Add(1)
 	go func() {
 		defer st.finished.Done()
-		svc, err := reservations.New(runCtx, reservations.Options{
-			Redis: redisx.Config{URL: redisURL}, Prefix: prefix, Shards: st.shards,
-			Now: st.clock.Now, Logger: quiet.With("service", "reservations"), AlarmLog: io.Discard,
-		})
-		if err == nil {
-			grpcUp <- svc.Addr().String()
-			err = svc.Serve(runCtx)
-		}
-		if err != nil && runCtx.Err() == nil {
+		if err := svc.Serve(runCtx); err != nil && runCtx.Err() == nil {
 			failed <- fmt.Errorf("reservations service: %w", err)
 		}
 	}()
-	var grpcAddr string
-	select {
-	case grpcAddr = <-grpcUp:
-	case err := <-failed:
-		st.stop()
-		return nil, err
-	}
 
 	httpUp := make(chan string, 1)
 	st.finished.Add(1)
@@ -311,10 +351,11 @@ func benchCreateRate(ctx context.Context, name string, d time.Duration, concurre
 
 // reservationsDrain is what the drain measured.
 type reservationsDrain struct {
-	elapsed   time.Duration   // from the due instant until the last hold was expired and acked
-	lateness  *benchLatencies // expiredAt − due, per hold
-	expired   int
-	startLate time.Duration
+	changedLines int64           // reservation-alarm done lines with changed:true
+	elapsed      time.Duration   // from the due instant until the last hold was expired and acked
+	lateness     *benchLatencies // expiredAt − due, per hold
+	expired      int
+	startLate    time.Duration
 	// CPU time per hold from the end of the creates until the alarm sets were empty: of this
 	// process (the service's scheduler and handler; the bench's own polling is small) and of Redis.
 	goCPU, redisCPU time.Duration
@@ -378,6 +419,7 @@ func drainReservations(ctx context.Context, b *benchRedis, st *reservationsStack
 		return reservationsDrain{}, fmt.Errorf("drain: create: %w", firstEr)
 	}
 
+	linesBefore := st.alarmLines.changed.Load()
 	goCPU0 := processCPU()
 	redisCPU0, err := b.serverCPU(ctx)
 	if err != nil {
@@ -388,36 +430,27 @@ func drainReservations(ctx context.Context, b *benchRedis, st *reservationsStack
 		startLate = max(late+2*time.Second, 0)
 	}
 	benchStage("drain: all created; waiting for the due time (%v)", time.Until(due).Round(time.Millisecond))
-	var left atomic.Int64
-	left.Store(int64(count))
-	stop = benchProgress(250*time.Millisecond, func() string { return fmt.Sprintf("drain: %d alarms left", left.Load()) })
+	// The service's own done lines say when every hold has expired (an atomic counter, no
+	// Redis polling to skew the drain); the drain ends when the acks have emptied the queue.
+	changed := func() int64 { return st.alarmLines.changed.Load() - linesBefore }
+	stop = benchProgress(250*time.Millisecond, func() string { return fmt.Sprintf("drain: %d/%d expired", changed(), count) })
 	defer stop()
-	tick := time.NewTicker(2 * time.Millisecond)
+	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	deadline := time.Now().Add(time.Until(due) + 5*time.Minute)
-	var emptyAt time.Time
-	for {
-		n, err := pendingAlarms(ctx, q)
-		if err != nil {
-			// A busy machine can time a read out; the next poll tries again.
-			benchStage("drain: counting alarms: %v (trying again)", err)
-			n = left.Load()
-		} else {
-			n -= before
-			left.Store(n)
-		}
-		if err == nil && n == 0 {
-			emptyAt = time.Now()
-			break
-		}
+	for changed() < int64(count) {
 		if time.Now().After(deadline) {
-			return reservationsDrain{}, fmt.Errorf("drain: %d holds still had alarms 5 minutes after their due time", n)
+			return reservationsDrain{}, fmt.Errorf("drain: %d of %d holds expired 5 minutes after their due time", changed(), count)
 		}
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
 			return reservationsDrain{}, ctx.Err()
 		}
+	}
+	emptyAt, err := waitEmptyBut(ctx, q, before)
+	if err != nil {
+		return reservationsDrain{}, err
 	}
 	stop()
 	goCPU := processCPU() - goCPU0
@@ -426,23 +459,15 @@ func drainReservations(ctx context.Context, b *benchRedis, st *reservationsStack
 		return reservationsDrain{}, err
 	}
 	benchStage("drain: every alarm handled %v after the due time", emptyAt.Sub(due).Round(time.Millisecond))
-
+	if n := changed(); n != int64(count) {
+		return reservationsDrain{}, fmt.Errorf("drain: %d reservation-alarm lines said changed:true for %d holds, want one each", n, count)
+	}
 	lat, expired, err := verifyReservationsExpired(ctx, b.rdb, q, count, due)
 	if err != nil {
 		return reservationsDrain{}, err
 	}
-	return reservationsDrain{elapsed: emptyAt.Sub(due), lateness: lat, expired: expired, startLate: startLate,
+	return reservationsDrain{changedLines: int64(count), elapsed: emptyAt.Sub(due), lateness: lat, expired: expired, startLate: startLate,
 		goCPU: goCPU / time.Duration(count), redisCPU: (redisCPU1 - redisCPU0) / time.Duration(count)}, nil
-}
-
-// pendingAlarms counts q's alarms over all shards.
-func pendingAlarms(ctx context.Context, q *alarm.Queue) (int64, error) {
-	counts, err := q.Pending(ctx)
-	var n int64
-	for _, c := range counts {
-		n += c
-	}
-	return n, err
 }
 
 // verifyReservationsExpired reads every drained hold (the store's key layout: the shard's tag

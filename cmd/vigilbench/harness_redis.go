@@ -167,7 +167,7 @@ func startThrowawayRedis(ctx context.Context, aof string) (url string, stop func
 
 // benchCASLua is the raw ceiling's compare-and-set script.
 //
-//go:embed bench_cas.lua
+//go:embed ceiling_cas.lua
 var benchCASLua string
 
 // redisCeiling is what redis-benchmark measured for one pipeline depth.

@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vigil-dev/vigil/pkg/redistest"
 )
 
 func TestParseRedisBenchmarkCSV(t *testing.T) {
@@ -84,4 +87,49 @@ func TestBenchRedactURL(t *testing.T) {
 			t.Errorf("benchRedactURL(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// runJSON runs a benchmark against the test Redis and returns its results by key.
+func runJSON(t *testing.T, name string, args ...string) map[string]float64 {
+	t.Helper()
+	var out bytes.Buffer
+	args = append(args, "--json", "--redis-url", redistest.URL(t))
+	if err := runHarness(context.Background(), name, benchmarks[name], args, &out); err != nil {
+		t.Fatalf("vigilbench %s %v: %v", name, args, err)
+	}
+	var rep benchReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("vigilbench %s printed no JSON report: %v\n%s", name, err, out.String())
+	}
+	got := map[string]float64{}
+	for _, r := range rep.Results {
+		got[r.Key] = r.Value
+	}
+	return got
+}
+
+// TestBenchmarksRunOnTheRealStack runs each benchmark small, on a real Redis: the bare queue
+// drain and the service drain finish (each verifies every alarm handled once and every hold
+// expired once, with its reservation-alarm line), and the creates run over gRPC and REST.
+// Nothing here judges speed.
+func TestBenchmarksRunOnTheRealStack(t *testing.T) {
+	t.Parallel()
+	t.Run("alarms", func(t *testing.T) {
+		t.Parallel()
+		got := runJSON(t, "alarms", "--count", "500", "--rate", "0", "--ceiling-requests", "0")
+		if got["drain_throughput"] <= 0 {
+			t.Fatalf("alarms results = %v, want a drain throughput", got)
+		}
+	})
+	t.Run("reservations", func(t *testing.T) {
+		t.Parallel()
+		got := runJSON(t, "reservations", "--count", "300", "--duration", "300ms", "--concurrency", "4", "--ceiling-requests", "0")
+		for _, k := range []string{"creates_grpc", "creates_rest", "creates_rest_vs_grpc", "queue_drain_throughput", "drain_throughput", "drain_vs_queue"} {
+			if got[k] <= 0 {
+				t.Errorf("reservations result %s = %v, want it measured (%v)", k, got[k], got)
+			}
+		}
+	})
 }

@@ -1,4 +1,4 @@
--- bench_cas.lua: the raw Redis ceiling's script for redis-benchmark: a compare-and-set on one
+-- ceiling_cas.lua: the raw Redis ceiling's script for redis-benchmark: a compare-and-set on one
 -- hash field, the same shape of work as an alarm transition (read a status, write it when it
 -- matches). The benchmark passes the status it will find, so every call writes.
 -- KEYS[1]  a hash

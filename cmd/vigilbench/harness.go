@@ -20,39 +20,37 @@ import (
 	"time"
 )
 
-// benchmarks are the `vigil bench` subcommands. Each parses its own flags, shows progress on
-// stderr and returns a report that runBench prints as a table or as JSON.
-var benchmarks = map[string]struct {
-	about string
-	run   func(ctx context.Context, args []string) (*benchReport, benchOutput, error)
-}{
-	"alarms":       {"drain 100,000 due alarms, steady 1,000 alarms/s, and the raw Redis EVALSHA ceiling", benchAlarms},
-	"reservations": {"creates/s over gRPC and REST, and 100,000 holds expiring through the real service", benchReservations},
+// Harness is what every benchmark shares: the common flags, the Redis under test (a throwaway
+// redis-server unless --redis-url names one), a key prefix no other run uses, and the report.
+type Harness struct {
+	// Report collects the results; runHarness prints it.
+	Report *benchReport
+	// Prefix starts every key the run writes (removed afterwards from a shared Redis).
+	Prefix string
+
+	flags benchFlags
+	redis *benchRedis
 }
 
-const benchUsage = `Usage: vigil bench <what> [flags]
-
-Measures a component and prints a results table (or JSON with --json); progress goes to stderr.
-Without --redis-url each run starts a throwaway redis-server on a free port.
-VIGIL_BENCH_CPUPROFILE=file writes a Go CPU profile of the whole run.
-
-What:
-`
-
-// runBench runs `vigil bench <what> [flags]`.
-func runBench(ctx context.Context, args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		printBenchUsage(os.Stderr)
-		if len(args) == 0 {
-			return fmt.Errorf("%w: vigil bench needs a benchmark name", errUsage)
+// Redis is the Redis under test, started or connected on first use.
+func (h *Harness) Redis(ctx context.Context) (*benchRedis, error) {
+	if h.redis == nil {
+		b, err := openBenchRedis(ctx, h.flags)
+		if err != nil {
+			return nil, err
 		}
-		return nil
+		h.redis = b
+		h.Report.Redis = b.about
 	}
-	b, ok := benchmarks[args[0]]
-	if !ok {
-		printBenchUsage(os.Stderr)
-		return fmt.Errorf("%w: unknown benchmark %q", errUsage, args[0])
-	}
+	return h.redis, nil
+}
+
+// runHarness parses the common and the benchmark's flags, runs it, and prints its report.
+func runHarness(ctx context.Context, name string, b Benchmark, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("vigilbench "+name, flag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	h := &Harness{Report: newBenchReport(name), Prefix: benchPrefix()}
+	h.flags.register(fs)
 	before := benchLoadAverage()
 	if path := os.Getenv("VIGIL_BENCH_CPUPROFILE"); path != "" {
 		f, err := os.Create(path)
@@ -65,35 +63,25 @@ func runBench(ctx context.Context, args []string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	rep, out, err := b.run(ctx, args[1:])
-	if err != nil {
+	defer func() {
+		if h.redis != nil {
+			h.redis.deletePrefix(context.WithoutCancel(ctx), h.Prefix)
+			h.redis.close()
+		}
+	}()
+	if err := b.Run(ctx, h, fs, args); err != nil {
 		return err
 	}
+	rep := h.Report
 	rep.note("load average (1 min) before %s, after %s on %d CPUs: other work on the machine skews every number", before, benchLoadAverage(), runtime.NumCPU())
-	if out.json {
-		enc := json.NewEncoder(os.Stdout)
+	if h.flags.json {
+		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	rep.writeTable(os.Stdout)
+	rep.writeTable(out)
 	return nil
 }
-
-func printBenchUsage(w io.Writer) {
-	fmt.Fprint(w, benchUsage)
-	names := make([]string, 0, len(benchmarks))
-	for n := range benchmarks {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-14s %s\n", n, benchmarks[n].about)
-	}
-	fmt.Fprintln(w, "\nRun \"vigil bench <what> -h\" for its flags.")
-}
-
-// benchOutput is how a benchmark's results are printed.
-type benchOutput struct{ json bool }
 
 // benchFlags are the flags every benchmark takes.
 type benchFlags struct {
@@ -110,7 +98,6 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 
 // parseBenchFlags parses a benchmark's flags; -h prints them and ends the command quietly.
 func parseBenchFlags(fs *flag.FlagSet, args []string) error {
-	fs.SetOutput(os.Stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -166,12 +153,20 @@ func (r *benchReport) addLatencies(key, name string, l *benchLatencies) {
 	r.add(key+"_max_ms", name+" max", l.percentile(100), "ms")
 }
 
+// ratio adds a/b as key (unit "x"), when b is not zero: the figure to compare between runs,
+// since both sides moved with the machine's load in the same run.
+func (r *benchReport) ratio(key, name string, a, b float64) {
+	if b != 0 {
+		r.add(key, name, a/b, "x")
+	}
+}
+
 func (r *benchReport) note(format string, args ...any) {
 	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
 }
 
 func (r *benchReport) writeTable(w io.Writer) {
-	fmt.Fprintf(w, "vigil bench %s  (%s)\nredis: %s\n", r.Benchmark, r.Started, r.Redis)
+	fmt.Fprintf(w, "vigilbench %s  (%s)\nredis: %s\n", r.Benchmark, r.Started, r.Redis)
 	keys := make([]string, 0, len(r.Settings))
 	for k := range r.Settings {
 		keys = append(keys, k)
@@ -285,7 +280,7 @@ func benchLoadAverage() string {
 
 // benchStage announces a benchmark stage on stderr.
 func benchStage(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "vigil bench: "+format+"\n", args...)
+	fmt.Fprintf(os.Stderr, "vigilbench: "+format+"\n", args...)
 }
 
 // benchPrefix is a key prefix no other run uses, so a shared Redis is left as it was found.

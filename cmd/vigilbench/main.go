@@ -1,0 +1,97 @@
+// Command vigilbench measures Vigil: the real alarm queue, the real services behind the real
+// gateway, and the Redis they run on, with one way to start Redis and the stack and one report
+// (a table with ratios, or JSON). It is its own module, so the operator CLI (cmd/vigil) and
+// the services carry no benchmark code.
+//
+//	go run ./cmd/vigilbench <benchmark> [flags]
+//
+// Adding a benchmark: write a func(ctx, *Harness, []string) (*Report, error) in its own file
+// (the harness starts Redis, the stack, and keeps the report; see harness*.go) and add one
+// line to benchmarks below.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// A Benchmark is one vigilbench subcommand.
+type Benchmark struct {
+	// About is the one-line description the usage lists.
+	About string
+	// Run parses the benchmark's own flags (the harness's common ones are already on fs) and
+	// measures, adding results to h.Report.
+	Run func(ctx context.Context, h *Harness, fs *flag.FlagSet, args []string) error
+}
+
+// benchmarks are the subcommands. The locks, chat and room benchmarks
+// (services/locks/cmd/locksbench, gateway/cmd/chatbench, services/room/cmd/roombench) are
+// still programs of their own; moving one here is a file and a line.
+var benchmarks = map[string]Benchmark{
+	"alarms":       {"pkg/alarm alone: drain 100,000 due alarms, steady 1,000 alarms/s, beside the raw EVALSHA ceiling", benchAlarms},
+	"reservations": {"the reservations service + gateway: creates/s over gRPC and REST; 100,000 holds drained through the service, the bare queue and the raw EVALSHA ceiling in one run", benchReservations},
+	"redis":        {"the raw Redis ceiling alone: redis-benchmark EVALSHA compare-and-set, unpipelined and pipeline 16", benchRedisCeiling},
+}
+
+const usage = `Usage: vigilbench <benchmark> [flags]
+
+Measures a part of Vigil and prints a results table (or JSON with --json); progress goes to
+stderr. Without --redis-url each run starts a throwaway redis-server on a free port.
+VIGIL_BENCH_CPUPROFILE=file writes a Go CPU profile of the whole run.
+
+Benchmarks:
+`
+
+// errUsage marks a command line the user should correct (exit status 2).
+var errUsage = errors.New("usage")
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:])
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, errUsage):
+		fmt.Fprintln(os.Stderr, "vigilbench:", err)
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "vigilbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		printUsage(os.Stderr)
+		if len(args) == 0 {
+			return fmt.Errorf("%w: name a benchmark", errUsage)
+		}
+		return nil
+	}
+	b, ok := benchmarks[args[0]]
+	if !ok {
+		printUsage(os.Stderr)
+		return fmt.Errorf("%w: unknown benchmark %q", errUsage, args[0])
+	}
+	return runHarness(ctx, args[0], b, args[1:], os.Stdout)
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, usage)
+	names := make([]string, 0, len(benchmarks))
+	for n := range benchmarks {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-13s %s\n", n, benchmarks[n].About)
+	}
+	fmt.Fprintln(w, "\nRun \"vigilbench <benchmark> -h\" for its flags.")
+}
