@@ -7,6 +7,7 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 
 	"fmt"
 	"io"
@@ -51,6 +52,10 @@ type Options struct {
 	// Security: API keys, TLS, origin checks and abuse limits (security.go). Default: the
 	// development mode, everything open.
 	Security Security
+	// MetricsAddr, when set, serves Prometheus /metrics on a listener of its own, for operators
+	// only (never published), and not on Addr. Default "": /metrics on Addr, which is what
+	// `vigil dev` does on 127.0.0.1; the gateway command always sets it (VIGIL_METRICS_ADDR).
+	MetricsAddr string
 }
 
 // Backends are the gRPC addresses (host:port) of the domain services.
@@ -200,7 +205,9 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	mux.HandleFunc("GET /healthz", g.healthz)
 	g.adminRoutes(mux)
 	mux.Handle("GET /ui/", uiHandler())
-	mux.Handle("GET /metrics", promhttp.Handler())
+	if o.MetricsAddr == "" {
+		mux.Handle("GET /metrics", promhttp.Handler())
+	}
 	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(openapiJSON)
@@ -245,19 +252,42 @@ func Run(ctx context.Context, o Options, ready func(addr net.Addr)) error {
 		return err
 	}
 	srv := &http.Server{Handler: g.handler, ReadHeaderTimeout: 10 * time.Second}
-	g.log.Info("gateway serving", "event", "start", "service", "gateway", "http", lis.Addr().String())
+	errc := make(chan error, 2)
+	var ms *http.Server
+	if g.o.MetricsAddr != "" {
+		mlis, err := net.Listen("tcp", g.o.MetricsAddr)
+		if err != nil {
+			_ = lis.Close()
+			return fmt.Errorf("metrics listen %s: %w", g.o.MetricsAddr, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.Handler())
+		ms = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := ms.Serve(mlis); !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("metrics serve: %w", err)
+			}
+		}()
+	}
+	g.log.Info("gateway serving", "event", "start", "service", "gateway", "http", lis.Addr().String(), "metrics", g.o.MetricsAddr)
 	if ready != nil {
 		ready(lis.Addr())
 	}
-	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lis) }()
 	select {
 	case err := <-errc:
+		if ms != nil {
+			_ = ms.Close()
+		}
+		_ = srv.Close()
 		return err
 	case <-ctx.Done():
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), g.o.DrainTimeout)
 	defer cancel()
+	if ms != nil {
+		_ = ms.Close()
+	}
 	// Sockets first, inside the same deadline: hijacked connections are outside the server's
 	// Shutdown, and a socket must hear 1001 (reconnect elsewhere) before the process ends.
 	// The listener is closed by Shutdown below; upgrades arriving meanwhile are refused.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"github.com/vigil-dev/vigil/pkg/config"
 	"github.com/vigil-dev/vigil/pkg/devstore"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	chat "github.com/vigil-dev/vigil/services/chat/service"
 	lobby "github.com/vigil-dev/vigil/services/lobby/service"
 	locks "github.com/vigil-dev/vigil/services/locks/service"
@@ -40,6 +42,14 @@ func runDev(ctx context.Context, args []string) error {
 		"first gRPC port: reservations, locks, chat, lobby, room listen on 127.0.0.1 from it up (the CLI's defaults); 0 for any free ports")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if err := errors.Join(config.Check(fs), config.LogSettings(*logFormat, *logLevel)); err != nil {
+		return err
+	}
+	// The dev mode is open (no API keys, no TLS): it is for the machine it runs on only.
+	if !server.Loopback(*httpAddr) {
+		return fmt.Errorf("-addr %s: vigil dev runs open (no API keys, no TLS) and listens on loopback only (127.0.0.1:<port>); "+
+			"for a deployment others can reach, run make compose-up (docs/SECURITY.md)", *httpAddr)
 	}
 	log := config.Logger(*logFormat, *logLevel)
 

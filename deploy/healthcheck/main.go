@@ -9,6 +9,12 @@
 // with TLS on, the probe verifies the target with that CA and presents that certificate.
 //
 // A second argument bounds the check (default 2s).
+//
+// With -alive first, a gRPC target passes when the server answers the health check at all,
+// whatever the status: a liveness probe, which must not restart a service that is only waiting
+// for its Redis (NOT_SERVING is for readiness).
+//
+//	healthcheck -alive grpc://127.0.0.1:7001
 package main
 
 import (
@@ -26,13 +32,18 @@ import (
 )
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: healthcheck grpc://host:port | http://host:port/path [timeout]")
+	args := os.Args
+	alive := len(args) > 1 && args[1] == "-alive"
+	if alive {
+		args = append(args[:1:1], args[2:]...)
+	}
+	if len(args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: healthcheck [-alive] grpc://host:port | http(s)://host:port/path [timeout]")
 		os.Exit(2)
 	}
 	timeout := 2 * time.Second
-	if len(os.Args) > 2 {
-		d, err := time.ParseDuration(os.Args[2])
+	if len(args) > 2 {
+		d, err := time.ParseDuration(args[2])
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "healthcheck: bad timeout:", err)
 			os.Exit(2)
@@ -41,16 +52,16 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := check(ctx, os.Args[1]); err != nil {
+	if err := check(ctx, args[1], alive); err != nil {
 		fmt.Fprintln(os.Stderr, "unhealthy:", err)
 		os.Exit(1)
 	}
 }
 
-func check(ctx context.Context, target string) error {
+func check(ctx context.Context, target string, alive bool) error {
 	switch {
 	case strings.HasPrefix(target, "grpc://"):
-		return checkGRPC(ctx, strings.TrimPrefix(target, "grpc://"))
+		return checkGRPC(ctx, strings.TrimPrefix(target, "grpc://"), alive)
 	case strings.HasPrefix(target, "http://"), strings.HasPrefix(target, "https://"):
 		return checkHTTP(ctx, target)
 	default:
@@ -58,7 +69,7 @@ func check(ctx context.Context, target string) error {
 	}
 }
 
-func checkGRPC(ctx context.Context, addr string) error {
+func checkGRPC(ctx context.Context, addr string, alive bool) error {
 	cred, err := server.TLSFromEnv().DialOption()
 	if err != nil {
 		return err
@@ -72,7 +83,7 @@ func checkGRPC(ctx context.Context, addr string) error {
 	if err != nil {
 		return err
 	}
-	if res.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+	if !alive && res.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 		return fmt.Errorf("%s is %s", addr, res.GetStatus())
 	}
 	return nil

@@ -2,7 +2,8 @@
 // registry is reachable from CI, so instead of kubeconform the test decodes every manifest
 // strictly into the k8s.io/api types (an unknown or misspelt field fails), then checks what a
 // schema cannot: selectors match, probes point at declared ports, every referenced ConfigMap and
-// Secret exists, every container is non-root with resource requests.
+// Secret (and Secret key) exists, every container is non-root with resource requests, and the
+// deployment is closed by default (API keys, HTTPS, mutual TLS, metrics off the public port).
 package k8s
 
 import (
@@ -12,6 +13,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -184,6 +187,79 @@ func TestDeploymentsAreRunnable(t *testing.T) {
 						t.Errorf("%s: env %s wants secret %q, which does not exist", c.Name, e.Name, r.Name)
 					}
 				}
+				for _, vm := range c.VolumeMounts {
+					if !slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == vm.Name }) {
+						t.Errorf("%s: mounts volume %q, which the pod does not declare", c.Name, vm.Name)
+					}
+				}
+			}
+			for _, v := range pod.Volumes {
+				if v.Secret == nil {
+					continue
+				}
+				sec := m.secrets[v.Secret.SecretName]
+				if sec == nil {
+					t.Errorf("volume %s wants secret %q, which does not exist", v.Name, v.Secret.SecretName)
+					continue
+				}
+				for _, it := range v.Secret.Items {
+					if _, ok := sec.StringData[it.Key]; !ok {
+						t.Errorf("volume %s wants key %q of secret %s, which it does not have", v.Name, it.Key, sec.Name)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestClosedByDefault: the gateway refuses to start without API keys and serves HTTPS with
+// /metrics on a port its Service does not expose; every service serves mutual TLS; every
+// certificate and key a process is told to read lies in a mounted Secret.
+func TestClosedByDefault(t *testing.T) {
+	m := load(t)
+	for _, d := range m.deployments {
+		t.Run(d.Name, func(t *testing.T) {
+			pod := d.Spec.Template.Spec
+			c := pod.Containers[0]
+			env := map[string]string{}
+			for _, e := range c.Env {
+				env[e.Name] = e.Value
+			}
+			want := []string{"VIGIL_TLS_CA", "VIGIL_TLS_CERT", "VIGIL_TLS_KEY"}
+			if d.Name == "gateway" {
+				want = append(want, "VIGIL_API_KEYS_FILE", "VIGIL_SOCKET_TOKEN_SECRET_FILE", "VIGIL_GATEWAY_TLS_CERT", "VIGIL_GATEWAY_TLS_KEY")
+				if env["VIGIL_REQUIRE_AUTH"] != "true" {
+					t.Errorf("VIGIL_REQUIRE_AUTH = %q, want true: a gateway without keys must not start", env["VIGIL_REQUIRE_AUTH"])
+				}
+				if env["VIGIL_METRICS_ADDR"] == "" {
+					t.Errorf("VIGIL_METRICS_ADDR unset: /metrics needs its operator-only port")
+				}
+				for _, p := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe} {
+					if p == nil || p.HTTPGet == nil || p.HTTPGet.Scheme != corev1.URISchemeHTTPS {
+						t.Errorf("probe %+v: want an HTTPS GET (the gateway serves only HTTPS)", p)
+					}
+				}
+				for _, s := range m.services {
+					if s.Name != "gateway" {
+						continue
+					}
+					for _, p := range s.Spec.Ports {
+						if p.TargetPort.String() == "metrics" || p.TargetPort.IntValue() == 9090 {
+							t.Errorf("service gateway exposes the metrics port (%s)", p.Name)
+						}
+					}
+				}
+			}
+			for _, name := range want {
+				path := env[name]
+				mounted := slices.ContainsFunc(c.VolumeMounts, func(vm corev1.VolumeMount) bool {
+					return vm.ReadOnly && strings.HasPrefix(path, vm.MountPath+"/") && slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool {
+						return v.Name == vm.Name && v.Secret != nil
+					})
+				})
+				if !mounted {
+					t.Errorf("%s = %q: want a file in a read-only mounted Secret", name, path)
+				}
 			}
 		})
 	}
@@ -228,8 +304,26 @@ func subset(sel, labels map[string]string) bool {
 	return true
 }
 
+// healthcheckTarget is the image's probe command: /healthcheck [-alive] <scheme>://127.0.0.1:<port>.
+var healthcheckTarget = regexp.MustCompile(`^[a-z]+://127\.0\.0\.1:(\d+)(/.*)?$`)
+
 func probeHitsPort(p *corev1.Probe, ports []corev1.ContainerPort) bool {
 	switch {
+	case p.Exec != nil:
+		cmd := p.Exec.Command
+		if len(cmd) < 2 || cmd[0] != "/healthcheck" {
+			return false
+		}
+		target := cmd[len(cmd)-1]
+		if len(cmd) == 3 && cmd[1] != "-alive" {
+			return false
+		}
+		mt := healthcheckTarget.FindStringSubmatch(target)
+		if mt == nil {
+			return false
+		}
+		port, err := strconv.Atoi(mt[1])
+		return err == nil && portDeclared(intstr.FromInt(port), ports)
 	case p.GRPC != nil:
 		return portDeclared(intstr.FromInt32(p.GRPC.Port), ports)
 	case p.HTTPGet != nil:

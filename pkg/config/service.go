@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/vigil-dev/vigil/pkg/redisx"
@@ -33,7 +34,7 @@ type ServiceFlags struct {
 
 // Service defines the shared flags on fs with the service's default listen addresses.
 func Service(fs *flag.FlagSet, grpcAddr, metricsAddr string) ServiceFlags {
-	return ServiceFlags{
+	f := ServiceFlags{
 		GRPCAddr:     String(fs, "grpc-addr", "VIGIL_GRPC_ADDR", grpcAddr, "gRPC listen address"),
 		MetricsAddr:  String(fs, "metrics-addr", "VIGIL_METRICS_ADDR", metricsAddr, "Prometheus metrics address; empty for none"),
 		RedisURL:     String(fs, "redis-url", "REDIS_URL", "redis://127.0.0.1:6379/0", "Redis URL (redis:// or rediss://)"),
@@ -42,6 +43,8 @@ func Service(fs *flag.FlagSet, grpcAddr, metricsAddr string) ServiceFlags {
 		LogFormat:    String(fs, "log-format", "VIGIL_LOG_FORMAT", "json", "log format: json or text"),
 		LogLevel:     String(fs, "log-level", "VIGIL_LOG_LEVEL", "info", "log level: debug, info, warn, error"),
 	}
+	Validate(fs, func() error { return LogSettings(*f.LogFormat, *f.LogLevel) })
+	return f
 }
 
 // Redis is the Redis the flags name: the cluster when a seed list is given, else the URL.
@@ -56,8 +59,14 @@ func (f ServiceFlags) Redis() redisx.Config {
 func (f ServiceFlags) Logger() *slog.Logger { return Logger(*f.LogFormat, *f.LogLevel) }
 
 // Main runs a command until SIGINT or SIGTERM, then exits: 0 after a clean stop, 1 with the
-// error on stderr otherwise. It is the whole tail of every service's main.
+// error on stderr otherwise. It is the whole tail of every service's main. Before running, it
+// checks every parsed flag set (Check): a value that does not parse stops the start with exit
+// code 2 and a sentence per value.
 func Main(name string, run func(ctx context.Context) error) {
+	if err := checkAll(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, strings.ReplaceAll(err.Error(), "\n", "\n"+name+": "))
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx)
 	stop()

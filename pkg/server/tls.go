@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 
 	"google.golang.org/grpc"
@@ -141,6 +142,24 @@ func (o *Options) securityOptions() ([]grpc.ServerOption, error) {
 	}
 	if cfg != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg)))
+	} else if !Loopback(o.GRPCAddr) {
+		o.Logger.Warn("INSECURE: gRPC without TLS on a non-loopback address: anyone who reaches "+o.GRPCAddr+
+			" may call every method; set VIGIL_TLS_CERT, VIGIL_TLS_KEY and VIGIL_TLS_CA (docs/SECURITY.md)",
+			"event", "insecure", "service", o.Name, "grpc", o.GRPCAddr)
 	}
 	return opts, nil
+}
+
+// Loopback reports whether addr (host:port) listens on a loopback address only: "127.0.0.1:7001"
+// and "localhost:7001" do; ":7001" and "0.0.0.0:7001" listen on every interface.
+func Loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

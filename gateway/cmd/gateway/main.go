@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -12,11 +13,14 @@ import (
 
 	"github.com/vigil-dev/vigil/gateway"
 	"github.com/vigil-dev/vigil/pkg/config"
+	"github.com/vigil-dev/vigil/pkg/server"
 )
 
 func main() {
 	fs := flag.NewFlagSet("gateway", flag.ExitOnError)
 	addr := config.String(fs, "addr", "VIGIL_HTTP_ADDR", ":8080", "HTTP listen address")
+	metricsAddr := config.String(fs, "metrics-addr", "VIGIL_METRICS_ADDR", ":9090",
+		"Prometheus /metrics listen address, for operators only: never publish it (the public port has no /metrics)")
 	reservations := config.String(fs, "reservations-addr", "VIGIL_RESERVATIONS_ADDR", "", "reservations service gRPC address; empty: not served")
 	locks := config.String(fs, "locks-addr", "VIGIL_LOCKS_ADDR", "", "locks service gRPC address; empty: not served")
 	chat := config.String(fs, "chat-addr", "VIGIL_CHAT_ADDR", "", "chat service gRPC address; empty: not served")
@@ -28,10 +32,24 @@ func main() {
 	logLevel := config.String(fs, "log-level", "VIGIL_LOG_LEVEL", "info", "log level: debug, info, warn, error")
 	security := gateway.SecurityFlags(fs)
 	_ = fs.Parse(os.Args[1:])
-	sec, err := security()
+	err := config.Check(fs)
+	if err == nil {
+		err = config.LogSettings(*logFormat, *logLevel)
+	}
+	sec, serr := security()
+	err = errors.Join(err, serr)
+	if err == nil && *metricsAddr == "" {
+		err = errors.New("metrics-addr (VIGIL_METRICS_ADDR) is empty: give /metrics an operator-only address such as :9090")
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gateway:", err)
 		os.Exit(2)
+	}
+	log := config.Logger(*logFormat, *logLevel)
+	if !server.Loopback(*addr) && (len(sec.Keys) == 0 || !sec.TLS.Enabled()) {
+		log.Warn("INSECURE: the gateway listens on "+*addr+" without API keys or without HTTPS: anyone who reaches it may call every route; "+
+			"set VIGIL_API_KEYS_FILE, VIGIL_REQUIRE_AUTH and VIGIL_GATEWAY_TLS_CERT/KEY (docs/SECURITY.md)",
+			"event", "insecure", "service", "gateway", "apiKeys", len(sec.Keys) > 0, "https", sec.TLS.Enabled())
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -47,8 +65,9 @@ func main() {
 		},
 		MaxBodyBytes: int64(*maxBody),
 		DrainTimeout: *drain,
-		Logger:       config.Logger(*logFormat, *logLevel),
+		Logger:       log,
 		Security:     sec,
+		MetricsAddr:  *metricsAddr,
 	}, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gateway:", err)
