@@ -289,9 +289,17 @@ func (m *Mutex) renew(ctx context.Context, token int64, lost, done chan struct{}
 // owner did not hold it (for example, it expired after being lost).
 func (m *Mutex) Unlock(ctx context.Context) error {
 	m.mu.Lock()
-	m.stopRenewalLocked()
 	m.held = false
+	stop, done := m.stop, m.done
+	m.stop, m.done = nil, nil
 	m.mu.Unlock()
+	// The renewal stops now, but the release does not wait for its goroutine to exit: the
+	// next holder waits on this release. A renewal already sent is refused or harmless, and
+	// the goroutine changes nothing once stopped.
+	if stop != nil {
+		stop()
+		defer func() { <-done }()
+	}
 	resp, err := m.c.call(ctx, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Release{Release: &locksv1.ReleaseRequest{Resource: m.resource, Owner: m.o.Owner}}})
 	res := resp.GetRelease()
 	if err == nil && res == nil {
