@@ -108,8 +108,9 @@ func (b *roomBridge) serveSocket(w http.ResponseWriter, r *http.Request) {
 	s.sock = sock
 	sock.Send(encodeRoomFrame(first.resp))
 	go s.run(first)
-	// The handler's goroutine becomes the socket's reader.
-	s.readSocket()
+	// The handler returns, so net/http frees the connection's state; the reader goroutine is
+	// the socket's own.
+	go s.readSocket()
 }
 
 // refuseRoomSocket answers a refused hello before any upgrade.

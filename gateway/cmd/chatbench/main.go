@@ -1,12 +1,15 @@
-// Command chatbench measures the chat WebSocket bridge: deliveries per second and delivery
-// latency in one room with many sockets, and the gateway's memory per idle socket. It is a
-// benchmark, not a test: run it by hand (see docs/BENCHMARKS.md).
+// Command chatbench measures the gateway's socket routes: deliveries per second and delivery
+// latency in one room with many sockets, and the gateway's memory per idle socket, for a chat
+// room (load) and for a practice room with one leader (rooms). It is a benchmark, not a test:
+// run it by hand (see docs/BENCHMARKS.md).
 //
-//	chatbench server -redis redis://127.0.0.1:6379/0     # chat + gateway, in this process
-//	chatbench load -sockets 1000 -rates 200,500,1000      # clients, in another process
+//	chatbench server -redis redis://127.0.0.1:6379/0     # chat, lobby, room + gateway, in this process
+//	chatbench load -sockets 1000 -rates 200,500,1000      # chat clients, in another process
+//	chatbench rooms -viewers 1000 -rates 10,100           # a leader and viewers, in another process
 //
 // The server and the clients run in separate processes so the memory figures are the
-// gateway's (plus the chat service's, which holds nothing per socket) and nothing else.
+// server's (the gateway plus the services, which hold nothing per socket beyond a practice
+// room's session) and nothing else.
 package main
 
 import (
@@ -37,11 +40,13 @@ import (
 	"github.com/vigil-dev/vigil/gateway"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	chatservice "github.com/vigil-dev/vigil/services/chat/service"
+	lobbyservice "github.com/vigil-dev/vigil/services/lobby/service"
+	roomservice "github.com/vigil-dev/vigil/services/room/service"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: chatbench server|load [flags]")
+		fmt.Fprintln(os.Stderr, "usage: chatbench server|load|rooms [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -50,6 +55,8 @@ func main() {
 		err = server(os.Args[2:])
 	case "load":
 		err = load(os.Args[2:])
+	case "rooms":
+		err = rooms(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}
@@ -59,24 +66,36 @@ func main() {
 	}
 }
 
-// server runs one chat replica and the gateway, plus /mem on the stats address.
+// server runs one chat replica, the Lobby, one Room replica and the gateway, plus /mem on the
+// stats address. A socket may send 10,000 frames a second (a leader at 100/s and more).
 func server(args []string) error {
 	fs := flag.NewFlagSet("server", flag.ExitOnError)
 	redisURL := fs.String("redis", "redis://127.0.0.1:6379/0", "Redis URL")
 	addr := fs.String("addr", "127.0.0.1:8089", "gateway address")
 	chatAddr := fs.String("chat", "127.0.0.1:7089", "chat gRPC address")
+	lobbyAddr := fs.String("lobby", "127.0.0.1:7091", "lobby gRPC address")
+	roomAddr := fs.String("room", "127.0.0.1:7092", "room gRPC address")
 	stats := fs.String("stats", "127.0.0.1:8090", "address of the /mem endpoint")
 	_ = fs.Parse(args)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	prefix := "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	errc := make(chan error, 3)
+	errc := make(chan error, 5)
 	go func() {
 		errc <- chatservice.Run(ctx, chatservice.Options{GRPCAddr: *chatAddr, Redis: redisx.Config{URL: *redisURL}, Prefix: prefix, Logger: log}, nil)
 	}()
 	go func() {
-		errc <- gateway.Run(ctx, gateway.Options{Addr: *addr, Backends: gateway.Backends{Chat: *chatAddr}, Logger: log}, nil)
+		errc <- lobbyservice.Run(ctx, lobbyservice.Options{GRPCAddr: *lobbyAddr, Redis: redisx.Config{URL: *redisURL}, Prefix: prefix + "-lobby", Logger: log}, nil)
+	}()
+	go func() {
+		errc <- roomservice.Run(ctx, roomservice.Options{GRPCAddr: *roomAddr, Redis: redisx.Config{URL: *redisURL}, Prefix: prefix + "-room", LobbyAddr: *lobbyAddr, Logger: log}, nil)
+	}()
+	go func() {
+		errc <- gateway.Run(ctx, gateway.Options{
+			Addr: *addr, Backends: gateway.Backends{Chat: *chatAddr, Lobby: *lobbyAddr, Room: *roomAddr}, Logger: log,
+			Security: gateway.Security{Limits: gateway.Limits{SocketRate: 10_000, SocketBurst: 10_000}},
+		}, nil)
 	}()
 	go func() {
 		mux := http.NewServeMux()
@@ -99,7 +118,7 @@ func server(args []string) error {
 		mux.Handle("GET /debug/pprof/heap", pprof.Handler("heap"))
 		errc <- http.ListenAndServe(*stats, mux)
 	}()
-	fmt.Fprintf(os.Stderr, "chatbench server: gateway %s, chat %s, stats %s\n", *addr, *chatAddr, *stats)
+	fmt.Fprintf(os.Stderr, "chatbench server: gateway %s, chat %s, lobby %s, room %s, stats %s\n", *addr, *chatAddr, *lobbyAddr, *roomAddr, *stats)
 	select {
 	case err := <-errc:
 		return err

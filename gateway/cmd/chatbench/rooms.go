@@ -1,0 +1,237 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// rooms measures a practice room through the gateway: one leader and many viewers, the
+// leader sending sync frames at each offered rate. For each rate it reports the frames each
+// viewer received per second, delivery latency (the leader's send → received by each viewer:
+// through the gateway, the Room service, Redis and back), the server process's CPU time per
+// delivery, and viewers closed; before the runs, the server's memory per idle room socket.
+func rooms(args []string) error {
+	fs := flag.NewFlagSet("rooms", flag.ExitOnError)
+	gw := fs.String("gw", "127.0.0.1:8089", "gateway address")
+	stats := fs.String("stats", "127.0.0.1:8090", "server's stats address")
+	n := fs.Int("viewers", 1000, "viewer sockets in the room")
+	rates := fs.String("rates", "10,100", "leader frames per second, comma-separated; one run each")
+	dur := fs.Duration("duration", 10*time.Second, "measured time per rate")
+	warm := fs.Duration("warmup", 2*time.Second, "unmeasured time before each run")
+	_ = fs.Parse(args)
+	memURL := "http://" + *stats + "/mem"
+
+	res, err := http.Post("http://"+*gw+"/lobby/rooms", "application/json",
+		strings.NewReader(`{"name": "bench", "video": {"title": "bench.mp4", "durationMs": 86400000}}`))
+	if err != nil {
+		return err
+	}
+	var created struct {
+		Code        string `json:"code"`
+		LeaderToken string `json:"leaderToken"`
+	}
+	err = json.NewDecoder(res.Body).Decode(&created)
+	res.Body.Close()
+	if err != nil || created.Code == "" {
+		return fmt.Errorf("create a room: HTTP %d, %v", res.StatusCode, err)
+	}
+	leader, err := dialRaw(*gw, "/rooms/"+created.Code+"/websocket?role=leader&clientId=bench-leader&token="+created.LeaderToken)
+	if err == nil {
+		_, _, err = leader.readFrame() // the state
+	}
+	if err != nil {
+		return fmt.Errorf("leader: %w", err)
+	}
+	go leader.drain()
+
+	before, err := readMem(memURL)
+	if err != nil {
+		return err
+	}
+	viewers := make([]*client, *n)
+	for i := range viewers {
+		c, err := dialRaw(*gw, fmt.Sprintf("/rooms/%s/websocket?role=viewer&clientId=v%d", created.Code, i))
+		if err == nil {
+			_, _, err = c.readFrame() // the state
+		}
+		if err != nil {
+			return fmt.Errorf("viewer %d: %w", i, err)
+		}
+		viewers[i] = c
+	}
+	after, err := readMem(memURL)
+	if err != nil {
+		return err
+	}
+	per := func(a, b uint64) float64 { return (float64(a) - float64(b)) / float64(*n) / 1024 }
+	fmt.Printf("idle room sockets: %d viewers (and a leader) in room %s\n", *n, created.Code)
+	fmt.Printf("  server process, per idle room socket: heap+stack %.1f KiB (heap %.1f, stack %.1f), RSS %.1f KiB, goroutines %+.1f\n",
+		per(after.HeapInuse+after.StackInuse, before.HeapInuse+before.StackInuse), per(after.HeapInuse, before.HeapInuse),
+		per(after.StackInuse, before.StackInuse), per(after.RSS, before.RSS), (float64(after.Goroutines)-float64(before.Goroutines))/float64(*n))
+
+	sent := &sendTimes{}
+	for _, c := range viewers {
+		go c.readSyncs(sent)
+	}
+	fmt.Printf("\n| leader frames/s | deliveries/s | p50 | p99 | max | server CPU per delivery | viewers closed |\n|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, rs := range strings.Split(*rates, ",") {
+		rate, err := strconv.Atoi(strings.TrimSpace(rs))
+		if err != nil {
+			return err
+		}
+		runLeader(leader, viewers, sent, rate, *warm, *dur, memURL)
+	}
+	for _, c := range append(viewers, leader) {
+		_ = c.conn.Close()
+	}
+	return nil
+}
+
+// sendTimes remembers when the leader sent each sync; a sync's positionMs is its number.
+type sendTimes struct {
+	mu sync.Mutex
+	at []time.Time
+}
+
+func (s *sendTimes) add(now time.Time) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.at = append(s.at, now)
+	return len(s.at) - 1
+}
+
+func (s *sendTimes) get(i int) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i < 0 || i >= len(s.at) {
+		return time.Time{}, false
+	}
+	return s.at[i], true
+}
+
+// runLeader has the leader send rate syncs a second and reports what the viewers received in
+// dur after warm.
+func runLeader(leader *client, viewers []*client, sent *sendTimes, rate int, warm, dur time.Duration, memURL string) {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(time.Second / time.Duration(rate))
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				i := sent.add(time.Now())
+				_ = leader.write(opText, []byte(`{"type":"sync","playing":true,"positionMs":`+strconv.Itoa(i)+`}`))
+			}
+		}
+	}()
+	time.Sleep(warm) // a benchmark's warm-up, not a test's wait
+	for _, c := range viewers {
+		c.mu.Lock()
+		c.lat = c.lat[:0]
+		c.mu.Unlock()
+		c.delivered.Store(0)
+		c.record.Store(true)
+	}
+	cpu0, _ := readMem(memURL + "?gc=0")
+	start := time.Now()
+	time.Sleep(dur)
+	cpu1, _ := readMem(memURL + "?gc=0")
+	var delivered int64
+	var lat []time.Duration
+	for _, c := range viewers {
+		c.record.Store(false)
+		delivered += c.delivered.Load()
+		c.mu.Lock()
+		lat = append(lat, c.lat...)
+		c.mu.Unlock()
+	}
+	elapsed := time.Since(start)
+	close(stop)
+	<-done
+	slices.Sort(lat)
+	q := func(p float64) time.Duration {
+		if len(lat) == 0 {
+			return 0
+		}
+		return lat[min(len(lat)-1, int(p*float64(len(lat))))].Round(10 * time.Microsecond)
+	}
+	perDelivery := time.Duration(0)
+	if delivered > 0 {
+		perDelivery = time.Duration((cpu1.CPUNanos - cpu0.CPUNanos) / uint64(delivered))
+	}
+	closed := 0
+	for _, c := range viewers {
+		if c.closed.Load() {
+			closed++
+		}
+	}
+	fmt.Printf("| %d | %.0f | %v | %v | %v | %v | %d |\n", rate, float64(delivered)/elapsed.Seconds(), q(0.50), q(0.99), q(1), perDelivery, closed)
+	time.Sleep(2 * time.Second) // let the room drain before the next rate
+}
+
+var positionMark = []byte(`"positionMs":`)
+
+// readSyncs reads a viewer's frames and records each sync's delivery latency.
+func (c *client) readSyncs(sent *sendTimes) {
+	defer c.closed.Store(true)
+	for {
+		op, data, err := c.readFrame()
+		if err != nil {
+			return
+		}
+		if op == opPing {
+			_ = c.write(opPong, data)
+			continue
+		}
+		if !c.record.Load() || !bytes.HasPrefix(data, []byte(`{"type":"sync"`)) {
+			continue
+		}
+		now := time.Now()
+		i := bytes.Index(data, positionMark)
+		if i < 0 {
+			continue
+		}
+		rest := data[i+len(positionMark):]
+		j := bytes.IndexAny(rest, ",}")
+		if j < 0 {
+			continue
+		}
+		n, err := strconv.Atoi(string(rest[:j]))
+		if err != nil {
+			continue
+		}
+		if at, ok := sent.get(n); ok {
+			c.delivered.Add(1)
+			c.mu.Lock()
+			c.lat = append(c.lat, now.Sub(at))
+			c.mu.Unlock()
+		}
+	}
+}
+
+// drain reads and drops a socket's frames (answering pings), so the server never sees it as
+// a slow consumer.
+func (c *client) drain() {
+	defer c.closed.Store(true)
+	for {
+		op, data, err := c.readFrame()
+		if err != nil {
+			return
+		}
+		if op == opPing {
+			_ = c.write(opPong, data)
+		}
+	}
+}
