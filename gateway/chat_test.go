@@ -23,6 +23,7 @@ import (
 
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/wait"
 	chatservice "github.com/vigil-dev/vigil/services/chat/service"
 )
 
@@ -114,8 +115,8 @@ func (w *wsClient) next() map[string]any {
 		return f
 	case err := <-w.closed:
 		w.t.Fatalf("socket closed while waiting for a frame: %v", err)
-	case <-time.After(10 * time.Second):
-		w.t.Fatalf("no frame within 10s")
+	case <-time.After(wait.Deadline):
+		w.t.Fatalf("no frame within %v", wait.Deadline)
 	}
 	return nil
 }
@@ -478,14 +479,14 @@ func TestChatSurvivesReplicaLoss(t *testing.T) {
 			}
 		}()
 	}
-	eventually(t, 20*time.Second, func() error {
+	wait.For(t, "30 frames before the kill", func() error {
 		if n := count(ann); n < 30 {
 			return fmt.Errorf("ann has %d frames", n)
 		}
 		return nil
 	})
 	proxyA.kill()
-	eventually(t, 20*time.Second, func() error {
+	wait.For(t, "70 frames after the kill", func() error {
 		if n := count(ann); n < 70 {
 			return fmt.Errorf("ann has %d frames", n)
 		}
@@ -494,7 +495,7 @@ func TestChatSurvivesReplicaLoss(t *testing.T) {
 	b.stop()
 	senders.Wait()
 	total := 2 * perClient
-	eventually(t, 30*time.Second, func() error {
+	wait.For(t, "every frame at every member", func() error {
 		for _, w := range []*wsClient{ann, bob} {
 			if n := count(w); n < total {
 				return fmt.Errorf("a member has %d of %d frames", n, total)
@@ -572,7 +573,7 @@ func TestChatBadFrames(t *testing.T) {
 		}
 	case f := <-w.frames:
 		t.Fatalf("oversized frame answered %v, want close 1009", f)
-	case <-time.After(10 * time.Second):
+	case <-time.After(wait.Deadline):
 		t.Fatal("oversized frame did not close the socket within 10s")
 	}
 }

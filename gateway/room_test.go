@@ -15,6 +15,7 @@ import (
 
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/wait"
 	lobbyservice "github.com/vigil-dev/vigil/services/lobby/service"
 	roomservice "github.com/vigil-dev/vigil/services/room/service"
 )
@@ -104,7 +105,7 @@ func (s *roomSocket) send(frame string) {
 // next waits for the next frame of type typ, skipping others (occupancy frames come and go).
 func (s *roomSocket) next(typ string) map[string]any {
 	s.t.Helper()
-	deadline := time.After(3 * time.Second)
+	deadline := time.After(wait.Deadline)
 	for {
 		select {
 		case f := <-s.frames:
@@ -114,7 +115,7 @@ func (s *roomSocket) next(typ string) map[string]any {
 		case err := <-s.closed:
 			s.t.Fatalf("socket closed (%v) while waiting for a %s frame", err, typ)
 		case <-deadline:
-			s.t.Fatalf("no %s frame within 3s", typ)
+			s.t.Fatalf("no %s frame within %v", typ, wait.Deadline)
 		}
 	}
 }
@@ -196,7 +197,7 @@ func TestPracticeRoomOverGateway(t *testing.T) {
 	v2 := mustDialRoom(t, gw, code, "role=viewer&clientId=v2")
 	v1.next("state")
 	v2.next("state")
-	eventually(t, 2*time.Second, lobbyViewers(t, gw, code, 2, true))
+	wait.For(t, "the Lobby's count", lobbyViewers(t, gw, code, 2, true))
 
 	lead.send(`{"type": "sync", "playing": true, "positionMs": 5000}`)
 	for _, v := range []*roomSocket{v1, v2} {
@@ -230,7 +231,7 @@ func TestPracticeRoomOverGateway(t *testing.T) {
 	lead.next("occupancy")
 
 	_ = v2.c.Close(websocket.StatusNormalClosure, "bye")
-	eventually(t, time.Second, lobbyViewers(t, gw, code, 2, true))
+	wait.For(t, "the Lobby's count", lobbyViewers(t, gw, code, 2, true))
 
 	if r := call(t, "DELETE", gw+"/lobby/rooms/"+code, ""); r.code != http.StatusUnauthorized {
 		t.Fatalf("DELETE without a token = %d %s, want 401", r.code, r.raw)
@@ -242,7 +243,7 @@ func TestPracticeRoomOverGateway(t *testing.T) {
 		t.Fatalf("DELETE with the token = %d %s, want 204", r.code, r.raw)
 	}
 	for _, s := range []*roomSocket{lead, v1, late} {
-		if c, reason := s.closedWith(3 * time.Second); c != 4000 || reason != "ended" {
+		if c, reason := s.closedWith(wait.Deadline); c != 4000 || reason != "ended" {
 			t.Fatalf("socket closed with %d %q, want 4000 ended", c, reason)
 		}
 	}
@@ -259,11 +260,11 @@ func TestPracticeRoomExpiresOverGateway(t *testing.T) {
 	code, _ := created.body["code"].(string)
 	v := mustDialRoom(t, gw, code, "role=viewer&clientId=v")
 	v.next("state")
-	if c, reason := v.closedWith(ttl + 3*time.Second); c != 4000 || reason != "expired" {
+	if c, reason := v.closedWith(ttl + wait.Deadline); c != 4000 || reason != "expired" {
 		t.Fatalf("socket closed with %d %q, want 4000 expired", c, reason)
 	}
 	// Sockets close first, then the room leaves the Lobby.
-	eventually(t, time.Second, func() error {
+	wait.For(t, "the expired room gone from the Lobby", func() error {
 		list := call(t, "GET", gw+"/lobby/rooms", "")
 		if rooms, _ := list.body["rooms"].([]any); len(rooms) != 0 {
 			return fmt.Errorf("GET /lobby/rooms after expiry = %s, want no rooms", list.raw)

@@ -22,6 +22,7 @@ import (
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/tlstest"
+	"github.com/vigil-dev/vigil/pkg/wait"
 	"github.com/vigil-dev/vigil/services/reservations/service"
 
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
@@ -644,7 +645,7 @@ func TestConfiguredSocketLimitsReachChat(t *testing.T) {
 		if websocket.CloseStatus(err) != websocket.StatusMessageTooBig {
 			t.Fatalf("socket closed with %v, want 1009", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(wait.Deadline):
 		t.Fatal("a 600-byte frame did not close the socket within 10s")
 	}
 }
