@@ -97,7 +97,7 @@ CLUSTER_PACKAGES := ./pkg/alarm/... ./pkg/redisx/... ./services/reservations/int
 test-cluster: redis-image
 	@if [ -z "$$VIGIL_REDIS_IMAGE" ] && docker image inspect $(REDIS_IMAGE_LOCAL) >/dev/null 2>&1; then \
 		export VIGIL_REDIS_IMAGE=$(REDIS_IMAGE_LOCAL); fi; \
-	set -o pipefail; VIGIL_TEST_REDIS_CLUSTER=start go test -count=1 -p 1 -timeout 15m -skip 'TestKilledReplicaExpiresEachHoldOnce' $(CLUSTER_PACKAGES) && \
+	set -o pipefail; VIGIL_TEST_REDIS_CLUSTER=start go test -count=1 -p 1 -timeout 15m $(CLUSTER_PACKAGES) && \
 	go test -tags faulttest -count=1 -v -timeout 10m -run 'TestCluster' ./deploy/faulttest/ | grep -E '^(=== RUN|--- |\s+\w+_test.go|ok|FAIL|PASS|panic)'
 
 # Fault suite: each test prints what was at stake and what was lost. The SIGKILLed-replica test

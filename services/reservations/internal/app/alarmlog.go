@@ -9,7 +9,6 @@ import (
 
 	"github.com/vigil-dev/vigil/pkg/alarm"
 	"github.com/vigil-dev/vigil/pkg/input"
-	"github.com/vigil-dev/vigil/services/reservations/internal/store"
 )
 
 // alarmLog writes the reservation-alarm lines: one JSON object per firing and phase, whose
@@ -37,9 +36,9 @@ func (l *alarmLog) start(batch []alarm.Firing, now time.Time) {
 	l.write(batch, now, "start", func(b []byte, i int) []byte { return b })
 }
 
-func (l *alarmLog) done(batch []alarm.Firing, results []store.Expired, now time.Time) {
+func (l *alarmLog) done(batch []alarm.Firing, changed []bool, now time.Time) {
 	l.write(batch, now, "done", func(b []byte, i int) []byte {
-		return strconv.AppendBool(append(b, `,"changed":`...), results[i].Changed)
+		return strconv.AppendBool(append(b, `,"changed":`...), changed[i])
 	})
 }
 

@@ -110,7 +110,7 @@ func (a *App) HandleAlarms(ctx context.Context, batch []alarm.Firing) []error {
 	for i, f := range batch {
 		ids[i] = f.ID
 	}
-	results, err := a.store.ExpireBatch(ctx, ids, now)
+	changed, err := a.store.ExpireDue(ctx, ids, now)
 	if err != nil {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 			err = errors.New("stopped before the transition answered")
@@ -122,6 +122,6 @@ func (a *App) HandleAlarms(ctx context.Context, batch []alarm.Firing) []error {
 		}
 		return errs
 	}
-	a.alarmLog.done(batch, results, now)
+	a.alarmLog.done(batch, changed, now)
 	return nil
 }

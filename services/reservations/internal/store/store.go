@@ -100,27 +100,25 @@ func (s *Store) Get(ctx context.Context, id string) (domain.Reservation, error) 
 }
 
 // Expire runs the alarm's transition for reservation id at now and reports whether it changed
-// the hold.
+// the hold, with the hold's state after it.
 func (s *Store) Expire(ctx context.Context, id string, now time.Time) (domain.Reservation, bool, error) {
-	res, err := s.ExpireBatch(ctx, []string{id}, now)
+	res, err := s.expire.Run(ctx, s.rdb, []string{s.keys.alarms(id), s.keys.reservation(id)}, now.UnixMilli(), "full", id).Slice()
 	if err != nil {
-		return domain.Reservation{}, false, err
+		return domain.Reservation{}, false, scriptErr("expire", id, err)
 	}
-	return res[0].Reservation, res[0].Changed, nil
+	f, _ := res[0].([]any)
+	if len(res) != 1 || len(f) < 2 {
+		return domain.Reservation{}, false, fmt.Errorf("expire %s: %w", id, ErrShortReply)
+	}
+	return parse(id, f[1:]), f[0] == int64(1), nil
 }
 
-// Expired is the outcome of the alarm's transition for one reservation.
-type Expired struct {
-	Reservation domain.Reservation
-	// Changed is true when this call expired the hold (exactly one call ever does).
-	Changed bool
-}
-
-// ExpireBatch runs the alarm's transition at now for every reservation of ids, one script call
-// per alarm shard (a claimed batch is one shard: one call). It answers in the order of ids, or
-// fails as a whole: a call either ran or did not, and a retry changes nothing twice.
-func (s *Store) ExpireBatch(ctx context.Context, ids []string, now time.Time) ([]Expired, error) {
-	out := make([]Expired, len(ids))
+// ExpireDue runs the alarm's transition at now for every reservation of ids, one script call
+// per alarm shard (a claimed batch is one shard: one call), and reports which of them it
+// expired, in the order of ids. It fails as a whole: a call either ran or did not, and running
+// it again changes nothing twice.
+func (s *Store) ExpireDue(ctx context.Context, ids []string, now time.Time) ([]bool, error) {
+	out := make([]bool, len(ids))
 	byShard := map[int][]int{}
 	for i, id := range ids {
 		sh := s.q.ShardOf(id)
@@ -129,13 +127,13 @@ func (s *Store) ExpireBatch(ctx context.Context, ids []string, now time.Time) ([
 	nowMs := now.UnixMilli()
 	for _, idx := range byShard {
 		keys := make([]string, 1, len(idx)+1)
-		args := make([]any, 1, len(idx)+1)
-		keys[0], args[0] = s.keys.alarms(ids[idx[0]]), nowMs
+		args := make([]any, 2, len(idx)+2)
+		keys[0], args[0], args[1] = s.keys.alarms(ids[idx[0]]), nowMs, "brief"
 		for _, i := range idx {
 			keys = append(keys, s.keys.reservation(ids[i]))
 			args = append(args, ids[i])
 		}
-		res, err := s.expire.Run(ctx, s.rdb, keys, args...).Slice()
+		res, err := s.expire.Run(ctx, s.rdb, keys, args...).Int64Slice()
 		if err != nil {
 			return nil, scriptErr("expire", ids[idx[0]], err)
 		}
@@ -143,11 +141,7 @@ func (s *Store) ExpireBatch(ctx context.Context, ids []string, now time.Time) ([
 			return nil, fmt.Errorf("expire: %d answers for %d reservations: %w", len(res), len(idx), ErrShortReply)
 		}
 		for j, i := range idx {
-			f, _ := res[j].([]any)
-			if len(f) < 2 {
-				return nil, fmt.Errorf("expire %s: %w", ids[i], ErrShortReply)
-			}
-			out[i] = Expired{Reservation: parse(ids[i], f[1:]), Changed: f[0] == int64(1)}
+			out[i] = res[j] == 1
 		}
 	}
 	return out, nil

@@ -14,7 +14,7 @@ func FuzzLuaArguments(f *testing.F) {
 		map[string]int{"create.lua": 2, "expire.lua": 3, "settle.lua": 2, "get.lua": 2},
 		map[string][][]string{
 			"create.lua": {{"abc", "1700000000000", "1700000030000"}, {"abc", "x", "1e3"}},
-			"expire.lua": {{"1700000030000", "abc", "abd"}, {"0x10", "abc", "abd"}, {"1700000030000", "abc"}},
+			"expire.lua": {{"1700000030000", "brief", "abc", "abd"}, {"1700000030000", "full", "abc", "abd"}, {"0x10", "full", "abc", "abd"}, {"1700000030000", "abc"}},
 			"settle.lua": {{"abc", "confirmed", "1700000000000"}, {"abc", "released", "1"}, {"abc", "held", "1"}},
 			"get.lua":    {{"abc"}, {""}},
 		})

@@ -96,9 +96,10 @@ func sameKind(got, want error) bool {
 	return got == nil && want == nil
 }
 
-// TestExpireBatchExactlyOnce runs the batch transition three times over the same holds (four
-// shards, so several script calls), as a replayed alarm would: each hold expires once.
-func TestExpireBatchExactlyOnce(t *testing.T) {
+// TestExpireDueExactlyOnce runs the alarm handler's transition three times over the same holds
+// (four shards, so several script calls), as a replayed alarm would: each hold expires once,
+// and a hold not yet due or never created is left alone.
+func TestExpireDueExactlyOnce(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	ctx := context.Background()
@@ -111,28 +112,30 @@ func TestExpireBatchExactlyOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if _, err := s.Create(ctx, "later", start, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	batch := append(append([]string{}, ids...), "later", "never-made")
 	due := start.Add(5 * time.Second)
 	for round := range 3 {
-		changed := 0
-		results, err := s.ExpireBatch(ctx, ids, due.Add(time.Duration(round)*time.Millisecond))
+		changed, err := s.ExpireDue(ctx, batch, due.Add(time.Duration(round)*time.Millisecond))
 		if err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
-		for _, res := range results {
-			if res.Changed {
-				changed++
-			}
-			if res.Reservation.ExpirationCount != 1 || res.Reservation.AlarmAt != 0 {
-				t.Fatalf("round %d: %+v, want expirationCount 1 and no alarm", round, res.Reservation)
+		for i, c := range changed {
+			if want := round == 0 && i < len(ids); c != want {
+				t.Fatalf("round %d: %s changed = %v, want %v", round, batch[i], c, want)
 			}
 		}
-		want := 0
-		if round == 0 {
-			want = len(ids)
+	}
+	for _, id := range ids {
+		r, err := s.Get(ctx, id)
+		if err != nil || r.Status != domain.Expired || r.ExpirationCount != 1 || r.AlarmAt != 0 || r.ExpiredAt != due.UnixMilli() {
+			t.Fatalf("Get(%s) = %+v, %v; want expired once at %d with no alarm", id, r, err, due.UnixMilli())
 		}
-		if changed != want {
-			t.Fatalf("round %d: %d holds changed, want %d", round, changed, want)
-		}
+	}
+	if r, _ := s.Get(ctx, "later"); r.Status != domain.Held || r.AlarmAt == 0 {
+		t.Fatalf("Get(later) = %+v, want held with its alarm", r)
 	}
 }
 
