@@ -7,9 +7,10 @@ require (
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/vigil-dev/vigil/gateway v0.0.0
 	github.com/vigil-dev/vigil/pkg v0.0.0
+	github.com/vigil-dev/vigil/pkg/api v0.0.0
 	github.com/vigil-dev/vigil/services/chat v0.0.0
 	github.com/vigil-dev/vigil/services/lobby v0.0.0
-	github.com/vigil-dev/vigil/services/locks v0.0.0-00010101000000-000000000000
+	github.com/vigil-dev/vigil/services/locks v0.0.0
 	github.com/vigil-dev/vigil/services/reservations v0.0.0
 	google.golang.org/grpc v1.85.0
 	k8s.io/api v0.37.2
@@ -115,3 +116,5 @@ replace (
 	github.com/vigil-dev/vigil/services/reservations => ../services/reservations
 	github.com/vigil-dev/vigil/services/room => ../services/room
 )
+
+replace github.com/vigil-dev/vigil/pkg/api => ../pkg/api

@@ -89,6 +89,7 @@ require (
 	github.com/felixge/httpsnoop v1.1.0
 	github.com/google/uuid v1.6.0
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/vigil-dev/vigil/pkg/api v0.0.0
 	github.com/vigil-dev/vigil/services/chat v0.0.0
 	github.com/vigil-dev/vigil/services/lobby v0.0.0
 	github.com/vigil-dev/vigil/services/locks v0.0.0
@@ -105,3 +106,5 @@ replace github.com/vigil-dev/vigil/services/lobby => ../services/lobby
 replace github.com/vigil-dev/vigil/services/room => ../services/room
 
 replace github.com/vigil-dev/vigil/services/locks => ../services/locks
+
+replace github.com/vigil-dev/vigil/pkg/api => ../pkg/api

@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/vigil-dev/vigil/gateway v0.0.0
 	github.com/vigil-dev/vigil/pkg v0.0.0
+	github.com/vigil-dev/vigil/pkg/api v0.0.0
 	github.com/vigil-dev/vigil/services/lobby v0.0.0
 	github.com/vigil-dev/vigil/services/locks v0.0.0
 	github.com/vigil-dev/vigil/services/reservations v0.0.0
@@ -107,3 +108,5 @@ replace (
 replace github.com/vigil-dev/vigil/services/chat => ../../services/chat
 
 replace github.com/vigil-dev/vigil/services/room => ../../services/room
+
+replace github.com/vigil-dev/vigil/pkg/api => ../../pkg/api

@@ -76,6 +76,7 @@ require (
 	github.com/testcontainers/testcontainers-go v0.45.0 // indirect
 	github.com/tklauser/go-sysconf v0.4.0 // indirect
 	github.com/tklauser/numcpus v0.12.0 // indirect
+	github.com/vigil-dev/vigil/pkg/api v0.0.0 // indirect
 	github.com/yusufpapurcu/wmi v1.2.4 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.72.0 // indirect
@@ -104,3 +105,7 @@ replace (
 	github.com/vigil-dev/vigil/services/reservations => ../../services/reservations
 	github.com/vigil-dev/vigil/services/room => ../../services/room
 )
+
+replace github.com/vigil-dev/vigil/pkg/api => ../../pkg/api
+
+replace github.com/vigil-dev/vigil/services/locks => ../../services/locks

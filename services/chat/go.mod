@@ -6,6 +6,7 @@ require (
 	github.com/google/uuid v1.6.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/vigil-dev/vigil/pkg v0.0.0
+	github.com/vigil-dev/vigil/pkg/api v0.0.0
 	google.golang.org/grpc v1.85.0
 )
 
@@ -84,3 +85,5 @@ require (
 )
 
 replace github.com/vigil-dev/vigil/pkg => ../../pkg
+
+replace github.com/vigil-dev/vigil/pkg/api => ../../pkg/api

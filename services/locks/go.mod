@@ -8,6 +8,7 @@ require (
 	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/vigil-dev/vigil/pkg v0.0.0
+	github.com/vigil-dev/vigil/pkg/api v0.0.0
 	google.golang.org/grpc v1.85.0
 )
 
@@ -103,3 +104,5 @@ replace github.com/vigil-dev/vigil/services/chat => ../chat
 replace github.com/vigil-dev/vigil/services/lobby => ../lobby
 
 replace github.com/vigil-dev/vigil/services/room => ../room
+
+replace github.com/vigil-dev/vigil/pkg/api => ../../pkg/api

@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/vigil-dev/vigil/pkg v0.0.0
+	github.com/vigil-dev/vigil/pkg/api v0.0.0
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
 )
@@ -84,3 +85,5 @@ require (
 )
 
 replace github.com/vigil-dev/vigil/pkg => ../../pkg
+
+replace github.com/vigil-dev/vigil/pkg/api => ../../pkg/api

@@ -6,6 +6,7 @@ require (
 	github.com/coder/websocket v1.8.15
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/vigil-dev/vigil/pkg v0.0.0
+	github.com/vigil-dev/vigil/pkg/api v0.0.0
 	golang.org/x/sync v0.24.0
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
@@ -100,3 +101,5 @@ replace github.com/vigil-dev/vigil/services/reservations => ../reservations
 replace github.com/vigil-dev/vigil/services/chat => ../chat
 
 replace github.com/vigil-dev/vigil/services/locks => ../locks
+
+replace github.com/vigil-dev/vigil/pkg/api => ../../pkg/api
