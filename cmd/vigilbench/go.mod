@@ -62,6 +62,7 @@ require (
 	github.com/testcontainers/testcontainers-go v0.45.0 // indirect
 	github.com/tklauser/go-sysconf v0.4.0 // indirect
 	github.com/tklauser/numcpus v0.12.0 // indirect
+	github.com/vigil-dev/vigil/pkg/api v0.0.0
 	github.com/yusufpapurcu/wmi v1.2.4 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.72.0 // indirect
@@ -96,3 +97,5 @@ replace (
 	github.com/vigil-dev/vigil/services/reservations => ../../services/reservations
 	github.com/vigil-dev/vigil/services/room => ../../services/room
 )
+
+replace github.com/vigil-dev/vigil/pkg/api => ../../pkg/api
