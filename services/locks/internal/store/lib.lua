@@ -1,4 +1,5 @@
--- lib.lua: the lock state machine shared by every lock script; store.go prepends it to each.
+-- lib.lua: the lock state machine shared by every lock script; store.go prepends it to each,
+-- after pkg/alarm's contract (alarm_set, alarm_clear: the alarm set's score rules live there).
 -- Every script gets the same first KEYS and ARGV:
 -- KEYS[1]  the lock (hash: owner, token, exp = lease end in ms, wid = waiter id it was granted to)
 -- KEYS[2]  the resource's waiter queue (list of entries, oldest first; see entry below)
@@ -20,28 +21,25 @@ local function nat(s) return int(s) and s:sub(1, 1) ~= '-' end
 if type(ARGV[1]) ~= 'string' or not int(ARGV[2]) then
   return redis.error_reply('ERR lock script: want a resource and a time in ms')
 end
--- armed is the lease end this script set as the resource's alarm (0 when none).
+-- armed is the lease end this script set as the resource's alarm when it became its shard's
+-- earliest (0 otherwise, or when the alarm was cleared since).
 local armed = 0
 -- quiet_channel: a grant to a waiter on this channel is not published, because the calling
 -- replica answers that waiter itself from the script's reply (release.lua sets it).
 local quiet_channel = false
 
 local function arm(exp)
-  redis.call('ZADD', alarms_key, exp, resource)
-  armed = exp
+  if alarm_set(alarms_key, resource, exp) == 1 then
+    armed = exp
+  else
+    armed = 0
+  end
 end
 
--- wake is the alarm to wake the shard's scheduler for: the armed time when it is the shard's
--- earliest alarm, else 0.
+-- wake is the alarm to wake the shard's scheduler for: the lease end this script armed when
+-- that made it the shard's earliest alarm, else 0.
 local function wake()
-  if armed == 0 then
-    return 0
-  end
-  local head = redis.call('ZRANGE', alarms_key, 0, 0)
-  if head[1] == resource then
-    return armed
-  end
-  return 0
+  return armed
 end
 
 -- grant gives the lock to owner for ttl ms with a new fencing token.
@@ -71,7 +69,8 @@ local function handoff()
     end
   end
   redis.call('DEL', lock_key)
-  redis.call('ZREM', alarms_key, resource)
+  alarm_clear(alarms_key, resource)
+  armed = 0
   return nil
 end
 

@@ -3,18 +3,19 @@ package store
 import (
 	"testing"
 
+	"github.com/vigil-dev/vigil/pkg/alarm"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 )
 
 // fuzzEntry is a waiter entry: "deadline\nttl\nwid\nchannel\nowner".
 const fuzzEntry = "1700000060000\n30000\nw1\nvigil:locks:grants:r1\nowner-b"
 
-// FuzzLuaArguments fuzzes every lock script's argument checks on real Redis (lib.lua
-// prepended, as New does): whatever ARGV holds, a script answers or refuses, and never faults
+// FuzzLuaArguments fuzzes every lock script's argument checks on real Redis (pkg/alarm's
+// contract and lib.lua prepended, as New does): whatever ARGV holds, a script answers or refuses, and never faults
 // halfway through its writes.
 func FuzzLuaArguments(f *testing.F) {
 	const now = "1700000000000"
-	redistest.FuzzScripts(f, redistest.LoadScripts(f, "lib.lua",
+	scripts := redistest.LoadScripts(f, "lib.lua",
 		map[string]int{"acquire.lua": 4, "release.lua": 4, "renew.lua": 4, "get.lua": 4, "expire.lua": 4, "leave.lua": 4},
 		map[string][][]string{
 			"acquire.lua": {{"res", now, "owner-a", "30000", "", "0", "0"}, {"res", now, "owner-b", "30000", fuzzEntry, "65000", "0"},
@@ -24,5 +25,9 @@ func FuzzLuaArguments(f *testing.F) {
 			"get.lua":     {{"res", now}},
 			"expire.lua":  {{"res", now}, {"res", ""}},
 			"leave.lua":   {{"res", now, fuzzEntry, "w1", "0"}, {"res", "1", "x", "w1", "2"}},
-		})...)
+		})
+	for i := range scripts {
+		scripts[i].Src = alarm.Lua() + scripts[i].Src // as New builds them
+	}
+	redistest.FuzzScripts(f, scripts...)
 }

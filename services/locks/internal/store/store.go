@@ -134,7 +134,8 @@ func New(rdb redis.UniversalClient, o Options) (*Store, error) {
 	if o.MaxWaitersPerLock == 0 {
 		o.MaxWaitersPerLock = 1000
 	}
-	script := func(name, src string) *redisx.Script { return redisx.NewScript(name, libLua+src) }
+	// Every lock script is pkg/alarm's contract, then lib.lua, then its own body.
+	script := func(name, src string) *redisx.Script { return alarm.NewScript(name, libLua+src) }
 	s := &Store{
 		rdb:     rdb,
 		q:       o.Alarms,
