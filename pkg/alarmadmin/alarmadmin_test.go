@@ -3,6 +3,7 @@ package alarmadmin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	adminv1 "github.com/vigil-dev/vigil/pkg/api/vigil/admin/v1"
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -134,20 +136,16 @@ func deadQueue(t *testing.T, q *alarm.Queue, c adminv1.AlarmAdminServiceClient, 
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	wait.For(t, "every alarm to be dead-lettered", func() error {
 		res, err := c.ListDeadLetters(ctx, &adminv1.ListDeadLettersRequest{})
 		if err != nil {
-			t.Fatalf("ListDeadLetters: %v", err)
+			return err
 		}
-		if len(res.GetDeadLetters()) == len(ids) {
-			return
+		if n := len(res.GetDeadLetters()); n != len(ids) {
+			return fmt.Errorf("%d dead letters, want %d", n, len(ids))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d dead letters after 10s, want %d", len(res.GetDeadLetters()), len(ids))
-		}
-		time.Sleep(5 * time.Millisecond) // polling for the condition, bounded by the deadline
-	}
+		return nil
+	})
 }
 
 func TestDeadLettersListReplayAndDiscard(t *testing.T) {
