@@ -193,7 +193,6 @@ export class Stage {
 
   wire(tag, name) {
     const me = () => this.formation.dancers.find((d) => d.name === name);
-    let droppedAt = -Infinity; // the click that may follow a drop is not a pick
     tag.addEventListener('pointerdown', (e) => {
       if (e.button !== 0 || !me()) return;
       tag.setPointerCapture(e.pointerId);
@@ -214,7 +213,6 @@ export class Stage {
       this.drag = null;
       tag.classList.remove('dragging');
       if (!g.moved) return; // a tap or a click: handled by the click listener
-      droppedAt = performance.now();
       const d = me();
       if (!commit || !d || (g.cell.x === d.x && g.cell.y === d.y)) { this.render(this.formation); return; }
       this.change(place(this.formation, name, g.cell.x, g.cell.y), `${name} to ${where(g.cell)}`);
@@ -222,7 +220,7 @@ export class Stage {
     tag.addEventListener('pointerup', (e) => end(e, true));
     tag.addEventListener('pointercancel', (e) => end(e, false));
     tag.addEventListener('click', () => {
-      if (performance.now() - droppedAt < 400) return;
+      // Also after a drop: the form then shows where the dancer landed.
       const d = me();
       if (d) this.opts.onSelect?.(d);
     });

@@ -41,10 +41,6 @@ let retryTimer = 0;
 let adopted = false; // leader: took the room's saved position once
 let fileName = '';
 let playerVideo = null; // the room video the loaded file was picked for ({title, durationMs})
-let switchingTo = null; // leader: the video this page just switched everyone to
-// Leader: formations sent on this socket whose echo has not come back. Their echoes are older
-// than what the page already shows, so only the last one (the server's latest) is taken.
-let formationsInFlight = 0;
 
 // Server clock: offset = serverTime - localTime. A sync frame stamped at `at` and received now
 // gives at - now = offset - latency, so the largest recent sample is the best estimate.
@@ -93,7 +89,6 @@ const stage = new Stage($('formation-stage'), {
     $('dancer-name').value = d.name;
     $('dancer-x').value = String(d.x);
     $('dancer-y').value = String(d.y);
-    $('formation-error').textContent = '';
   },
   onError: (msg) => { $('formation-error').textContent = msg; },
 });
@@ -213,7 +208,6 @@ function send(frame) {
 function onFrame(f) {
   switch (f.type) {
     case 'state':
-      formationsInFlight = 0; // a new socket: the state is the whole truth
       room.playback = f.playback || null;
       room.marks = f.marks || [];
       room.video = f.video || room.video;
@@ -239,7 +233,6 @@ function onFrame(f) {
       }
       break;
     case 'formation':
-      if (role === 'leader' && formationsInFlight > 0 && --formationsInFlight > 0) break;
       room.formation = f.formation ?? null;
       renderFormation();
       break;
@@ -307,10 +300,6 @@ function switched(f) {
   room.playback = { playing: false, positionMs: 0, at: f.at }; // as the server reset it
   room.marks = []; // the server drops the old video's marks
   renderInfo(); renderMarks();
-  if (role === 'leader' && switchingTo && sameVideo(switchingTo, f.video)) {
-    switchingTo = null; // this page made the switch and already plays the new file
-    return;
-  }
   askForFile();
 }
 
@@ -365,7 +354,6 @@ function setFormation(f, what) {
   const err = formationError(f);
   if (err) { $('formation-error').textContent = err; renderFormation(); return false; }
   if (!send({ type: 'formation', formation: f })) { renderFormation(); return false; }
-  formationsInFlight++;
   room.formation = f;
   renderFormation();
   $('formation-status').textContent = `Sent: ${what}. ${$('formation-status').textContent}`;
@@ -470,7 +458,6 @@ function switchForm() {
     if (picked.durationMs > 24 * 3600 * 1000) { err.textContent = 'A video can be at most 24 hours long.'; return; }
     const next = { title, durationMs: picked.durationMs };
     if (!send({ type: 'reload', video: next })) return;
-    switchingTo = next;
     room.video = next;
     room.playback = { playing: false, positionMs: 0, at: serverNow() };
     room.marks = [];

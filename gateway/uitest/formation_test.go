@@ -208,6 +208,7 @@ func TestFormation(t *testing.T) {
 	leader.checkPlain("room-formation-phone")
 
 	// Picking a dancer fills the form; Remove takes them off.
+	leader.waitFor("laid out for a desktop again", `window.innerWidth === 1280`, 5*time.Second)
 	leader.run(chromedp.Click(chromedp.CSS(`#stage .dancer[data-name="Ben"]`)))
 	leader.waitFor("form filled from the stage", `document.getElementById('dancer-name').value === 'Ben' && document.getElementById('dancer-x').value === '3' && document.getElementById('dancer-y').value === '2'`, 5*time.Second)
 	leader.run(chromedp.Click(chromedp.ID("dancer-remove")))
