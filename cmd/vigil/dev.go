@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -30,12 +30,26 @@ type devService struct {
 	addr *string
 }
 
+// devOptions configure the dev runner; runDev fills them from flags, tests directly.
+type devOptions struct {
+	HTTPAddr string
+	Store    devstore.Options
+	// PortBase is the first gRPC port; 0 for any free ports.
+	PortBase int
+	Logger   *slog.Logger
+	// Now is every service's clock. Default time.Now.
+	Now func() time.Time
+	// Ready, when set, gets the gateway's address once it serves; default: print the banner.
+	Ready func(gateway net.Addr)
+}
+
 // runDev runs every service and the gateway in this process, on the store devstore picks.
 func runDev(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("vigil dev", flag.ContinueOnError)
-	httpAddr := config.String(fs, "addr", "VIGIL_HTTP_ADDR", "127.0.0.1:8080", "gateway HTTP listen address")
-	redisURL := config.String(fs, "redis-url", "REDIS_URL", "", "Redis URL; empty: a local redis-server child, else an embedded store")
-	dataDir := config.String(fs, "data", "VIGIL_DATA_DIR", ".data", "data directory of the redis-server child")
+	httpAddr := config.String(fs, "addr", "VIGIL_HTTP_ADDR", "127.0.0.1:8080", "gateway HTTP listen address (loopback only)")
+	redisURL := config.String(fs, "redis-url", "REDIS_URL", "", "Redis URL; empty: a local redis-server child, else the embedded store")
+	dataDir := config.String(fs, "data", "VIGIL_DATA_DIR", ".data", "data directory of the redis-server child or the embedded store")
+	storeKind := config.String(fs, "store", "VIGIL_DEV_STORE", "", "without -redis-url: redis-server or embedded; empty: redis-server when installed, else embedded")
 	logFormat := config.String(fs, "log-format", "VIGIL_LOG_FORMAT", "text", "log format: json or text")
 	logLevel := config.String(fs, "log-level", "VIGIL_LOG_LEVEL", "warn", "log level: debug, info, warn, error")
 	portBase := config.Int(fs, "grpc-port-base", "VIGIL_GRPC_PORT_BASE", 7001,
@@ -46,34 +60,48 @@ func runDev(ctx context.Context, args []string) error {
 	if err := errors.Join(config.Check(fs), config.LogSettings(*logFormat, *logLevel)); err != nil {
 		return err
 	}
-	// The dev mode is open (no API keys, no TLS): it is for the machine it runs on only.
-	if !server.Loopback(*httpAddr) {
-		return fmt.Errorf("-addr %s: vigil dev runs open (no API keys, no TLS) and listens on loopback only (127.0.0.1:<port>); "+
-			"for a deployment others can reach, run make compose-up (docs/SECURITY.md)", *httpAddr)
-	}
 	log := config.Logger(*logFormat, *logLevel)
+	return startDev(ctx, devOptions{
+		HTTPAddr: *httpAddr,
+		Store:    devstore.Options{URL: *redisURL, DataDir: *dataDir, Kind: devstore.Kind(*storeKind), Logger: log},
+		PortBase: *portBase,
+		Logger:   log,
+	})
+}
 
-	store, err := devstore.Open(ctx, *redisURL, *dataDir)
+// startDev runs the services and the gateway until ctx ends, then stops the store it started.
+func startDev(ctx context.Context, o devOptions) (err error) {
+	// The dev mode is open (no API keys, no TLS): it is for the machine it runs on only.
+	if !server.Loopback(o.HTTPAddr) {
+		return fmt.Errorf("-addr %s: vigil dev runs open (no API keys, no TLS) and listens on loopback only (127.0.0.1:<port>); "+
+			"for a deployment others can reach, run make compose-up (docs/SECURITY.md)", o.HTTPAddr)
+	}
+	log := o.Logger
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	store, err := devstore.Open(ctx, o.Store)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	if store.Kind == devstore.Embedded {
-		fmt.Fprintln(os.Stderr, "WARNING: no REDIS_URL and no redis-server installed: using an embedded in-memory store; nothing persists across restarts.")
-	}
+	defer func() {
+		if cerr := store.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("store: %w", cerr))
+		}
+	}()
 	rc := redisx.Config{URL: store.URL}
 
 	// addr is where the i-th service listens: the CLI's default address, or any free port.
 	addr := func(i int) string {
-		if *portBase <= 0 {
+		if o.PortBase <= 0 {
 			return "127.0.0.1:0"
 		}
-		return fmt.Sprintf("127.0.0.1:%d", *portBase+i)
+		return fmt.Sprintf("127.0.0.1:%d", o.PortBase+i)
 	}
 	var b gateway.Backends
 	services := []devService{
 		{"reservations", func(ctx context.Context, ready func(net.Addr)) error {
-			svc, err := reservations.New(ctx, reservations.Options{GRPCAddr: addr(0), Redis: rc, Replay: true, Logger: log.With("service", "reservations")})
+			svc, err := reservations.New(ctx, reservations.Options{GRPCAddr: addr(0), Redis: rc, Replay: true, Now: o.Now, Logger: log.With("service", "reservations")})
 			if err != nil {
 				return err
 			}
@@ -81,7 +109,7 @@ func runDev(ctx context.Context, args []string) error {
 			return svc.Serve(ctx)
 		}, &b.Reservations},
 		{"locks", func(ctx context.Context, ready func(net.Addr)) error {
-			svc, err := locks.New(ctx, locks.Options{GRPCAddr: addr(1), Redis: rc, Logger: log.With("service", "locks")})
+			svc, err := locks.New(ctx, locks.Options{GRPCAddr: addr(1), Redis: rc, Now: o.Now, Logger: log.With("service", "locks")})
 			if err != nil {
 				return err
 			}
@@ -89,14 +117,14 @@ func runDev(ctx context.Context, args []string) error {
 			return svc.Serve(ctx)
 		}, &b.Locks},
 		{"chat", func(ctx context.Context, ready func(net.Addr)) error {
-			return chat.Run(ctx, chat.Options{GRPCAddr: addr(2), Redis: rc, Logger: log.With("service", "chat")}, ready)
+			return chat.Run(ctx, chat.Options{GRPCAddr: addr(2), Redis: rc, Now: o.Now, Logger: log.With("service", "chat")}, ready)
 		}, &b.Chat},
 		// The lobby starts before the room: the room dials it.
 		{"lobby", func(ctx context.Context, ready func(net.Addr)) error {
-			return lobby.Run(ctx, lobby.Options{GRPCAddr: addr(3), Redis: rc, Logger: log.With("service", "lobby")}, ready)
+			return lobby.Run(ctx, lobby.Options{GRPCAddr: addr(3), Redis: rc, Now: o.Now, Logger: log.With("service", "lobby")}, ready)
 		}, &b.Lobby},
 		{"room", func(ctx context.Context, ready func(net.Addr)) error {
-			return room.Run(ctx, room.Options{GRPCAddr: addr(4), Redis: rc, LobbyAddr: b.Lobby, Logger: log.With("service", "room")}, ready)
+			return room.Run(ctx, room.Options{GRPCAddr: addr(4), Redis: rc, LobbyAddr: b.Lobby, Now: o.Now, Logger: log.With("service", "room")}, ready)
 		}, &b.Room},
 	}
 
@@ -115,9 +143,12 @@ func runDev(ctx context.Context, args []string) error {
 			return g.Wait()
 		}
 	}
+	ready := o.Ready
+	if ready == nil {
+		ready = func(a net.Addr) { printBanner(a, store, services) }
+	}
 	g.Go(func() error {
-		return gateway.Run(ctx, gateway.Options{Addr: *httpAddr, Backends: b, Logger: log.With("service", "gateway")},
-			func(a net.Addr) { printBanner(a, store, services) })
+		return gateway.Run(ctx, gateway.Options{Addr: o.HTTPAddr, Backends: b, Logger: log.With("service", "gateway")}, ready)
 	})
 	return g.Wait()
 }

@@ -1,14 +1,16 @@
 // Package devstore provides the zero-setup development store: the Redis named by a URL if one
 // is given; otherwise a local redis-server started as a child process with AOF in a data
-// directory, if one is installed; otherwise an embedded in-process Redis (miniredis), which
-// keeps nothing across restarts. The embedded store is for trying Vigil out, never for proving
-// Redis behaviour: tests run against real Redis.
+// directory, if one is installed; otherwise an embedded in-process Redis (miniredis) kept in
+// the same data directory (embedded.go: written every second when it changed and on Close,
+// loaded at start). The embedded store is for trying Vigil out, never for proving Redis
+// behaviour: tests run against real Redis.
 package devstore
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -16,7 +18,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -36,32 +37,64 @@ type Store struct {
 	URL string
 	// Kind of store.
 	Kind Kind
-	// Detail says where it lives (the data directory, or the external URL's host).
+	// Detail says where it lives (the data directory, or the external URL's host) and, for the
+	// stores Open starts, what a crash can lose.
 	Detail string
-	stop   func()
+	stop   func() error
 }
 
-// Close stops a store that Open started.
-func (s *Store) Close() {
+// Close stops a store that Open started; the embedded store writes its data a last time.
+func (s *Store) Close() error {
 	if s.stop != nil {
-		s.stop()
+		return s.stop()
 	}
+	return nil
 }
 
-// Open returns the store to use: url when given; else a redis-server child with its AOF in
-// dataDir; else an embedded Redis.
-func Open(ctx context.Context, url, dataDir string) (*Store, error) {
-	if url != "" {
-		return &Store{URL: url, Kind: External, Detail: url}, nil
+// Options say which store Open picks. Every zero value has the default given in its comment.
+type Options struct {
+	// URL of a Redis to use as is. Default "": Open starts one.
+	URL string
+	// DataDir holds the started store's data. Default ".data".
+	DataDir string
+	// Kind forces a kind of started store (Child or Embedded). Default "": a redis-server child
+	// when one is installed, else the embedded store.
+	Kind Kind
+	// Logger for the embedded store's save errors. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Open returns the store to use: o.URL when given; else a redis-server child with its AOF in
+// o.DataDir; else the embedded store, kept in o.DataDir/embedded.json.
+func Open(ctx context.Context, o Options) (*Store, error) {
+	if o.URL != "" {
+		return &Store{URL: o.URL, Kind: External, Detail: o.URL}, nil
 	}
-	if bin, err := exec.LookPath("redis-server"); err == nil {
-		return startChild(ctx, bin, dataDir)
+	if o.DataDir == "" {
+		o.DataDir = ".data"
 	}
-	m, err := miniredis.Run()
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	switch o.Kind {
+	case "", Child:
+		bin, err := exec.LookPath("redis-server")
+		if err == nil {
+			return startChild(ctx, bin, o.DataDir)
+		}
+		if o.Kind == Child {
+			return nil, fmt.Errorf("the redis-server store needs redis-server installed: %w", err)
+		}
+	case Embedded:
+	default:
+		return nil, fmt.Errorf("store kind %q: want %s or %s", o.Kind, Child, Embedded)
+	}
+	e, err := openEmbedded(o.DataDir, o.Logger)
 	if err != nil {
-		return nil, fmt.Errorf("start embedded Redis: %w", err)
+		return nil, err
 	}
-	return &Store{URL: "redis://" + m.Addr() + "/0", Kind: Embedded, Detail: "in memory; nothing persists", stop: m.Close}, nil
+	return &Store{URL: "redis://" + e.m.Addr() + "/0", Kind: Embedded, stop: e.close,
+		Detail: fmt.Sprintf("%s, saved every %v and on exit; a crash loses at most the last %v of writes", e.path, SaveEvery, SaveEvery)}, nil
 }
 
 func startChild(ctx context.Context, bin, dataDir string) (*Store, error) {
@@ -84,13 +117,14 @@ func startChild(ctx context.Context, bin, dataDir string) (*Store, error) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	stop := func() {
+	stop := func() error {
 		_ = cmd.Process.Signal(os.Interrupt) // redis-server writes its AOF and exits
 		select {
 		case <-exited:
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
 		}
+		return nil
 	}
 	url := fmt.Sprintf("redis://127.0.0.1:%d/0", port)
 	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port)})
@@ -98,18 +132,18 @@ func startChild(ctx context.Context, bin, dataDir string) (*Store, error) {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		if err := c.Ping(ctx).Err(); err == nil {
-			return &Store{URL: url, Kind: Child, Detail: dir, stop: stop}, nil
+			return &Store{URL: url, Kind: Child, Detail: dir + ", AOF fsynced every second; a crash loses at most the last second of writes", stop: stop}, nil
 		}
 		select {
 		case err := <-exited:
 			return nil, fmt.Errorf("redis-server exited: %v (see %s)", err, filepath.Join(dir, "redis.log"))
 		case <-ctx.Done():
-			stop()
+			_ = stop()
 			return nil, ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			stop()
+			_ = stop()
 			return nil, errors.New("redis-server did not answer within 15s")
 		}
 	}
