@@ -34,9 +34,9 @@ func lobbyDomain(addr string) domain {
 			"/vigil.lobby.v1.LobbyService/CreateRoom": http.StatusCreated,
 		},
 		fieldErrors: map[protoreflect.FullName]string{
-			"vigil.lobby.v1.CreateRoomRequest.name":  "Give the room a name of 1-80 printable characters.",
+			"vigil.lobby.v1.CreateRoomRequest.name":  "name must be 1 to 80 characters.",
 			"vigil.lobby.v1.CreateRoomRequest.video": "Describe the video: {\"title\", \"durationMs\"}.",
-			"vigil.lobby.v1.Video.title":             "Give the video a title of 1-200 printable characters.",
+			"vigil.lobby.v1.Video.title":             "video.title must be 1 to 200 characters.",
 			"vigil.lobby.v1.Video.duration_ms":       "video.durationMs must be an integer from 1 through 86400000.",
 		},
 	}

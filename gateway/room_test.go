@@ -277,7 +277,7 @@ func TestLobbyRESTErrors(t *testing.T) {
 	t.Parallel()
 	gw := startRoomStack(t, time.Hour)
 	for _, tc := range []struct{ body, want string }{
-		{`{"name": "", "video": {"title": "t", "durationMs": 1}}`, "Give the room a name of 1-80 printable characters."},
+		{`{"name": "", "video": {"title": "t", "durationMs": 1}}`, "name must be 1 to 80 characters."},
 		{`{"name": "n"}`, "Describe the video: {\"title\", \"durationMs\"}."},
 		{`{"name": "n", "video": {"title": "t", "durationMs": "12"}}`, "video.durationMs must be an integer from 1 through 86400000."},
 		{`{"name": "n", "video": {"title": "t", "durationMs": 0}}`, "video.durationMs must be an integer from 1 through 86400000."},
@@ -372,7 +372,7 @@ func TestPracticeRoomBadFrames(t *testing.T) {
 		{`{"type": "sync", "playing": true, "positionMs": 1.5}`, "positionMs must be an integer from 0 through 86400000."},
 		{`{"type": "sync", "playing": true, "positionMs": -1}`, "positionMs must be an integer from 0 through 86400000."},
 		{`{"type": "mark", "positionMs": 10, "label": 7}`, "label must be a string."},
-		{`{"type": "reload", "video": {"title": "", "durationMs": 5}}`, "Give the video a title of 1-200 printable characters."},
+		{`{"type": "reload", "video": {"title": "", "durationMs": 5}}`, "video.title must be 1 to 200 characters."},
 		{`{"type": "reload", "video": {"title": "New", "durationMs": "5"}}`, "video.durationMs must be an integer from 1 through 86400000."},
 		{`{"type": "sync", "playing": true, "positionMs": "5"}`, "positionMs must be an integer from 0 through 86400000."},
 	} {

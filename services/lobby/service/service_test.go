@@ -300,3 +300,54 @@ func TestListNotModified(t *testing.T) {
 		t.Fatalf("ListRooms(known_version %d) after a change = %v, %v; want the new list", v, changed, err)
 	}
 }
+
+// TestNumbersOutsideSafeIntegersAreRefused: every number of the Lobby's RPCs lies within
+// ±(2^53-1) and its own range; anything else is INVALID_ARGUMENT with the field's sentence.
+func TestNumbersOutsideSafeIntegersAreRefused(t *testing.T) {
+	t.Parallel()
+	c, _ := start(t)
+	code := create(t, c, "Numbers").GetCode()
+	const beyond = 1 << 53
+	neg := int64(-1)
+	tooNew := int64(beyond)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		what string
+		call func() error
+		want string
+	}{
+		{"delta seq 2^53", func() error {
+			_, err := c.ApplyOccupancyDelta(ctx, &lobbyv1.ApplyOccupancyDeltaRequest{Code: code, Seq: beyond, ViewersDelta: 1})
+			return err
+		}, "seq must be an integer from 1 through 9007199254740991."},
+		{"snapshot seq -1", func() error {
+			_, err := c.ApplyOccupancySnapshot(ctx, &lobbyv1.ApplyOccupancySnapshotRequest{Code: code, Seq: -1})
+			return err
+		}, "seq must be an integer from 0 through 9007199254740991."},
+		{"snapshot viewers -1", func() error {
+			_, err := c.ApplyOccupancySnapshot(ctx, &lobbyv1.ApplyOccupancySnapshotRequest{Code: code, Seq: 1, Viewers: -1})
+			return err
+		}, "viewers must be an integer from 0 through 9007199254740991."},
+		{"touch at 2^53", func() error {
+			_, err := c.TouchRoom(ctx, &lobbyv1.TouchRoomRequest{Code: code, At: beyond})
+			return err
+		}, "at must be an integer from 1 through 9007199254740991."},
+		{"list known version -1", func() error {
+			_, err := c.ListRooms(ctx, &lobbyv1.ListRoomsRequest{KnownVersion: &neg})
+			return err
+		}, "knownVersion must be an integer from 0 through 9007199254740991."},
+		{"list known version 2^53", func() error {
+			_, err := c.ListRooms(ctx, &lobbyv1.ListRoomsRequest{KnownVersion: &tooNew})
+			return err
+		}, "knownVersion must be an integer from 0 through 9007199254740991."},
+		{"video duration 2^53", func() error {
+			_, err := c.CreateRoom(ctx, &lobbyv1.CreateRoomRequest{Name: "n", Video: &lobbyv1.Video{Title: "t", DurationMs: beyond}})
+			return err
+		}, "video.durationMs must be an integer from 1 through 86400000."},
+	} {
+		st := status.Convert(tc.call())
+		if st.Code() != codes.InvalidArgument || st.Message() != tc.want {
+			t.Errorf("%s = %v %q, want InvalidArgument %q", tc.what, st.Code(), st.Message(), tc.want)
+		}
+	}
+}

@@ -1,9 +1,9 @@
 package service_test
 
 import (
-	"time"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -182,9 +182,15 @@ func TestControlRefs(t *testing.T) {
 	}
 	v.send(markFrame(9, 1000, "viewer"))
 	v.await("the viewer's refusal", func(f *roomv1.JoinResponse) bool { return f.GetError().GetRef() == 9 })
-	l.send(&roomv1.JoinRequest{Ref: -1, Frame: &roomv1.JoinRequest_Mark{Mark: &roomv1.Mark{PositionMs: 1}}})
-	l.await("a refused negative ref", func(f *roomv1.JoinResponse) bool {
-		return strings.Contains(f.GetError().GetMessage(), "ref must be")
+	for _, ref := range []int64{-1, 1 << 53} {
+		l.send(&roomv1.JoinRequest{Ref: ref, Frame: &roomv1.JoinRequest_Mark{Mark: &roomv1.Mark{PositionMs: 1}}})
+		l.await("a refused ref beyond the safe integers", func(f *roomv1.JoinResponse) bool {
+			return f.GetError().GetRef() == ref && f.GetError().GetMessage() == "ref must be an integer from 0 through 9007199254740991."
+		})
+	}
+	l.send(&roomv1.JoinRequest{Ref: 4, Frame: &roomv1.JoinRequest_Sync{Sync: &roomv1.Sync{PositionMs: 1 << 53}}})
+	l.await("a refused position beyond the safe integers", func(f *roomv1.JoinResponse) bool {
+		return f.GetError().GetRef() == 4 && f.GetError().GetMessage() == "positionMs must be an integer from 0 through 86400000."
 	})
 
 	r1.stop()

@@ -204,8 +204,8 @@ func (a *App) ApplyDelta(ctx context.Context, code string, seq int64, viewers, l
 	if err := domain.CheckCode(code); err != nil {
 		return 0, err
 	}
-	if seq < 1 {
-		return 0, &domain.UserError{Kind: domain.ErrInvalid, Msg: "seq must be a positive integer."}
+	if err := domain.CheckSeq(seq, 1); err != nil {
+		return 0, err
 	}
 	out, err := a.st.ApplyDelta(ctx, code, seq, viewers, leaders)
 	if err == nil && out == domain.Resync {
@@ -219,8 +219,10 @@ func (a *App) ApplySnapshot(ctx context.Context, code string, seq int64, viewers
 	if err := domain.CheckCode(code); err != nil {
 		return false, err
 	}
-	if seq < 0 || viewers < 0 || leaders < 0 {
-		return false, &domain.UserError{Kind: domain.ErrInvalid, Msg: "seq, viewers and leaders must not be negative."}
+	for _, err := range []error{domain.CheckSeq(seq, 0), domain.CheckCount("viewers", viewers), domain.CheckCount("leaders", leaders)} {
+		if err != nil {
+			return false, err
+		}
 	}
 	return a.st.ApplySnapshot(ctx, code, seq, viewers, leaders)
 }
@@ -230,8 +232,8 @@ func (a *App) Touch(ctx context.Context, code string, at int64) error {
 	if err := domain.CheckCode(code); err != nil {
 		return err
 	}
-	if at <= 0 {
-		return &domain.UserError{Kind: domain.ErrInvalid, Msg: "at must be a positive integer timestamp."}
+	if err := domain.CheckTime("at", at); err != nil {
+		return err
 	}
 	return a.st.Touch(ctx, code, at)
 }

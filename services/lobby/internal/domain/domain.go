@@ -8,22 +8,19 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"regexp"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/vigil-dev/vigil/pkg/input"
 	"github.com/vigil-dev/vigil/pkg/usererr"
 )
 
 // Errors the transport maps to gRPC codes (in one function).
 var (
 	// ErrInvalid marks bad input; the wrapping UserError says what to fix.
-	ErrInvalid = errors.New("invalid argument")
+	ErrInvalid = usererr.ErrInvalid
 	// ErrNotFound marks a room that is not in the lobby.
-	ErrNotFound = errors.New("room not found")
+	ErrNotFound = usererr.ErrNotFound
 )
 
 // UserError is an error with a sentence a person can act on (shared by every domain).
@@ -64,44 +61,38 @@ const (
 	maxTokenLength = 256
 )
 
-var codePattern = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{1,38}[a-z0-9])$`)
+// CheckCode validates a room code as it appears in a path: the shared slug rule.
+func CheckCode(code string) error { return input.Slug("room code", code) }
 
-// CheckCode validates a room code as it appears in a path.
-func CheckCode(code string) error {
-	if !codePattern.MatchString(code) {
-		return invalid("Use a room code of 3-40 lowercase letters, digits, or hyphens.")
-	}
-	return nil
-}
+// CheckSeq validates an occupancy sequence number: from min (0 or 1) through 2^53-1.
+func CheckSeq(seq, min int64) error { return input.Int("seq", seq, min, input.MaxSafeInt) }
+
+// CheckVersion validates a lobby version a caller says it knows.
+func CheckVersion(v int64) error { return input.Int("knownVersion", v, 0, input.MaxSafeInt) }
+
+// CheckCount validates an absolute count of viewers or leaders.
+func CheckCount(field string, n int32) error { return input.Int(field, int64(n), 0, input.MaxSafeInt) }
+
+// CheckTime validates a time in ms since the Unix epoch.
+func CheckTime(field string, ms int64) error { return input.PositiveSafeInt(field, ms) }
 
 // CheckNewRoom validates a room's name and video; it returns them trimmed.
 func CheckNewRoom(name string, v *Video) (string, Video, error) {
 	name = strings.TrimSpace(name)
-	if n := utf8.RuneCountInString(name); n < 1 || n > MaxNameLen || !printable(name) {
-		return "", Video{}, invalid(fmt.Sprintf("Give the room a name of 1-%d printable characters.", MaxNameLen))
+	if err := input.Text("name", name, 1, MaxNameLen); err != nil {
+		return "", Video{}, err
 	}
 	if v == nil {
 		return "", Video{}, invalid("Describe the video: {\"title\", \"durationMs\"}.")
 	}
 	title := strings.TrimSpace(v.Title)
-	if n := utf8.RuneCountInString(title); n < 1 || n > MaxTitleLen || !printable(title) {
-		return "", Video{}, invalid(fmt.Sprintf("Give the video a title of 1-%d printable characters.", MaxTitleLen))
+	if err := input.Text("video.title", title, 1, MaxTitleLen); err != nil {
+		return "", Video{}, err
 	}
-	if v.DurationMs < 1 || v.DurationMs > MaxDurationMs {
-		return "", Video{}, invalid(fmt.Sprintf("video.durationMs must be an integer from 1 through %d.", MaxDurationMs))
+	if err := input.Int("video.durationMs", v.DurationMs, 1, MaxDurationMs); err != nil {
+		return "", Video{}, err
 	}
 	return name, Video{Title: title, DurationMs: v.DurationMs}, nil
-}
-
-// printable is false for any control character: names and titles are one line, which also
-// lets the store keep them newline-separated.
-func printable(s string) bool {
-	for _, r := range s {
-		if unicode.IsControl(r) || r == utf8.RuneError {
-			return false
-		}
-	}
-	return true
 }
 
 // NewCode draws a random room code of CodeLen characters.

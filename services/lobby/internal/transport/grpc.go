@@ -4,14 +4,11 @@ package transport
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
+	"github.com/vigil-dev/vigil/pkg/usererr"
 	"github.com/vigil-dev/vigil/services/lobby/internal/app"
 	"github.com/vigil-dev/vigil/services/lobby/internal/domain"
 )
@@ -48,6 +45,11 @@ func (s *Server) CreateRoom(ctx context.Context, req *lobbyv1.CreateRoomRequest)
 
 // ListRooms implements the RPC.
 func (s *Server) ListRooms(ctx context.Context, req *lobbyv1.ListRoomsRequest) (*lobbyv1.ListRoomsResponse, error) {
+	if req.KnownVersion != nil {
+		if err := domain.CheckVersion(req.GetKnownVersion()); err != nil {
+			return nil, s.toStatus(ctx, err)
+		}
+	}
 	rooms, version, err := s.app.List(ctx)
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
@@ -139,25 +141,10 @@ func (s *Server) VerifyLeaderToken(ctx context.Context, req *lobbyv1.VerifyLeade
 	return &lobbyv1.VerifyLeaderTokenResponse{Valid: ok, Room: toProto(r)}, nil
 }
 
-// toStatus maps domain errors to gRPC codes; anything else is logged and hidden.
+// toStatus maps an error to its gRPC status: usererr.Status, the one mapping every service
+// shares.
 func (s *Server) toStatus(ctx context.Context, err error) error {
-	var ue *domain.UserError
-	msg := "internal error"
-	if errors.As(err, &ue) {
-		msg = ue.Msg
-	}
-	switch {
-	case errors.Is(err, domain.ErrInvalid):
-		return status.Error(codes.InvalidArgument, msg)
-	case errors.Is(err, domain.ErrNotFound):
-		return status.Error(codes.NotFound, msg)
-	case errors.Is(err, context.Canceled):
-		return status.Error(codes.Canceled, "request cancelled")
-	case errors.Is(err, context.DeadlineExceeded):
-		return status.Error(codes.DeadlineExceeded, "request timed out")
-	}
-	s.log.ErrorContext(ctx, "lobby store failed", "event", "store_error", "err", err)
-	return status.Error(codes.Unavailable, "the lobby store is unavailable; try again")
+	return usererr.Status(ctx, s.log, "lobby store", err)
 }
 
 func toProto(r domain.Room) *lobbyv1.Room {

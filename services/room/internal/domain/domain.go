@@ -6,8 +6,6 @@ package domain
 import (
 	"errors"
 	"regexp"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/vigil-dev/vigil/pkg/input"
 	"github.com/vigil-dev/vigil/pkg/usererr"
@@ -75,23 +73,11 @@ const (
 	MaxTitleLen       = 200
 )
 
-var codePattern = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{1,38}[a-z0-9])$`)
+// CheckCode validates a room code: the shared slug rule.
+func CheckCode(code string) error { return input.Slug("room code", code) }
 
-// CheckCode validates a room code.
-func CheckCode(code string) error {
-	if !codePattern.MatchString(code) {
-		return userErr(ErrInvalid, "Use a room code of 3-40 lowercase letters, digits, or hyphens.")
-	}
-	return nil
-}
-
-// CheckClientID validates a client id: 1-64 printable characters.
-func CheckClientID(id string) error {
-	if n := utf8.RuneCountInString(id); n < 1 || n > MaxClientIDLen || !printable(id) {
-		return userErr(ErrInvalid, "clientId must be 1-%d printable characters.", MaxClientIDLen)
-	}
-	return nil
-}
+// CheckClientID validates a client id: 1-64 characters without control characters.
+func CheckClientID(id string) error { return input.Text("clientId", id, 1, MaxClientIDLen) }
 
 var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
@@ -109,20 +95,10 @@ func CheckRef(ref int64) error {
 }
 
 // CheckPosition validates a playback or mark position.
-func CheckPosition(ms int64) error {
-	if ms < 0 || ms > MaxPositionMs {
-		return userErr(ErrInvalid, "positionMs must be an integer from 0 through %d.", MaxPositionMs)
-	}
-	return nil
-}
+func CheckPosition(ms int64) error { return input.Int("positionMs", ms, 0, MaxPositionMs) }
 
 // CheckLabel validates a mark's label.
-func CheckLabel(label string) error {
-	if utf8.RuneCountInString(label) > MaxLabelLen || !printable(label) {
-		return userErr(ErrInvalid, "A mark's label must be at most %d printable characters.", MaxLabelLen)
-	}
-	return nil
-}
+func CheckLabel(label string) error { return input.Text("label", label, 0, MaxLabelLen) }
 
 // CheckFormation validates the size of a formation's JSON.
 func CheckFormation(json []byte) error {
@@ -134,26 +110,14 @@ func CheckFormation(json []byte) error {
 
 // CheckVideo validates a reloaded video.
 func CheckVideo(title string, durationMs int64) error {
-	if n := utf8.RuneCountInString(title); n < 1 || n > MaxTitleLen || !printable(title) {
-		return userErr(ErrInvalid, "Give the video a title of 1-%d printable characters.", MaxTitleLen)
+	if err := input.Text("video.title", title, 1, MaxTitleLen); err != nil {
+		return err
 	}
-	if durationMs < 1 || durationMs > MaxPositionMs {
-		return userErr(ErrInvalid, "video.durationMs must be an integer from 1 through %d.", MaxPositionMs)
-	}
-	return nil
+	return input.Int("video.durationMs", durationMs, 1, MaxPositionMs)
 }
 
 // Invalid is an ErrInvalid with msg.
 func Invalid(msg string) error { return userErr(ErrInvalid, "%s", msg) }
-
-func printable(s string) bool {
-	for _, r := range s {
-		if unicode.IsControl(r) || r == utf8.RuneError {
-			return false
-		}
-	}
-	return true
-}
 
 // Session is one open socket of a room, as occupancy sees it.
 type Session struct {
