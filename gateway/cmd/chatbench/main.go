@@ -76,27 +76,33 @@ func server(args []string) error {
 	lobbyAddr := fs.String("lobby", "127.0.0.1:7091", "lobby gRPC address")
 	roomAddr := fs.String("room", "127.0.0.1:7092", "room gRPC address")
 	stats := fs.String("stats", "127.0.0.1:8090", "address of the /mem endpoint")
+	parts := fs.String("run", "all", `what this process runs: "all", "gateway" (the services run in another `+
+		`chatbench server -run services), or "services"; two processes measure the gateway alone`)
 	_ = fs.Parse(args)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	prefix := "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	errc := make(chan error, 5)
-	go func() {
-		errc <- chatservice.Run(ctx, chatservice.Options{GRPCAddr: *chatAddr, Redis: redisx.Config{URL: *redisURL}, Prefix: prefix, Logger: log}, nil)
-	}()
-	go func() {
-		errc <- lobbyservice.Run(ctx, lobbyservice.Options{GRPCAddr: *lobbyAddr, Redis: redisx.Config{URL: *redisURL}, Prefix: prefix + "-lobby", Logger: log}, nil)
-	}()
-	go func() {
-		errc <- roomservice.Run(ctx, roomservice.Options{GRPCAddr: *roomAddr, Redis: redisx.Config{URL: *redisURL}, Prefix: prefix + "-room", LobbyAddr: *lobbyAddr, Logger: log}, nil)
-	}()
-	go func() {
-		errc <- gateway.Run(ctx, gateway.Options{
-			Addr: *addr, Backends: gateway.Backends{Chat: *chatAddr, Lobby: *lobbyAddr, Room: *roomAddr}, Logger: log,
-			Security: gateway.Security{Limits: gateway.Limits{SocketRate: 10_000, SocketBurst: 10_000}},
-		}, nil)
-	}()
+	if *parts != "gateway" {
+		go func() {
+			errc <- chatservice.Run(ctx, chatservice.Options{GRPCAddr: *chatAddr, Redis: redisx.Config{URL: *redisURL}, Prefix: prefix, Logger: log}, nil)
+		}()
+		go func() {
+			errc <- lobbyservice.Run(ctx, lobbyservice.Options{GRPCAddr: *lobbyAddr, Redis: redisx.Config{URL: *redisURL}, Prefix: prefix + "-lobby", Logger: log}, nil)
+		}()
+		go func() {
+			errc <- roomservice.Run(ctx, roomservice.Options{GRPCAddr: *roomAddr, Redis: redisx.Config{URL: *redisURL}, Prefix: prefix + "-room", LobbyAddr: *lobbyAddr, Logger: log}, nil)
+		}()
+	}
+	if *parts != "services" {
+		go func() {
+			errc <- gateway.Run(ctx, gateway.Options{
+				Addr: *addr, Backends: gateway.Backends{Chat: *chatAddr, Lobby: *lobbyAddr, Room: *roomAddr}, Logger: log,
+				Security: gateway.Security{Limits: gateway.Limits{SocketRate: 10_000, SocketBurst: 10_000}},
+			}, nil)
+		}()
+	}
 	go func() {
 		mux := http.NewServeMux()
 		mux.HandleFunc("GET /mem", func(w http.ResponseWriter, r *http.Request) {
@@ -118,7 +124,7 @@ func server(args []string) error {
 		mux.Handle("GET /debug/pprof/heap", pprof.Handler("heap"))
 		errc <- http.ListenAndServe(*stats, mux)
 	}()
-	fmt.Fprintf(os.Stderr, "chatbench server: gateway %s, chat %s, lobby %s, room %s, stats %s\n", *addr, *chatAddr, *lobbyAddr, *roomAddr, *stats)
+	fmt.Fprintf(os.Stderr, "chatbench server (%s): gateway %s, chat %s, lobby %s, room %s, stats %s\n", *parts, *addr, *chatAddr, *lobbyAddr, *roomAddr, *stats)
 	select {
 	case err := <-errc:
 		return err
