@@ -45,9 +45,10 @@ const maxWait = 60 * time.Second
 type Client struct {
 	c locksv1.LockServiceClient
 
-	mu     sync.Mutex
-	sess   *session
-	closed bool
+	mu      sync.Mutex
+	sess    *session
+	opening *opening
+	closed  bool
 }
 
 // New returns a Client on a connection to the lock service.

@@ -31,30 +31,64 @@ type session struct {
 // errSessionClosed is a call's answer after Client.Close.
 var errSessionClosed = status.Error(codes.Canceled, "lockclient: client closed")
 
-// session returns the open session, opening one when there is none or the last one broke.
-func (c *Client) session() (*session, error) {
+// opening is a session being opened; callers wait for it or for their own context.
+type opening struct {
+	done chan struct{}
+	s    *session
+	err  error
+}
+
+// session returns the open session, opening one when there is none or the last one broke. It
+// waits for the opening no longer than ctx allows (a stream waits for its connection).
+func (c *Client) session(ctx context.Context) (*session, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed {
+		c.mu.Unlock()
 		return nil, errSessionClosed
 	}
 	if s := c.sess; s != nil {
 		select {
 		case <-s.done:
 		default:
+			c.mu.Unlock()
 			return s, nil
 		}
 	}
+	op := c.opening
+	if op == nil {
+		op = &opening{done: make(chan struct{})}
+		c.opening = op
+		go c.open(op)
+	}
+	c.mu.Unlock()
+	select {
+	case <-op.done:
+		return op.s, op.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// open opens a session stream for op; it outlives the callers that asked for it.
+func (c *Client) open(op *opening) {
 	ctx, cancel := context.WithCancel(context.Background())
 	stream, err := c.c.Session(ctx)
-	if err != nil {
+	c.mu.Lock()
+	c.opening = nil
+	switch {
+	case err != nil:
 		cancel()
-		return nil, err
+		op.err = err
+	case c.closed:
+		cancel()
+		op.err = errSessionClosed
+	default:
+		s := &session{stream: stream, cancel: cancel, done: make(chan struct{}), pending: map[int64]chan *locksv1.SessionResponse{}}
+		go s.receive()
+		c.sess, op.s = s, s
 	}
-	s := &session{stream: stream, cancel: cancel, done: make(chan struct{}), pending: map[int64]chan *locksv1.SessionResponse{}}
-	go s.receive()
-	c.sess = s
-	return s, nil
+	c.mu.Unlock()
+	close(op.done)
 }
 
 // receive hands each answer to its call until the stream breaks, then fails every call still
@@ -144,7 +178,7 @@ func (s *session) answer(ctx context.Context, id int64, ch chan *locksv1.Session
 
 // call sends req and waits for its answer.
 func (c *Client) call(ctx context.Context, req *locksv1.SessionRequest) (*locksv1.SessionResponse, error) {
-	s, err := c.session()
+	s, err := c.session(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +193,7 @@ func (c *Client) call(ctx context.Context, req *locksv1.SessionRequest) (*locksv
 // service and waits for the final answer, so a grant that crossed the cancel is not missed:
 // granted is then true with ctx's error, and the caller gives the lock back.
 func (c *Client) waitingAcquire(ctx context.Context, req *locksv1.AcquireRequest) (res *locksv1.AcquireResponse, err error) {
-	s, err := c.session()
+	s, err := c.session(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
 	"github.com/vigil-dev/vigil/pkg/lockclient"
 	"github.com/vigil-dev/vigil/pkg/wait"
@@ -117,5 +120,37 @@ func TestLockClientNoticesLoss(t *testing.T) {
 	}
 	if err := m.Unlock(ctx); !errors.Is(err, lockclient.ErrNotHeld) {
 		t.Errorf("Unlock after loss = %v, want ErrNotHeld", err)
+	}
+}
+
+// Mutexes of one Client share one session; closing the Client ends it, fails later calls, and
+// leaves held locks held (their lease bounds them), while its waiting Lock leaves the queue.
+func TestLockClientCloseEndsItsSession(t *testing.T) {
+	t.Parallel()
+	e := startLocks(t)
+	ctx := context.Background()
+	c := lockclient.New(e.conn)
+	held := c.Mutex("closing-held", lockclient.MutexOptions{Owner: "closer"})
+	if err := held.Lock(ctx); err != nil {
+		t.Fatalf("Lock(closing-held) = %v", err)
+	}
+	acquire(t, e.locks, "closing-busy", "someone", 30000, 0)
+	waiting := c.Mutex("closing-busy", lockclient.MutexOptions{Owner: "closer"})
+	locked := make(chan error, 1)
+	go func() { locked <- waiting.Lock(ctx) }()
+	wait.Until(t, "the client's Lock queued", func() bool { return e.queueLen(t, "closing-busy") == 1 })
+
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+	if err := <-locked; status.Code(err) != codes.Canceled {
+		t.Errorf("the waiting Lock after Close = %v, want Canceled", err)
+	}
+	wait.Until(t, "the closed session's waiter to leave the queue", func() bool { return e.queueLen(t, "closing-busy") == 0 })
+	if g, err := e.locks.Get(ctx, &locksv1.GetRequest{Resource: "closing-held"}); err != nil || g.GetOwner() != "closer" {
+		t.Errorf("Get(closing-held) after Close = %v, %v; want still held by closer", g, err)
+	}
+	if err := c.Mutex("other", lockclient.MutexOptions{}).TryLock(ctx); status.Code(err) != codes.Canceled {
+		t.Errorf("TryLock on a closed Client = %v, want Canceled", err)
 	}
 }

@@ -168,8 +168,7 @@ func build(ctx context.Context, rdb redis.UniversalClient, o Options) (*Service,
 func (s *Service) Addr() net.Addr { return s.srv.Addr() }
 
 // Serve answers calls and runs the expiry scheduler until ctx ends, then drains: open
-// sessions end with UNAVAILABLE, waiting calls leave their queues, and the Redis connection
-// closes.
+// sessions end, waiting calls leave their queues, and the Redis connection closes.
 func (s *Service) Serve(ctx context.Context) error {
 	defer s.rdb.Close()
 	return s.srv.Serve(ctx,

@@ -2,7 +2,9 @@ package service_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"testing"
 
@@ -11,7 +13,10 @@ import (
 	"google.golang.org/grpc/status"
 
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
+	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/wait"
+	"github.com/vigil-dev/vigil/services/locks/service"
 )
 
 // rawSession drives a LockService.Session stream by hand: requests by id, answers by id.
@@ -318,5 +323,25 @@ func TestSessionWaitersServedInArrivalOrder(t *testing.T) {
 			}
 		}
 		prev, holder = r.GetAcquire().GetFencingToken(), o
+	}
+}
+
+// A draining replica ends its sessions (so clients reopen them elsewhere) and takes their
+// waiters out of the queues instead of holding up the drain.
+func TestDrainingReplicaEndsSessions(t *testing.T) {
+	t.Parallel()
+	e := startLocks(t) // a second replica on the same keys, which outlives the first
+	o := service.Options{Redis: redisx.Config{URL: redistest.URL(t), Timeout: testRedisTimeout}, Prefix: e.prefix, Shards: 4, Logger: testLogger(t)}
+	addr, stop := runStoppable(t, o)
+	acquire(t, e.locks, "drain-session", "holder", 30000, 0)
+	s := openSession(t, locksv1.NewLockServiceClient(dial(t, addr)))
+	s.start(t, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Acquire{Acquire: &locksv1.AcquireRequest{Resource: "drain-session", Owner: "w", WaitMs: ms(60000)}}})
+	wait.Until(t, "the session's waiter queued", func() bool { return e.queueLen(t, "drain-session") == 1 })
+	stop()
+	if err := <-s.ended; !errors.Is(err, io.EOF) {
+		t.Errorf("the session on a drained replica ended with %v, want a clean end (EOF)", err)
+	}
+	if n := e.queueLen(t, "drain-session"); n != 0 {
+		t.Errorf("queue holds %d waiters after their replica drained, want 0", n)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"sync"
 
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
@@ -32,9 +31,11 @@ func (s *Server) Session(stream locksv1.LockService_SessionServer) error {
 	select {
 	case err = <-recvErr:
 	case <-s.stopping:
-		err = status.Error(codes.Unavailable, "The lock service is restarting; open a new session.")
+		// The replica drains: the stream ends with status OK (a normal end, not an error in
+		// the logs) once the calls in flight are cancelled; clients open a new session, on
+		// another replica.
 	}
-	if err == nil {
+	if err == nil && !stopping(s.stopping) {
 		// The client closed its side: the calls in flight finish and are answered.
 		ss.wg.Wait()
 	}
@@ -47,6 +48,15 @@ func (s *Server) Session(stream locksv1.LockService_SessionServer) error {
 	ss.closed = true // nothing is sent after the handler returns
 	ss.sendMu.Unlock()
 	return err
+}
+
+func stopping(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // session is one open Session stream.

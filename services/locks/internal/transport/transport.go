@@ -24,8 +24,8 @@ type Server struct {
 	locksv1.UnimplementedLockServiceServer
 	app *app.App
 	log *slog.Logger
-	// stopping is closed when the service drains: open sessions end with UNAVAILABLE, so their
-	// clients reconnect (to another replica) instead of holding up the drain.
+	// stopping is closed when the service drains: open sessions end, so their clients
+	// reconnect (to another replica) instead of holding up the drain.
 	stopping <-chan struct{}
 }
 
