@@ -1,38 +1,16 @@
 package gateway
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/vigil-dev/vigil/pkg/wait"
 )
-
-// gaugeValue reads one series of a gauge from the default registry; ok is false when the
-// series does not exist.
-func gaugeValue(t *testing.T, name string, labels map[string]string) (v float64, ok bool) {
-	t.Helper()
-	mfs, err := prometheus.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if want, ok := labels[lp.GetName()]; ok && want != lp.GetValue() {
-					continue series
-				}
-			}
-			return m.GetGauge().GetValue(), true
-		}
-	}
-	return 0, false
-}
 
 // TestObserveCountsShedRequests serves a stand-in handler through observe: 429 answers count
 // as shed. (Sockets are counted by the socket layer, by route only: gateway/socket.)
@@ -49,5 +27,30 @@ func TestObserveCountsShedRequests(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(shedRequests.WithLabelValues("rate_limited")); got < shed+1 {
 		t.Fatalf("vigil_gateway_requests_shed_total{reason=rate_limited} = %v after a 429, want at least %v", got, shed+1)
+	}
+}
+
+// TestMetricsTakeNoRoomName: sockets in rooms of many names add no metric series named after
+// them: /metrics never shows a room name (names are user input).
+func TestMetricsTakeNoRoomName(t *testing.T) {
+	t.Parallel()
+	g, err := New(context.Background(), Options{Backends: Backends{Chat: freeAddr(t)}, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { srv.Close(); g.Close() })
+	for i := range 5 {
+		if _, code, err := dialWS(t, fmt.Sprintf("%s/websocket?room=metric-secret-%d", srv.URL, i)); err != nil {
+			t.Fatalf("socket %d = %d %v", i, code, err)
+		}
+	}
+	wait.Until(t, "5 sockets open", func() bool { return g.sockets.Open() == 5 })
+	res := call(t, "GET", srv.URL+"/metrics", "")
+	if res.code != http.StatusOK || !strings.Contains(res.raw, `vigil_gateway_sockets{route="chat"}`) {
+		t.Fatalf("GET /metrics = %d, want vigil_gateway_sockets by route", res.code)
+	}
+	if strings.Contains(res.raw, "metric-secret") {
+		t.Fatal("a room name is a metric label in /metrics")
 	}
 }
