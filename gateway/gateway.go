@@ -163,6 +163,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		served = append(served, d)
 	}
 
+	installQueryParser()
 	gw := runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, m),
 		runtime.WithErrorHandler(g.writeRPCError),

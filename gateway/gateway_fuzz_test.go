@@ -2,17 +2,23 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 
 	chatv1 "github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1"
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
@@ -20,7 +26,9 @@ import (
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	chatservice "github.com/vigil-dev/vigil/services/chat/service"
 	lobbyservice "github.com/vigil-dev/vigil/services/lobby/service"
+	locksservice "github.com/vigil-dev/vigil/services/locks/service"
 	reservationservice "github.com/vigil-dev/vigil/services/reservations/service"
 	roomservice "github.com/vigil-dev/vigil/services/room/service"
 )
@@ -108,35 +116,32 @@ func FuzzRoomFrame(f *testing.F) {
 	})
 }
 
-// startFuzzService runs a service for the whole fuzz run (testing.F has no *testing.T).
-func startFuzzService(f *testing.F, name string, run func(ctx context.Context, ready func(net.Addr)) error) string {
-	f.Helper()
+// startFuzzService runs a service for the whole run of a test or fuzz target (testing.F has no
+// *testing.T, so startService does not fit).
+func startFuzzService(tb testing.TB, name string, run func(ctx context.Context, ready func(net.Addr)) error) string {
+	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, func(a net.Addr) { addrc <- a.String() }) }()
-	f.Cleanup(func() { cancel(); <-done })
+	tb.Cleanup(func() { cancel(); <-done })
 	select {
 	case a := <-addrc:
 		return a
 	case err := <-done:
-		f.Fatalf("%s did not start: %v", name, err)
-	case <-time.After(30 * time.Second):
-		f.Fatalf("%s did not start within 30s", name)
+		tb.Fatalf("%s did not start: %v", name, err)
 	}
 	return ""
 }
 
-var fuzzMethods = []string{"GET", "POST", "DELETE", "PUT", "PATCH", "HEAD", "OPTIONS"}
-
-// FuzzRoutes sends arbitrary methods, paths, queries and bodies through the whole gateway to
-// real reservations, lobby and room services: path validation and bad input answer 4xx,
-// never 5xx, and nothing panics.
-func FuzzRoutes(f *testing.F) {
-	_, prefix := redistest.Client(f)
-	rurl := redistest.URL(f)
+// fuzzStack is the whole gateway in front of real reservations, locks, chat, lobby and room
+// services on one Redis.
+func fuzzStack(tb testing.TB) http.Handler {
+	tb.Helper()
+	_, prefix := redistest.Client(tb)
+	rurl := redistest.URL(tb)
 	log := testLogger(nil)
-	res := startFuzzService(f, "reservations", func(ctx context.Context, ready func(net.Addr)) error {
+	res := startFuzzService(tb, "reservations", func(ctx context.Context, ready func(net.Addr)) error {
 		svc, err := reservationservice.New(ctx, reservationservice.Options{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-r", Replay: true, Logger: log})
 		if err != nil {
 			return err
@@ -144,29 +149,215 @@ func FuzzRoutes(f *testing.F) {
 		ready(svc.Addr())
 		return svc.Serve(ctx)
 	})
-	lobby := startFuzzService(f, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
+	locks := startFuzzService(tb, "locks", func(ctx context.Context, ready func(net.Addr)) error {
+		svc, err := locksservice.New(ctx, locksservice.Options{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-k", Logger: log})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
+	})
+	chat := startFuzzService(tb, "chat", func(ctx context.Context, ready func(net.Addr)) error {
+		return chatservice.Run(ctx, chatservice.Options{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-c", Logger: log}, ready)
+	})
+	lobby := startFuzzService(tb, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
 		return lobbyservice.Run(ctx, lobbyservice.Options{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-l", Logger: log}, ready)
 	})
-	room := startFuzzService(f, "room", func(ctx context.Context, ready func(net.Addr)) error {
+	room := startFuzzService(tb, "room", func(ctx context.Context, ready func(net.Addr)) error {
 		return roomservice.Run(ctx, roomservice.Options{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-m", LobbyAddr: lobby, Shards: 2, Logger: log}, ready)
 	})
-	g, err := New(context.Background(), Options{Backends: Backends{Reservations: res, Lobby: lobby, Room: room}, Logger: log})
+	g, err := New(context.Background(), Options{Backends: Backends{Reservations: res, Locks: locks, Chat: chat, Lobby: lobby, Room: room}, Logger: log})
 	if err != nil {
-		f.Fatal(err)
+		tb.Fatal(err)
 	}
-	f.Cleanup(g.Close)
-	h := g.Handler()
+	tb.Cleanup(g.Close)
+	return g.Handler()
+}
 
-	for _, s := range []struct {
-		m          uint8
-		path, body string
-	}{
+var fuzzMethods = []string{"GET", "POST", "DELETE", "PUT", "PATCH", "HEAD", "OPTIONS"}
+
+// edgeNumbers are the JSON numbers every numeric field of every route is sent: the safe-integer
+// edges and just beyond, int64's and float64's limits, fractions, exponents and negatives.
+var edgeNumbers = []string{
+	"9007199254740991", "9007199254740992", "9007199254740993", "-9007199254740991", "-9007199254740992",
+	"-9007199254740993", "1e17", "100000000000000000", "9223372036854775807", "9223372036854775808",
+	"-9223372036854775809", "99999999999999999999", "1e400", "-1", "0", "1.5", "-0", "1e3", "1E3", "2e-3",
+	"4294967296", "2147483648", "-2147483649",
+}
+
+// fuzzRequest is one seed of FuzzRoutes: a method (index into fuzzMethods), a path and a body.
+type fuzzRequest struct {
+	m          uint8
+	path, body string
+}
+
+// validBodies are bodies every POST route accepts, which numericRequests then spoil one
+// numeric field at a time.
+var validBodies = map[string]map[string]any{
+	"/reservations/{reservationId}":              {"ttlSeconds": 30},
+	"/reservations/{reservationId}/replay-alarm": {"now": 1},
+	"/locks/{resource}/acquire":                  {"owner": "o", "ttlMs": 1000, "waitMs": 0},
+	"/locks/{resource}/renew":                    {"owner": "o", "ttlMs": 1000},
+	"/chat/rooms/{room}/messages":                {"userId": "u", "body": "hi"},
+	"/lobby/rooms":                               {"name": "r", "video": map[string]any{"title": "t", "durationMs": 1000}},
+}
+
+// numericRequests sends every edge number into every numeric field of every REST route: in the
+// body of POST routes (nested fields too), in the query of GET routes. The request messages and
+// their fields come from the routes' RPCs, so a new route or field is covered without a change
+// here.
+func numericRequests(tb testing.TB) []fuzzRequest {
+	tb.Helper()
+	var doc struct {
+		Paths map[string]map[string]struct {
+			OperationID string `json:"operationId"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(openapiJSON, &doc); err != nil {
+		tb.Fatal(err)
+	}
+	var out []fuzzRequest
+	for path, ops := range doc.Paths {
+		concrete := wildcard.ReplaceAllString(path, "num-test")
+		for method, op := range ops {
+			svc, rpc, _ := strings.Cut(op.OperationID, "_")
+			md := requestMessage(tb, svc, rpc)
+			for _, field := range numericFields(md, "") {
+				for _, n := range edgeNumbers {
+					switch strings.ToUpper(method) {
+					case "GET", "DELETE":
+						if strings.Contains(field, ".") {
+							continue
+						}
+						m := uint8(slices.Index(fuzzMethods, strings.ToUpper(method)))
+						out = append(out, fuzzRequest{m, concrete + "?" + field + "=" + url.QueryEscape(n), ""})
+					case "POST":
+						out = append(out, fuzzRequest{1, concrete, bodyWith(validBodies[path], field, n)})
+					}
+				}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].path+out[i].body < out[j].path+out[j].body })
+	return out
+}
+
+// requestMessage finds the request message of rpc in the service whose OpenAPI tag is svc.
+func requestMessage(tb testing.TB, svc, rpc string) protoreflect.MessageDescriptor {
+	tb.Helper()
+	var found protoreflect.MessageDescriptor
+	protoregistry.GlobalFiles.RangeFiles(func(fd protoreflect.FileDescriptor) bool {
+		for i := range fd.Services().Len() {
+			s := fd.Services().Get(i)
+			if string(s.Name()) == svc && strings.HasPrefix(string(s.FullName()), "vigil.") {
+				if m := s.Methods().ByName(protoreflect.Name(rpc)); m != nil {
+					found = m.Input()
+					return false
+				}
+			}
+		}
+		return true
+	})
+	if found == nil {
+		tb.Fatalf("no RPC %s.%s", svc, rpc)
+	}
+	return found
+}
+
+// numericFields are the JSON paths ("video.durationMs") of md's integer and float fields.
+func numericFields(md protoreflect.MessageDescriptor, prefix string) []string {
+	var out []string
+	for i := range md.Fields().Len() {
+		fd := md.Fields().Get(i)
+		switch {
+		case fd.Kind() == protoreflect.MessageKind && !fd.IsList() && !fd.IsMap():
+			out = append(out, numericFields(fd.Message(), prefix+fd.JSONName()+".")...)
+		case kindInt(fd.Kind()) || fd.Kind() == protoreflect.FloatKind || fd.Kind() == protoreflect.DoubleKind:
+			out = append(out, prefix+fd.JSONName())
+		}
+	}
+	return out
+}
+
+// bodyWith renders base with the field at path set to the raw JSON number n.
+func bodyWith(base map[string]any, path, n string) string {
+	var set func(obj map[string]any, path string) map[string]any
+	set = func(obj map[string]any, path string) map[string]any {
+		out := map[string]any{}
+		for k, v := range obj {
+			out[k] = v
+		}
+		head, rest, nested := strings.Cut(path, ".")
+		if nested {
+			inner, _ := out[head].(map[string]any)
+			out[head] = set(inner, rest)
+		} else {
+			out[head] = json.RawMessage(n)
+		}
+		return out
+	}
+	b, _ := json.Marshal(set(base, path))
+	if len(b) == 0 {
+		// json.Marshal refuses a RawMessage that is not valid JSON (1e400 is): splice by hand.
+		return fmt.Sprintf(`{%q: %s}`, path, n)
+	}
+	return string(b)
+}
+
+// TestRoutesRefuseUnsafeNumbers runs every numeric request through the whole stack: none is
+// answered 5xx, and a number beyond the safe-integer range is always a 400 with a sentence.
+func TestRoutesRefuseUnsafeNumbers(t *testing.T) {
+	h := fuzzStack(t)
+	reqs := numericRequests(t)
+	if len(reqs) < 100 {
+		t.Fatalf("only %d numeric requests; the route walk found too few fields", len(reqs))
+	}
+	unsafe := regexp.MustCompile(`(=|: )(9007199254740993|-9007199254740993|1e17|99999999999999999999)\b`)
+	for _, r := range reqs {
+		code, body := serveFuzz(h, r)
+		if code >= 500 {
+			t.Errorf("%s %s %s = %d %s, want a 4xx", fuzzMethods[r.m], r.path, r.body, code, body)
+		}
+		if unsafe.MatchString(r.path+r.body) && code != 400 {
+			t.Errorf("%s %s %s = %d %s, want 400 (not a safe integer)", fuzzMethods[r.m], r.path, r.body, code, body)
+		}
+	}
+}
+
+// serveFuzz serves one request through h and returns its status and body.
+func serveFuzz(h http.Handler, r fuzzRequest) (int, string) {
+	u, err := url.Parse(r.path)
+	if err != nil || u.Scheme != "" || u.Host != "" || !strings.HasPrefix(u.Path, "/") {
+		return 0, "" // not a request line an HTTP server would hand the gateway
+	}
+	req := httptest.NewRequest(fuzzMethods[int(r.m)%len(fuzzMethods)], "/", strings.NewReader(r.body))
+	req.URL = u
+	req.RequestURI = u.RequestURI()
+	if r.body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	b, _ := io.ReadAll(rec.Body)
+	return rec.Code, string(b)
+}
+
+// FuzzRoutes sends arbitrary methods, paths, queries and bodies through the whole gateway to
+// real reservations, locks, chat, lobby and room services: path validation and bad input answer
+// 4xx, never 5xx, and nothing panics. Its seeds include every edge number in every numeric
+// field of every route (numericRequests).
+func FuzzRoutes(f *testing.F) {
+	h := fuzzStack(f)
+	for _, s := range []fuzzRequest{
 		{1, "/reservations/abc", `{"ttlSeconds": 30}`},
 		{1, "/reservations/ABC", `{"ttlSeconds": 30}`},
 		{0, "/reservations/a%2Fb", ``},
 		{1, "/reservations/abc/replay-alarm", `{"now": -1}`},
 		{1, "/reservations/abc/confirm", `{}`},
 		{0, "/reservations/" + strings.Repeat("a", 300), ``},
+		{1, "/locks/orders%2F42/acquire", `{"owner": "o"}`},
+		{0, "/locks/%2E%2E", ``},
+		{1, "/chat/rooms/%7Bteam%7D/messages", `{"body": "x"}`},
 		{1, "/lobby/rooms", `{"name": "r", "video": {"title": "t", "durationMs": 1000}}`},
 		{1, "/lobby/rooms", `{"name": "", "video": {"durationMs": -1}}`},
 		{0, "/lobby/rooms/zzzzzz", ``},
@@ -175,26 +366,18 @@ func FuzzRoutes(f *testing.F) {
 		{0, "/websocket?room=..", ``},
 		{3, "/", ``},
 		{0, "/admin/alarms", ``},
+		{0, "/admin/reservations/alarms?next=9007199254740993", ``},
 		{0, "/%zz", ``},
 	} {
 		f.Add(s.m, s.path, s.body)
 	}
+	for _, s := range numericRequests(f) {
+		f.Add(s.m, s.path, s.body)
+	}
 	f.Fuzz(func(t *testing.T, m uint8, path, body string) {
-		u, err := url.Parse(path)
-		if err != nil || u.Scheme != "" || u.Host != "" || !strings.HasPrefix(u.Path, "/") {
-			return // not a request line an HTTP server would hand the gateway
-		}
-		req := httptest.NewRequest(fuzzMethods[int(m)%len(fuzzMethods)], "/", strings.NewReader(body))
-		req.URL = u
-		req.RequestURI = u.RequestURI()
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code >= 500 {
-			b, _ := io.ReadAll(rec.Body)
-			t.Fatalf("%s %q with body %q = %d %s, want a 4xx", req.Method, path, body, rec.Code, b)
+		code, answer := serveFuzz(h, fuzzRequest{m, path, body})
+		if code >= 500 {
+			t.Fatalf("%s %q with body %q = %d %s, want a 4xx", fuzzMethods[int(m)%len(fuzzMethods)], path, body, code, answer)
 		}
 	})
 }

@@ -6,12 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"github.com/grpc-ecosystem/grpc-gateway/v2/utilities"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/vigil-dev/vigil/pkg/input"
 )
 
 // apiMarshaler is the JSON dialect of docs/API.md on top of protojson: 64-bit integers (times
@@ -137,12 +143,21 @@ func (m *apiMarshaler) checkValue(fd protoreflect.FieldDescriptor, val any) erro
 	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind,
 		protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind,
 		protoreflect.Uint32Kind, protoreflect.Fixed32Kind, protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		// Only a plain JSON integer within ±MaxSafeInt: 9007199254740993 is refused, never
+		// rounded to ...992 the way a JavaScript client (or a float64) would read it.
 		n, ok := val.(json.Number)
 		if !ok || strings.ContainsAny(n.String(), ".eE") {
-			return m.fieldError(fd, "an integer")
+			return m.intError(fd)
 		}
-		if _, err := n.Int64(); err != nil {
-			return m.fieldError(fd, "an integer")
+		v, err := n.Int64()
+		if err != nil || input.SafeInt(fd.JSONName(), v) != nil {
+			return m.intError(fd)
+		}
+		if kindUnsigned(fd.Kind()) && v < 0 {
+			return m.intError(fd)
+		}
+		if kind32(fd.Kind()) && (v < math.MinInt32 || v > math.MaxUint32 || (!kindUnsigned(fd.Kind()) && v > math.MaxInt32)) {
+			return m.intError(fd)
 		}
 	case protoreflect.FloatKind, protoreflect.DoubleKind:
 		if _, ok := val.(json.Number); !ok {
@@ -167,6 +182,126 @@ func (m *apiMarshaler) checkValue(fd protoreflect.FieldDescriptor, val any) erro
 		return m.check(fd.Message(), obj)
 	}
 	return nil
+}
+
+// intError is the sentence for an integer field that got something else: the field's own, or
+// the safe-integer range.
+func (m *apiMarshaler) intError(fd protoreflect.FieldDescriptor) error {
+	if msg, ok := m.fieldErrors[fd.FullName()]; ok {
+		return errors.New(msg)
+	}
+	lo, hi := int64(-input.MaxSafeInt), int64(input.MaxSafeInt)
+	switch {
+	case kind32(fd.Kind()) && kindUnsigned(fd.Kind()):
+		lo, hi = 0, math.MaxUint32
+	case kind32(fd.Kind()):
+		lo, hi = math.MinInt32, math.MaxInt32
+	case kindUnsigned(fd.Kind()):
+		lo = 0
+	}
+	return input.Int(fd.JSONName(), hi+1, lo, hi)
+}
+
+func kind32(k protoreflect.Kind) bool {
+	switch k {
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind, protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
+		return true
+	}
+	return false
+}
+
+func kindUnsigned(k protoreflect.Kind) bool {
+	switch k {
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind, protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		return true
+	}
+	return false
+}
+
+// queryFieldErrors are the sentences of integer query parameters, which no body carries.
+var queryFieldErrors = map[protoreflect.FullName]string{
+	"vigil.chat.v1.ListMessagesRequest.limit":  input.Int("limit", 0, 1, 1000).Error(),
+	"vigil.chat.v1.ListMessagesRequest.before": input.PositiveSafeInt("before", 0).Error(),
+	"vigil.chat.v1.ListMessagesRequest.since":  input.Int("since", -1, 0, input.MaxSafeInt).Error(),
+}
+
+// installQueryParser installs queryParser, once, before the first gateway serves: grpc-gateway
+// keeps one query parser for the whole process (a variable its ServeMux option sets), so it is
+// set once, knowing the sentences of every domain.
+func installQueryParser() { queryOnce.Do(setQueryParser) }
+
+var queryOnce sync.Once
+
+func setQueryParser() {
+	m := &apiMarshaler{allowEmpty: map[protoreflect.FullName]bool{}, fieldErrors: map[protoreflect.FullName]string{}}
+	all := Options{Backends: Backends{Reservations: "-", Locks: "-", Chat: "-", Lobby: "-", Room: "-"}}
+	for _, d := range all.domains() {
+		for n, msg := range d.fieldErrors {
+			m.fieldErrors[n] = msg
+		}
+	}
+	for n, msg := range queryFieldErrors {
+		m.fieldErrors[n] = msg
+	}
+	queryChecker = queryParser{m: m}
+	runtime.NewServeMux(runtime.SetQueryParameterParser(queryChecker))
+}
+
+// queryChecker is the installed queryParser, for routes the gateway answers itself.
+var queryChecker queryParser
+
+// checkQuery checks a request's integer query parameters against msg's fields, as the REST
+// routes do, for a route the gateway answers without grpc-gateway.
+func checkQuery(msg proto.Message, values url.Values) error {
+	installQueryParser()
+	return queryChecker.checkInts(msg, values)
+}
+
+// queryParser checks the integer query parameters of a route (limit, before, since,
+// knownVersion) with the body's rules before grpc-gateway parses them: 9007199254740993 or
+// "1e3" is a 400 with the field's sentence, never a value the service has to guess about.
+type queryParser struct {
+	runtime.DefaultQueryParser
+	m *apiMarshaler
+}
+
+func (p queryParser) Parse(msg proto.Message, values url.Values, filter *utilities.DoubleArray) error {
+	if err := p.checkInts(msg, values); err != nil {
+		return err
+	}
+	if err := p.DefaultQueryParser.Parse(msg, values, filter); err != nil {
+		return errors.New("Check the query parameters: " + err.Error() + ".")
+	}
+	return nil
+}
+
+func (p queryParser) checkInts(msg proto.Message, values url.Values) error {
+	fields := msg.ProtoReflect().Descriptor().Fields()
+	for key, vs := range values {
+		fd := fields.ByJSONName(key)
+		if fd == nil {
+			fd = fields.ByName(protoreflect.Name(key))
+		}
+		if fd == nil || !kindInt(fd.Kind()) {
+			continue
+		}
+		for _, v := range vs {
+			if err := p.m.checkValue(fd, json.Number(v)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func kindInt(k protoreflect.Kind) bool {
+	switch k {
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind,
+		protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind,
+		protoreflect.Uint32Kind, protoreflect.Fixed32Kind, protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		return true
+	}
+	return false
 }
 
 func (m *apiMarshaler) fieldError(fd protoreflect.FieldDescriptor, want string) error {

@@ -58,6 +58,12 @@ func serveRoomList(g *Gateway, client lobbyv1.LobbyServiceClient) http.HandlerFu
 	cached := false
 	return func(w http.ResponseWriter, r *http.Request) {
 		req := &lobbyv1.ListRoomsRequest{}
+		// knownVersion is the route's documented query parameter; the cache below does its
+		// work, but a bad value is still refused as on every route.
+		if err := checkQuery(req, r.URL.Query()); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
 		mu.Lock()
 		if cached {
 			v := cachedVersion

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
+	"github.com/vigil-dev/vigil/pkg/input"
 )
 
 func reservationsDomain(addr string) domain {
@@ -27,7 +28,7 @@ func reservationsDomain(addr string) domain {
 		},
 		fieldErrors: map[protoreflect.FullName]string{
 			"vigil.reservations.v1.CreateReservationRequest.ttl_seconds": "ttlSeconds must be an integer from 5 through 3600.",
-			"vigil.reservations.v1.ReplayAlarmRequest.now":               "now must be an integer from 1 through 9007199254740991.", // input.PositiveSafeInt's sentence, as the service says
+			"vigil.reservations.v1.ReplayAlarmRequest.now":               input.PositiveSafeInt("now", 0).Error(),
 		},
 	}
 }
