@@ -1,15 +1,18 @@
 package uitest
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	"github.com/coder/websocket"
 )
 
 // playerSample is a page's player position and the browser's clock when it was read.
@@ -200,24 +203,72 @@ func followFor(t *testing.T, leader, viewer *page, d time.Duration) float64 {
 	return worst
 }
 
-// TestExpiredRoom: a room whose leader never acts expires, and its page says so plainly.
+// leadFromSocket leads a room from a plain WebSocket, as a script would, sending a sync every
+// 500 ms so the room stays active; the returned function stops it and leaves.
+func leadFromSocket(t *testing.T, s *stack, code, token string) (leave func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	u := "ws" + strings.TrimPrefix(s.gateway.URL, "http") + "/rooms/" + code + "/websocket?role=leader&clientId=keeper&token=" + url.QueryEscape(token)
+	c, _, err := websocket.Dial(ctx, u, nil)
+	if err != nil {
+		cancel()
+		t.Fatalf("lead room %s from a socket: %v", code, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if err := c.Write(ctx, websocket.MessageText, []byte(`{"type":"sync","playing":false,"positionMs":0}`)); err != nil {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	go func() { // the server's frames are read and dropped
+		for {
+			if _, _, err := c.Read(ctx); err != nil {
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	leave = func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			_ = c.Close(websocket.StatusNormalClosure, "leaving")
+		})
+	}
+	t.Cleanup(leave)
+	return leave
+}
+
+// TestExpiredRoom: a room whose leader stops acting expires, and its page says so plainly.
 func TestExpiredRoom(t *testing.T) {
 	t.Parallel()
 	s := startStack(t, stackOptions{idleTTL: 3 * time.Second})
 	browser := newBrowser(t)
-	var created struct {
-		Code string `json:"code"`
-	}
-	postJSON(t, "POST", s.gateway.URL+"/lobby/rooms", map[string]any{"name": "Short lived", "video": map[string]any{"title": "Warm-up", "durationMs": 60000}}, &created, 201)
+	code, token := openRoom(t, s, "Short lived", "Warm-up", 60000)
+	// A leader keeps the room active until the viewer is in, however long the page takes to
+	// load on a busy machine; the room's idle clock starts when the leader stops.
+	leave := leadFromSocket(t, s, code, token)
 
 	viewer := newPage(t, browser, "viewer")
-	viewer.open(s.url + "/ui/room.html?code=" + created.Code)
+	viewer.open(s.url + "/ui/room.html?code=" + code)
 	viewer.waitFor("connected", `document.getElementById('conn').textContent.includes('following')`, 10*time.Second)
-	viewer.waitFor("occupancy shown", `document.getElementById('occupancy').textContent === '1 viewer · leader away'`, 10*time.Second)
+	viewer.waitFor("occupancy shown", `document.getElementById('occupancy').textContent === '1 viewer · leader present'`, 10*time.Second)
+	leave()
+	viewer.waitFor("leader gone", `document.getElementById('occupancy').textContent === '1 viewer · leader away'`, 10*time.Second)
 	viewer.waitFor("expired notice", `!document.getElementById('ended').hidden && document.getElementById('ended-text').textContent.startsWith('This room has expired')`, 15*time.Second)
 
 	// Coming back to the link later says the room is gone, not an error.
-	viewer.open(s.url + "/ui/room.html?code=" + created.Code)
+	viewer.open(s.url + "/ui/room.html?code=" + code)
 	viewer.waitFor("gone notice", `!document.getElementById('ended').hidden && document.getElementById('ended-text').textContent.startsWith('This room does not exist or has closed')`, 10*time.Second)
 }
 
