@@ -7,6 +7,10 @@ import (
 	chatv1 "github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1"
 )
 
+// The chat's JSON frames: a message is encoded once, as an object (for history frames) and
+// as a framed message frame, and shared by every socket of the room.
+
+// encodeChatEntry encodes a message once for every socket.
 func encodeChatEntry(m *chatv1.ChatMessage) chatEntry {
 	obj, _ := json.Marshal(struct {
 		ID     int64  `json:"id"`
@@ -21,6 +25,7 @@ func encodeChatEntry(m *chatv1.ChatMessage) chatEntry {
 	return chatEntry{id: m.GetId(), obj: obj, frame: socket.TextFrame(payload)}
 }
 
+// historyFrame is a joiner's first frame: the entries as one JSON array.
 func historyFrame(entries []chatEntry) []byte {
 	n := 40
 	for _, e := range entries {

@@ -8,6 +8,12 @@ import (
 	chatv1 "github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1"
 )
 
+// Joins and resumes: a joiner's history comes from the room's recent messages, or, for a
+// resume older than them, from one ListMessages call, and the joiner becomes a member in the
+// same step so it gets every later message exactly once.
+
+// addMember waits for the room's first history, then sends m its history frame and makes it
+// a member, atomically with respect to live messages: nothing is missed or repeated.
 func (r *chatRoom) addMember(m *chatMember, since *int64) error {
 	t := time.NewTimer(r.b.joinTimeout)
 	defer t.Stop()

@@ -7,12 +7,19 @@ import (
 	chatv1 "github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1"
 )
 
+// Posts from sockets go over the room's stream with a ref and a post id unique to this
+// gateway; a post still waiting when the stream breaks is re-sent on the next one, and its
+// post id makes the repeat harmless.
+
+// pendingPost is a post waiting for its result.
 type pendingPost struct {
 	seq  uint64
 	post *chatv1.Post
 	done chan *chatv1.PostResult
 }
 
+// setStream makes s the stream posts go to (nil while detached), and re-sends the posts that
+// were waiting; their post ids make a repeat harmless.
 func (r *chatRoom) setStream(s chatv1.ChatService_ConnectClient) {
 	r.mu.Lock()
 	r.stream = s

@@ -12,6 +12,10 @@ import (
 	"google.golang.org/grpc/connectivity"
 )
 
+// One upstream Connect stream per room with members on this gateway, and its fan-out: each
+// message is encoded once and queued on every member's socket; a broken stream re-attaches
+// from the last delivered id.
+
 // chatRoom is the gateway's side of one room: its upstream stream, its recent messages, and
 // its local members.
 type chatRoom struct {

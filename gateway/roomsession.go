@@ -40,6 +40,7 @@ const roomHelloTimeout = 10 * time.Second
 // re-attaches, one more is refused with an error frame.
 const maxUnanswered = 64
 
+// roomSession is one room socket's session (see above).
 type roomSession struct {
 	b     *roomBridge
 	hello *roomv1.Hello
