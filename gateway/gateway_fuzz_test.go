@@ -161,10 +161,20 @@ func fuzzStack(tb testing.TB) http.Handler {
 		return chatservice.Run(ctx, chatservice.Options{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-c", Logger: log}, ready)
 	})
 	lobby := startFuzzService(tb, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
-		return lobbyservice.Run(ctx, lobbyservice.Options{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-l", Logger: log}, ready)
+		svc, err := lobbyservice.New(ctx, lobbyservice.Options{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-l", Logger: log})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	room := startFuzzService(tb, "room", func(ctx context.Context, ready func(net.Addr)) error {
-		return roomservice.Run(ctx, roomservice.Options{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-m", LobbyAddr: lobby, Shards: 2, Logger: log}, ready)
+		svc, err := roomservice.New(ctx, roomservice.Options{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-m", LobbyAddr: lobby, Shards: 2, Logger: log})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	g, err := New(context.Background(), Options{Backends: Backends{Reservations: res, Locks: locks, Chat: chat, Lobby: lobby, Room: room}, Logger: log})
 	if err != nil {

@@ -21,7 +21,12 @@ func TestHealthzNamesTheBackendWhoseStoreIsDown(t *testing.T) {
 	own := redistest.Start(t)
 	res := startReservations(t, service.Options{Redis: redisx.Config{URL: own.URL(t)}, Prefix: prefix})
 	lb := startService(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
-		return lobby.Run(ctx, lobby.Options{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Logger: testLogger(t)}, ready)
+		svc, err := lobby.New(ctx, lobby.Options{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Logger: testLogger(t)})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	gw := startGateway(t, Backends{Reservations: res.addr, Lobby: lb.addr})
 

@@ -44,10 +44,15 @@ func newRoomStack(t *testing.T, lease time.Duration) *roomStack {
 	s := &roomStack{url: redistest.URL(t), prefix: prefix, roomAddr: freeAddr(t), lease: lease, logs: &logBuffer{}}
 	s.log = slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	lobby := startService(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
-		return lobbyservice.Run(ctx, lobbyservice.Options{
+		svc, err := lobbyservice.New(ctx, lobbyservice.Options{
 			Redis: redisx.Config{URL: s.url}, Prefix: prefix + "-lobby", IdleTTL: time.Hour, PruneGrace: time.Second,
 			Logger: s.log.With("service", "lobby"),
-		}, ready)
+		})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	s.lobbyAddr = lobby.addr
 	return s
@@ -57,10 +62,15 @@ func newRoomStack(t *testing.T, lease time.Duration) *roomStack {
 func (s *roomStack) startRoom(t *testing.T) *running {
 	t.Helper()
 	return startService(t, "room", func(ctx context.Context, ready func(net.Addr)) error {
-		return roomservice.Run(ctx, roomservice.Options{
+		svc, err := roomservice.New(ctx, roomservice.Options{
 			GRPCAddr: s.roomAddr, Redis: redisx.Config{URL: s.url}, Prefix: s.prefix + "-room", Shards: 4,
 			LobbyAddr: s.lobbyAddr, IdleTTL: time.Hour, SessionLease: s.lease, Logger: s.log.With("service", "room"),
-		}, ready)
+		})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 }
 

@@ -27,16 +27,26 @@ func startRoomStack(t *testing.T, idleTTL time.Duration) string {
 	_, prefix := redistest.Client(t) // removes the prefix's keys at the end
 	url := redistest.URL(t)
 	lobby := startService(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
-		return lobbyservice.Run(ctx, lobbyservice.Options{
+		svc, err := lobbyservice.New(ctx, lobbyservice.Options{
 			Redis: redisx.Config{URL: url}, Prefix: prefix + "-lobby", IdleTTL: idleTTL, PruneGrace: time.Second,
 			Logger: testLogger(t),
-		}, ready)
+		})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	room := startService(t, "room", func(ctx context.Context, ready func(net.Addr)) error {
-		return roomservice.Run(ctx, roomservice.Options{
+		svc, err := roomservice.New(ctx, roomservice.Options{
 			Redis: redisx.Config{URL: url}, Prefix: prefix + "-room", Shards: 4, LobbyAddr: lobby.addr,
 			IdleTTL: idleTTL, SessionLease: 3 * time.Second, Logger: testLogger(t),
-		}, ready)
+		})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	return startGateway(t, Backends{Lobby: lobby.addr, Room: room.addr}).URL
 }

@@ -44,11 +44,21 @@ func TestNoSecretInLogsMetricsOrStorage(t *testing.T) {
 		return svc.Serve(ctx)
 	})
 	lobby := startService(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
-		return lobbyservice.Run(ctx, lobbyservice.Options{Redis: rcfg, Prefix: prefix + "-l", Logger: log}, ready)
+		svc, err := lobbyservice.New(ctx, lobbyservice.Options{Redis: rcfg, Prefix: prefix + "-l", Logger: log})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	room := startService(t, "room", func(ctx context.Context, ready func(net.Addr)) error {
-		return roomservice.Run(ctx, roomservice.Options{Redis: rcfg, Prefix: prefix + "-m", Shards: 2, LobbyAddr: lobby.addr,
-			SessionLease: 3 * time.Second, Logger: log}, ready)
+		svc, err := roomservice.New(ctx, roomservice.Options{Redis: rcfg, Prefix: prefix + "-m", Shards: 2, LobbyAddr: lobby.addr,
+			SessionLease: 3 * time.Second, Logger: log})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	keys, k := testKeys(t, map[string]string{"app": "reservations,lobby", "ops": "admin", "reader": "reservations:read"})
 	signing := []byte("socket-token-signing-secret-0123456789abcdef")

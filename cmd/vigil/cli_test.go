@@ -75,7 +75,12 @@ func startStack(t *testing.T) (flags []string, prefix, url string, roomQueue *al
 		return svc.Serve(ctx)
 	})
 	lb := start(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
-		return lobby.Run(ctx, lobby.Options{Redis: rc, Prefix: prefix, Logger: quiet}, ready)
+		svc, err := lobby.New(ctx, lobby.Options{Redis: rc, Prefix: prefix, Logger: quiet})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	q, err := alarm.New(rdb, alarm.Options{Prefix: prefix, Namespace: "room", Shards: 4})
 	if err != nil {

@@ -121,10 +121,20 @@ func startDev(ctx context.Context, o devOptions) (err error) {
 		}, &b.Chat},
 		// The lobby starts before the room: the room dials it.
 		{"lobby", func(ctx context.Context, ready func(net.Addr)) error {
-			return lobby.Run(ctx, lobby.Options{GRPCAddr: addr(3), Redis: rc, Now: o.Now, Logger: log.With("service", "lobby")}, ready)
+			svc, err := lobby.New(ctx, lobby.Options{GRPCAddr: addr(3), Redis: rc, Now: o.Now, Logger: log.With("service", "lobby")})
+			if err != nil {
+				return err
+			}
+			ready(svc.Addr())
+			return svc.Serve(ctx)
 		}, &b.Lobby},
 		{"room", func(ctx context.Context, ready func(net.Addr)) error {
-			return room.Run(ctx, room.Options{GRPCAddr: addr(4), Redis: rc, LobbyAddr: b.Lobby, Now: o.Now, Logger: log.With("service", "room")}, ready)
+			svc, err := room.New(ctx, room.Options{GRPCAddr: addr(4), Redis: rc, LobbyAddr: b.Lobby, Now: o.Now, Logger: log.With("service", "room")})
+			if err != nil {
+				return err
+			}
+			ready(svc.Addr())
+			return svc.Serve(ctx)
 		}, &b.Room},
 	}
 

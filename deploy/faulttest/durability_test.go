@@ -80,7 +80,12 @@ func startStack(t *testing.T, url, prefix string) *stack {
 		return chat.Run(ctx, chat.Options{Redis: cfg, Prefix: prefix, Logger: quiet}, ready)
 	})
 	bc := dial(func(ctx context.Context, ready func(net.Addr)) error {
-		return lobby.Run(ctx, lobby.Options{Redis: cfg, Prefix: prefix, Logger: quiet}, ready)
+		svc, err := lobby.New(ctx, lobby.Options{Redis: cfg, Prefix: prefix, Logger: quiet})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	s := &stack{
 		reservations: reservationsv1.NewReservationServiceClient(rc),

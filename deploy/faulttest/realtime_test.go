@@ -209,7 +209,12 @@ func roomServiceReplaced(t *testing.T, sig syscall.Signal) {
 	const viewers = 50
 	url, prefix := redistest.URL(t), redistest.Prefix(t)
 	lobbyConn := start(t, func(ctx context.Context, ready func(net.Addr)) error {
-		return lobby.Run(ctx, lobby.Options{Redis: redisx.Config{URL: url}, Prefix: prefix + "-lobby", Logger: newEvents().Logger()}, ready)
+		svc, err := lobby.New(ctx, lobby.Options{Redis: redisx.Config{URL: url}, Prefix: prefix + "-lobby", Logger: newEvents().Logger()})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	lobbyAddr := lobbyConn.Target()
 	roomAddr := freePort(t)

@@ -50,7 +50,12 @@ func TestOpsPage(t *testing.T) {
 		return svc.Serve(ctx)
 	})
 	lobbyAddr := startService(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
-		return lobby.Run(ctx, lobby.Options{Redis: rc, Prefix: prefix + ":lobby", Logger: log}, ready)
+		svc, err := lobby.New(ctx, lobby.Options{Redis: rc, Prefix: prefix + ":lobby", Logger: log})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	g, err := gateway.New(context.Background(), gateway.Options{
 		Backends: gateway.Backends{Reservations: resAddr, Lobby: lobbyAddr}, Logger: log,

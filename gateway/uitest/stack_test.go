@@ -51,10 +51,20 @@ func startStack(t *testing.T, opts ...stackOptions) *stack {
 		return chat.Run(ctx, chat.Options{Redis: rc, Prefix: prefix + ":chat", Logger: log}, ready)
 	})
 	lobbyAddr := startService(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
-		return lobby.Run(ctx, lobby.Options{Redis: rc, Prefix: prefix + ":lobby", IdleTTL: o.idleTTL, Logger: log}, ready)
+		svc, err := lobby.New(ctx, lobby.Options{Redis: rc, Prefix: prefix + ":lobby", IdleTTL: o.idleTTL, Logger: log})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	roomAddr := startService(t, "room", func(ctx context.Context, ready func(net.Addr)) error {
-		return room.Run(ctx, room.Options{Redis: rc, Prefix: prefix + ":room", LobbyAddr: lobbyAddr, IdleTTL: o.idleTTL, Logger: log}, ready)
+		svc, err := room.New(ctx, room.Options{Redis: rc, Prefix: prefix + ":room", LobbyAddr: lobbyAddr, IdleTTL: o.idleTTL, Logger: log})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	g, err := gateway.New(context.Background(), gateway.Options{
 		Backends: gateway.Backends{Chat: chatAddr, Lobby: lobbyAddr, Room: roomAddr},

@@ -89,10 +89,20 @@ func server(args []string) error {
 			errc <- chatservice.Run(ctx, chatservice.Options{GRPCAddr: *chatAddr, Redis: redisx.Config{URL: *redisURL}, Prefix: prefix, Logger: log}, nil)
 		}()
 		go func() {
-			errc <- lobbyservice.Run(ctx, lobbyservice.Options{GRPCAddr: *lobbyAddr, Redis: redisx.Config{URL: *redisURL}, Prefix: prefix + "-lobby", Logger: log}, nil)
+			svc, err := lobbyservice.New(ctx, lobbyservice.Options{GRPCAddr: *lobbyAddr, Redis: redisx.Config{URL: *redisURL}, Prefix: prefix + "-lobby", Logger: log})
+			if err != nil {
+				errc <- err
+				return
+			}
+			errc <- svc.Serve(ctx)
 		}()
 		go func() {
-			errc <- roomservice.Run(ctx, roomservice.Options{GRPCAddr: *roomAddr, Redis: redisx.Config{URL: *redisURL}, Prefix: prefix + "-room", LobbyAddr: *lobbyAddr, Logger: log}, nil)
+			svc, err := roomservice.New(ctx, roomservice.Options{GRPCAddr: *roomAddr, Redis: redisx.Config{URL: *redisURL}, Prefix: prefix + "-room", LobbyAddr: *lobbyAddr, Logger: log})
+			if err != nil {
+				errc <- err
+				return
+			}
+			errc <- svc.Serve(ctx)
 		}()
 	}
 	if *parts != "services" {

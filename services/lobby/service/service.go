@@ -1,14 +1,16 @@
 // Package service assembles the lobby service: Redis store, use cases, gRPC server. main and
-// tests start it the same way, through Run.
+// tests start it the same way: New, then Serve.
 package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
@@ -21,7 +23,7 @@ import (
 
 // Options configure the service. Every zero value has the default given in its comment.
 type Options struct {
-	// GRPCAddr to listen on. Default "127.0.0.1:0" (a free port; see Run's ready callback).
+	// GRPCAddr to listen on. Default "127.0.0.1:0" (a free port; Addr tells which).
 	GRPCAddr string
 	// MetricsAddr serves Prometheus metrics when set. Default "": none.
 	MetricsAddr string
@@ -44,9 +46,10 @@ type Options struct {
 	DrainTimeout time.Duration
 }
 
-// Run serves the lobby until ctx ends. ready, when not nil, receives the gRPC address once the
-// server listens.
-func Run(ctx context.Context, o Options, ready func(net.Addr)) error {
+func (o Options) withDefaults() (Options, error) {
+	if o.Redis.URL == "" && len(o.Redis.ClusterAddrs) == 0 {
+		return o, errors.New("lobby: Options.Redis needs a URL or cluster addresses")
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -62,24 +65,45 @@ func Run(ctx context.Context, o Options, ready func(net.Addr)) error {
 	if o.PruneGrace <= 0 {
 		o.PruneGrace = 5 * time.Minute
 	}
+	return o, nil
+}
+
+// Service is a Lobby replica listening on its gRPC address, ready to Serve.
+type Service struct {
+	rdb redis.UniversalClient
+	srv *server.Server
+}
+
+// New connects to Redis, builds the service and listens; calls are answered once Serve runs.
+func New(ctx context.Context, o Options) (*Service, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
 	rdb, err := redisx.Open(ctx, o.Redis)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("lobby: %w", err)
 	}
-	defer rdb.Close()
 	a := app.New(store.New(rdb, o.Prefix), o.Now, o.IdleTTL, o.PruneGrace, o.Logger)
 	srv, err := server.New(server.Options{
 		Name: "vigil.lobby.v1.LobbyService", GRPCAddr: o.GRPCAddr,
 		MetricsAddr: o.MetricsAddr, Logger: o.Logger, DrainTimeout: o.DrainTimeout,
-		Store:         rdb, // health is NOT_SERVING while Redis does not answer
 		ServerOptions: []grpc.ServerOption{grpc.ForceServerCodecV2(transport.Codec())},
+		Store:         rdb, // health is NOT_SERVING while Redis does not answer
 	})
 	if err != nil {
-		return fmt.Errorf("lobby: %w", err)
+		_ = rdb.Close()
+		return nil, fmt.Errorf("lobby: %w", err)
 	}
 	lobbyv1.RegisterLobbyServiceServer(srv.GRPC(), countOccupancy(transport.NewServer(a, o.Logger)))
-	if ready != nil {
-		ready(srv.Addr())
-	}
-	return srv.Serve(ctx)
+	return &Service{rdb: rdb, srv: srv}, nil
+}
+
+// Addr is the gRPC address the service listens on.
+func (s *Service) Addr() net.Addr { return s.srv.Addr() }
+
+// Serve answers calls until ctx ends, then drains and closes the Redis connection.
+func (s *Service) Serve(ctx context.Context) error {
+	defer s.rdb.Close()
+	return s.srv.Serve(ctx)
 }

@@ -2,7 +2,6 @@ package service_test
 
 import (
 	"context"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -39,20 +38,17 @@ func start(t *testing.T) (lobbyv1.LobbyServiceClient, *clock) {
 	_, prefix := redistest.Client(t)
 	clk := &clock{t: time.UnixMilli(1_800_000_000_000)}
 	ctx, cancel := context.WithCancel(context.Background())
-	addrc := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- service.Run(ctx, service.Options{
-			Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix,
-			IdleTTL: time.Minute, PruneGrace: 30 * time.Second, Now: clk.Now,
-		}, func(a net.Addr) { addrc <- a.String() })
-	}()
-	var addr string
-	select {
-	case addr = <-addrc:
-	case err := <-done:
+	svc, err := service.New(ctx, service.Options{
+		Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix,
+		IdleTTL: time.Minute, PruneGrace: 30 * time.Second, Now: clk.Now,
+	})
+	if err != nil {
+		cancel()
 		t.Fatalf("lobby did not start: %v", err)
 	}
+	addr := svc.Addr().String()
+	done := make(chan error, 1)
+	go func() { done <- svc.Serve(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

@@ -190,10 +190,15 @@ func newEnv(t *testing.T, s settings) *env {
 	_, prefix := redistest.Client(t) // deletes the prefix's keys at the end
 	e.prefix = prefix
 	lobbyAddr := run(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
-		return lobbyservice.Run(ctx, lobbyservice.Options{
+		svc, err := lobbyservice.New(ctx, lobbyservice.Options{
 			Redis: redisx.Config{URL: e.url}, Prefix: e.prefix + "-lobby",
 			IdleTTL: s.idleTTL, PruneGrace: s.grace, Logger: quiet(),
-		}, ready)
+		})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	e.lobby = lobbyv1.NewLobbyServiceClient(dial(t, lobbyAddr))
 	e.faults = &faultyLobby{next: e.lobby}
@@ -211,7 +216,12 @@ func newEnv(t *testing.T, s settings) *env {
 // startRoom starts one more Room replica and returns its address.
 func (e *env) startRoom() string {
 	return run(e.t, "room", func(ctx context.Context, ready func(net.Addr)) error {
-		return service.Run(ctx, e.o, ready)
+		svc, err := service.New(ctx, e.o)
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 }
 
@@ -226,16 +236,14 @@ type replica struct {
 func (e *env) startReplica() *replica {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	addrc := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() { done <- service.Run(ctx, e.o, func(a net.Addr) { addrc <- a.String() }) }()
-	var addr string
-	select {
-	case addr = <-addrc:
-	case err := <-done:
+	svc, err := service.New(ctx, e.o)
+	if err != nil {
 		cancel()
 		e.t.Fatalf("room did not start: %v", err)
 	}
+	addr := svc.Addr().String()
+	done := make(chan error, 1)
+	go func() { done <- svc.Serve(ctx) }()
 	stopped := false
 	stop := func() {
 		if stopped {

@@ -1,6 +1,6 @@
 // Package service assembles the room service: Redis store, alarm queue and scheduler, the
 // replica's session hub, the link to the Lobby, and the gRPC server. main and tests start it
-// the same way, through Run.
+// the same way: New, then Serve.
 package service
 
 import (
@@ -13,6 +13,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/vigil-dev/vigil/pkg/alarm"
 	"github.com/vigil-dev/vigil/pkg/alarmadmin"
@@ -29,7 +31,7 @@ import (
 
 // Options configure the service. Every zero value has the default given in its comment.
 type Options struct {
-	// GRPCAddr to listen on. Default "127.0.0.1:0" (a free port; see Run's ready callback).
+	// GRPCAddr to listen on. Default "127.0.0.1:0" (a free port; Addr tells which).
 	GRPCAddr string
 	// MetricsAddr serves Prometheus metrics when set. Default "": none.
 	MetricsAddr string
@@ -68,11 +70,12 @@ type Options struct {
 	DrainTimeout time.Duration
 }
 
-// Run serves the room service until ctx ends. ready, when not nil, receives the gRPC address
-// once the server listens.
-func Run(ctx context.Context, o Options, ready func(net.Addr)) error {
+func (o Options) withDefaults() (Options, error) {
 	if o.LobbyAddr == "" {
-		return errors.New("room: LobbyAddr is required")
+		return o, errors.New("room: Options.LobbyAddr is required")
+	}
+	if o.Redis.URL == "" && len(o.Redis.ClusterAddrs) == 0 {
+		return o, errors.New("room: Options.Redis needs a URL or cluster addresses")
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -95,59 +98,95 @@ func Run(ctx context.Context, o Options, ready func(net.Addr)) error {
 	if len(o.LobbyDialOptions) == 0 {
 		cred, err := server.TLSFromEnv().DialOption()
 		if err != nil {
-			return fmt.Errorf("room: lobby TLS: %w", err)
+			return o, fmt.Errorf("room: lobby TLS: %w", err)
 		}
 		o.LobbyDialOptions = []grpc.DialOption{cred}
 	}
+	return o, nil
+}
+
+// Service is a room replica listening on its gRPC address, ready to Serve.
+type Service struct {
+	rdb      redis.UniversalClient
+	conn     *grpc.ClientConn
+	q        *alarm.Queue
+	hub      *hub.Hub
+	link     *lobbylink.Link
+	app      *app.App
+	srv      *server.Server
+	bg       context.Context
+	stopBg   context.CancelFunc
+	stopping chan struct{}
+}
+
+// New connects to Redis and the Lobby, builds the replica and listens; calls are answered
+// once Serve runs.
+func New(ctx context.Context, o Options) (*Service, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
 	rdb, err := redisx.Open(ctx, o.Redis)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("room: %w", err)
 	}
-	defer rdb.Close()
 	q, err := alarm.New(rdb, alarm.Options{
 		Prefix: o.Prefix, Namespace: "room", Shards: o.Shards, Lease: o.AlarmLease,
 		RetryBase: o.AlarmRetryBase, MaxRetries: o.AlarmMaxRetries, Now: o.Now, Logger: o.Logger,
 	})
 	if err != nil {
-		return err
+		_ = rdb.Close()
+		return nil, fmt.Errorf("room: %w", err)
 	}
 	conn, err := grpc.NewClient(o.LobbyAddr, o.LobbyDialOptions...)
 	if err != nil {
-		return fmt.Errorf("room: dial lobby: %w", err)
+		_ = rdb.Close()
+		return nil, fmt.Errorf("room: dial lobby: %w", err)
 	}
-	defer conn.Close()
 	lobby := lobbyv1.NewLobbyServiceClient(conn)
-
 	st := store.New(rdb, q, o.Prefix, o.IdleTTL)
 	// The hub and the link outlive the server's drain: sessions closing during it still
 	// leave the count and tell the Lobby.
 	bg, stopBg := context.WithCancel(context.Background())
-	defer stopBg()
 	h := hub.New(bg, rdb, st.Channel, o.SessionBuffer, transport.DecodeFrame, o.Logger)
 	link := lobbylink.New(bg, lobby, st.Occupancy, o.Logger)
 	a := app.New(st, h, link, lobby, rdb, app.Config{IdleTTL: o.IdleTTL, SessionLease: o.SessionLease, Now: o.Now, Log: o.Logger})
-
 	srv, err := server.New(server.Options{
 		Name: "vigil.room.v1.RoomService", GRPCAddr: o.GRPCAddr,
 		MetricsAddr: o.MetricsAddr, Logger: o.Logger, DrainTimeout: o.DrainTimeout,
 		Store: rdb, // health is NOT_SERVING while Redis does not answer
 	})
 	if err != nil {
-		return fmt.Errorf("room: %w", err)
+		stopBg()
+		_ = conn.Close()
+		_ = rdb.Close()
+		return nil, fmt.Errorf("room: %w", err)
 	}
-	roomv1.RegisterRoomServiceServer(srv.GRPC(), transport.NewServer(a, ctx.Done(), o.Logger))
+	stopping := make(chan struct{})
+	roomv1.RegisterRoomServiceServer(srv.GRPC(), transport.NewServer(a, stopping, o.Logger))
 	alarmadmin.Register(srv.GRPC(), q, roomLookup(lobby), o.Logger)
+	return &Service{rdb: rdb, conn: conn, q: q, hub: h, link: link, app: a, srv: srv, bg: bg, stopBg: stopBg, stopping: stopping}, nil
+}
+
+// Addr is the gRPC address the service listens on.
+func (s *Service) Addr() net.Addr { return s.srv.Addr() }
+
+// Serve answers calls, runs the rooms' alarms and renews this replica's session leases until
+// ctx ends, then drains: open Join streams end with UNAVAILABLE and their sessions stay open
+// under their leases (their callers re-attach on another replica), and the connections close.
+func (s *Service) Serve(ctx context.Context) error {
+	defer s.rdb.Close()
+	defer s.conn.Close()
+	defer s.stopBg()
 	var g errgroup.Group
-	g.Go(func() error { return h.Run(bg) })
-	if ready != nil {
-		ready(srv.Addr())
-	}
-	err = srv.Serve(ctx,
-		func(ctx context.Context) error { return q.Run(ctx, alarm.HandlerFunc(a.HandleAlarm)) },
-		a.RenewLeases,
+	g.Go(func() error { return s.hub.Run(s.bg) })
+	err := s.srv.Serve(ctx,
+		func(ctx context.Context) error { return s.q.Run(ctx, alarm.HandlerFunc(s.app.HandleAlarm)) },
+		s.app.RenewLeases,
+		func(ctx context.Context) error { <-ctx.Done(); close(s.stopping); return nil },
 	)
-	link.Wait()
-	stopBg()
+	s.link.Wait()
+	s.stopBg()
 	_ = g.Wait()
 	return err
 }

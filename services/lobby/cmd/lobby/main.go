@@ -19,7 +19,7 @@ func main() {
 	_ = fs.Parse(os.Args[1:])
 
 	config.Main("lobby", func(ctx context.Context) error {
-		return service.Run(ctx, service.Options{
+		svc, err := service.New(ctx, service.Options{
 			GRPCAddr:    *common.GRPCAddr,
 			MetricsAddr: *common.MetricsAddr,
 			Redis:       common.Redis(),
@@ -27,6 +27,10 @@ func main() {
 			IdleTTL:     *idleTTL,
 			PruneGrace:  *grace,
 			Logger:      common.Logger(),
-		}, nil)
+		})
+		if err != nil {
+			return err
+		}
+		return svc.Serve(ctx)
 	})
 }

@@ -21,7 +21,7 @@ func main() {
 	_ = fs.Parse(os.Args[1:])
 
 	config.Main("room", func(ctx context.Context) error {
-		return service.Run(ctx, service.Options{
+		svc, err := service.New(ctx, service.Options{
 			GRPCAddr:     *common.GRPCAddr,
 			MetricsAddr:  *common.MetricsAddr,
 			Redis:        common.Redis(),
@@ -31,6 +31,10 @@ func main() {
 			IdleTTL:      *idleTTL,
 			SessionLease: *lease,
 			Logger:       common.Logger(),
-		}, nil)
+		})
+		if err != nil {
+			return err
+		}
+		return svc.Serve(ctx)
 	})
 }

@@ -81,10 +81,20 @@ func run(redisURL string, churn, parallel, rooms, lists int) error {
 		return <-addr
 	}
 	lobbyAddr := start("lobby", func(ready func(net.Addr)) error {
-		return lobbyservice.Run(ctx, lobbyservice.Options{Redis: redisx.Config{URL: redisURL}, Prefix: prefix, Logger: log}, ready)
+		svc, err := lobbyservice.New(ctx, lobbyservice.Options{Redis: redisx.Config{URL: redisURL}, Prefix: prefix, Logger: log})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	roomAddr := start("room", func(ready func(net.Addr)) error {
-		return roomservice.Run(ctx, roomservice.Options{Redis: redisx.Config{URL: redisURL}, Prefix: prefix, LobbyAddr: lobbyAddr, Logger: log}, ready)
+		svc, err := roomservice.New(ctx, roomservice.Options{Redis: redisx.Config{URL: redisURL}, Prefix: prefix, LobbyAddr: lobbyAddr, Logger: log})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	gwAddr := start("gateway", func(ready func(net.Addr)) error {
 		return gateway.Run(ctx, gateway.Options{Addr: "127.0.0.1:0", Backends: gateway.Backends{Lobby: lobbyAddr, Room: roomAddr}, Logger: log}, ready)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -60,16 +59,17 @@ func TestExpiryCleanUpIsIdempotent(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	lobbyAddr := make(chan string, 1)
+	lsvc, err := lobbyservice.New(ctx, lobbyservice.Options{
+		Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix + "-lobby", IdleTTL: time.Hour,
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	lobbyDone := make(chan error, 1)
-	go func() {
-		lobbyDone <- lobbyservice.Run(ctx, lobbyservice.Options{
-			Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix + "-lobby", IdleTTL: time.Hour,
-			Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		}, func(a net.Addr) { lobbyAddr <- a.String() })
-	}()
+	go func() { lobbyDone <- lsvc.Serve(ctx) }()
 	defer func() { cancel(); <-lobbyDone }()
-	conn, err := grpc.NewClient(<-lobbyAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(lsvc.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
