@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -146,5 +147,31 @@ func TestReplayRefusesUnsafeTimes(t *testing.T) {
 	res, err = rs.ReplayAlarm(ctx, &reservationsv1.ReplayAlarmRequest{ReservationId: "seat-1", Now: maxSafe})
 	if err != nil || res.GetChanged() || res.GetExpirationCount() != 1 {
 		t.Fatalf("second ReplayAlarm = %v, %v; want unchanged, expired once", res, err)
+	}
+}
+
+// TestMetricsOnTheRegistererGiven starts the service on a registry of its own: the Redis script,
+// alarm and gRPC metrics land there, so two services in one process never collide.
+func TestMetricsOnTheRegistererGiven(t *testing.T) {
+	t.Parallel()
+	_, prefix := redistest.Universal(t)
+	url, cluster := redistest.Target(t)
+	reg := prometheus.NewRegistry()
+	rs := client(t, start(t, Options{Redis: redisx.Config{URL: url, ClusterAddrs: cluster}, Prefix: prefix, Metrics: reg}))
+	if _, err := rs.CreateReservation(context.Background(), &reservationsv1.CreateReservationRequest{ReservationId: "seat-1", TtlSeconds: 5}); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, mf := range mfs {
+		have[mf.GetName()] = true
+	}
+	for _, name := range []string{"vigil_redis_script_duration_seconds", "vigil_alarms_claimed_total", "grpc_server_handled_total"} {
+		if !have[name] {
+			t.Errorf("%s is not on the service's registry (%v)", name, have)
+		}
 	}
 }

@@ -46,8 +46,8 @@ type Options struct {
 	// failed), whatever Logger's level: the record of every firing the seed lab reads.
 	// Default os.Stderr; io.Discard turns them off.
 	AlarmLog io.Writer
-	// Metrics is where the Redis, alarm and gRPC metrics are registered. Default
-	// prometheus.DefaultRegisterer (what MetricsAddr serves).
+	// Metrics is where the Redis, alarm and gRPC metrics are registered; MetricsAddr serves it
+	// when it is also a Gatherer. Default prometheus.DefaultRegisterer.
 	Metrics prometheus.Registerer
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
@@ -104,7 +104,8 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	srv, err := server.New(server.Options{
 		Name: "vigil.reservations.v1.ReservationService", GRPCAddr: o.GRPCAddr,
 		MetricsAddr: o.MetricsAddr, Logger: o.Logger, DrainTimeout: o.DrainTimeout,
-		Store: rdb, // health is NOT_SERVING while Redis does not answer
+		Registerer: o.Metrics,
+		Store:      rdb, // health is NOT_SERVING while Redis does not answer
 	})
 	if err != nil {
 		_ = rdb.Close()
