@@ -360,7 +360,15 @@ func (g *Gateway) limitBody(next http.Handler) http.Handler {
 			return
 		}
 		if r.Body != nil && r.Body != http.NoBody {
-			body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+			var body []byte
+			var err error
+			if n := r.ContentLength; n >= 0 {
+				// The usual case: read exactly the announced length into one buffer.
+				body = make([]byte, n)
+				_, err = io.ReadFull(r.Body, body)
+			} else {
+				body, err = io.ReadAll(io.LimitReader(r.Body, limit+1))
+			}
 			if err != nil {
 				writeError(w, http.StatusBadRequest, errSendJSON)
 				return
@@ -369,10 +377,26 @@ func (g *Gateway) limitBody(next http.Handler) http.Handler {
 				writeError(w, http.StatusRequestEntityTooLarge, tooLarge)
 				return
 			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
+			r.Body = &bufferedBody{Reader: bytes.NewReader(body), b: body}
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// bufferedBody is a request body limitBody has read: the JSON decoder takes its bytes as they
+// are instead of copying them again.
+type bufferedBody struct {
+	*bytes.Reader
+	b []byte
+}
+
+func (*bufferedBody) Close() error { return nil }
+
+// take returns the unread bytes and marks them read.
+func (b *bufferedBody) take() []byte {
+	rest := b.b[len(b.b)-b.Len():]
+	_, _ = b.Seek(0, io.SeekEnd)
+	return rest
 }
 
 func (g *Gateway) root(w http.ResponseWriter, r *http.Request) {

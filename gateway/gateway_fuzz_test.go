@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
@@ -88,6 +90,16 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 		if _, err := m.Marshal(msg); err != nil {
 			t.Fatalf("decode(%q) accepted %v, which does not render: %v", data, msg, err)
+		}
+		// The direct decoding reads what protojson reads.
+		ref := fuzzMessages[int(which)%len(fuzzMessages)]()
+		if len(bytes.TrimSpace(data)) > 0 {
+			if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(data, ref); err != nil {
+				t.Fatalf("decode(%q) accepted %v; protojson refuses it: %v", data, msg, err)
+			}
+		}
+		if !proto.Equal(msg, ref) {
+			t.Fatalf("decode(%q) = %v, protojson reads %v", data, msg, ref)
 		}
 	})
 }

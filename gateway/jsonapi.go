@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/utilities"
@@ -55,6 +56,9 @@ func (m *apiMarshaler) Unmarshal(data []byte, v any) error {
 
 func (m *apiMarshaler) NewDecoder(r io.Reader) runtime.Decoder {
 	return runtime.DecoderFunc(func(v any) error {
+		if bb, ok := r.(*bufferedBody); ok {
+			return m.Unmarshal(bb.take(), v)
+		}
 		data, err := io.ReadAll(r)
 		if err != nil {
 			return errors.New(errSendJSON)
@@ -85,7 +89,8 @@ func (m *apiMarshaler) decode(data []byte, msg proto.Message) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any
-	if err := dec.Decode(&v); err != nil || dec.More() {
+	// Nothing but space may follow the value (Decoder.More is false before a stray "}").
+	if err := dec.Decode(&v); err != nil || len(bytes.TrimSpace(data[dec.InputOffset():])) > 0 {
 		return errors.New(errSendJSON)
 	}
 	obj, ok := v.(map[string]any)
@@ -94,6 +99,13 @@ func (m *apiMarshaler) decode(data []byte, msg proto.Message) error {
 	}
 	if err := m.check(md, obj); err != nil {
 		return err
+	}
+	if direct(md) {
+		if !utf8.Valid(data) {
+			return errors.New(errSendJSON) // protojson's rule: encoding/json would substitute U+FFFD
+		}
+		setMessage(msg.ProtoReflect(), obj)
+		return nil
 	}
 	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(data, msg); err != nil {
 		return errors.New(errSendJSON)
@@ -166,6 +178,10 @@ func (m *apiMarshaler) checkValue(fd protoreflect.FieldDescriptor, val any) erro
 	case protoreflect.BoolKind:
 		if _, ok := val.(bool); !ok {
 			return m.fieldError(fd, "true or false")
+		}
+	case protoreflect.EnumKind:
+		if _, ok := scalar(fd, val); !ok {
+			return m.fieldError(fd, "one of its names")
 		}
 	case protoreflect.StringKind:
 		if _, ok := val.(string); !ok {
@@ -311,9 +327,19 @@ func (m *apiMarshaler) fieldError(fd protoreflect.FieldDescriptor, want string) 
 	return fmt.Errorf("%s must be %s.", fd.JSONName(), want)
 }
 
-// marshalAPI renders msg as protojson with every field present, then turns 64-bit integers
-// back into JSON numbers and unset optional fields into null.
+// marshalAPI renders msg in the API's JSON dialect: directly (jsonfast.go) when its fields
+// allow, else through protojson.
 func marshalAPI(msg proto.Message) ([]byte, error) {
+	m := msg.ProtoReflect()
+	if direct(m.Descriptor()) {
+		return appendMessage(make([]byte, 0, 256), m), nil
+	}
+	return marshalViaProtojson(msg)
+}
+
+// marshalViaProtojson renders msg as protojson with every field present, then turns 64-bit
+// integers back into JSON numbers and unset optional fields into null.
+func marshalViaProtojson(msg proto.Message) ([]byte, error) {
 	b, err := protojson.MarshalOptions{EmitUnpopulated: true}.Marshal(msg)
 	if err != nil {
 		return nil, err
