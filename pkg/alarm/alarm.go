@@ -203,6 +203,10 @@ func New(rdb redis.UniversalClient, o Options) (*Queue, error) {
 // Namespace is the queue's namespace.
 func (q *Queue) Namespace() string { return q.o.Namespace }
 
+// Metrics is the Registerer the queue's metrics are on (Options.Metrics); pkg/alarmadmin puts
+// its gauges of the queue's state beside them.
+func (q *Queue) Metrics() prometheus.Registerer { return q.o.Metrics }
+
 // Shards is the number of shards.
 func (q *Queue) Shards() int { return q.o.Shards }
 

@@ -247,17 +247,20 @@ func TestLookupObjectShowsStateAlarmAndDeadLetter(t *testing.T) {
 	wantCode(t, "LookupObject(empty id)", err, codes.InvalidArgument)
 }
 
+// TestQueueStateIsExported reads the queue's gauges from the Registerer the queue's own metrics
+// go to (a registry of the test's own, not the process default).
 func TestQueueStateIsExported(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	now := time.UnixMilli(1_900_000_000_000)
-	q, _ := setup(t, alarm.Options{Namespace: "gauges", Shards: 4, Now: func() time.Time { return now }}, nil)
+	reg := prometheus.NewRegistry()
+	q, _ := setup(t, alarm.Options{Namespace: "gauges", Shards: 4, Now: func() time.Time { return now }, Metrics: reg}, nil)
 	for id, due := range map[string]time.Time{"a": now.Add(-3 * time.Second), "b": now.Add(-time.Second), "c": now.Add(time.Minute)} {
 		if err := q.Set(ctx, id, due); err != nil {
 			t.Fatal(err)
 		}
 	}
-	mfs, err := prometheus.DefaultGatherer.Gather()
+	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package alarmadmin
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -24,26 +25,45 @@ var (
 	descUp       = prometheus.NewDesc("vigil_alarm_queue_up", "1 when the queue's state could be read at scrape time, else 0.", []string{"ns"}, nil)
 )
 
-// queueCollector reports every registered queue, one per namespace (the latest registered).
+// queueCollector reports every queue registered on one Registerer, one per namespace (the
+// latest registered).
 type queueCollector struct {
 	mu     sync.Mutex
 	queues map[string]*alarm.Queue
 }
 
 var (
-	collector     = &queueCollector{queues: map[string]*alarm.Queue{}}
-	collectorOnce sync.Once
+	collectorsMu sync.Mutex
+	// collectors holds one collector per Registerer the queues' metrics go to (alarm.Options.Metrics).
+	collectors = map[prometheus.Registerer]*queueCollector{}
 )
 
 // scrapeTimeout bounds the Redis reads of one scrape.
 const scrapeTimeout = 2 * time.Second
 
-// watch adds q's state to the metrics the process serves.
+// watch adds q's state to the metrics of the Registerer q's own metrics go to.
 func watch(q *alarm.Queue) {
-	collectorOnce.Do(func() { prometheus.MustRegister(collector) })
-	collector.mu.Lock()
-	defer collector.mu.Unlock()
-	collector.queues[q.Namespace()] = q
+	reg := q.Metrics()
+	collectorsMu.Lock()
+	c, ok := collectors[reg]
+	if !ok {
+		c = &queueCollector{queues: map[string]*alarm.Queue{}}
+		if err := reg.Register(c); err == nil {
+			collectors[reg] = c
+		} else {
+			var are prometheus.AlreadyRegisteredError
+			if errors.As(err, &are) {
+				if existing, ok := are.ExistingCollector.(*queueCollector); ok {
+					c = existing
+					collectors[reg] = c
+				}
+			}
+		}
+	}
+	collectorsMu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.queues[q.Namespace()] = q
 }
 
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
