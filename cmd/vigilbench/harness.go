@@ -30,6 +30,7 @@ type Harness struct {
 
 	flags benchFlags
 	redis *benchRedis
+	stack stack
 }
 
 // Redis is the Redis under test, started or connected on first use.
@@ -64,6 +65,7 @@ func runHarness(ctx context.Context, name string, b Benchmark, args []string, ou
 		defer pprof.StopCPUProfile()
 	}
 	defer func() {
+		h.stack.stop() // the services before the Redis they use
 		if h.redis != nil {
 			h.redis.deletePrefix(context.WithoutCancel(ctx), h.Prefix)
 			h.redis.close()

@@ -5,9 +5,12 @@
 //
 //	go run ./cmd/vigilbench <benchmark> [flags]
 //
-// Adding a benchmark: write a func(ctx, *Harness, []string) (*Report, error) in its own file
-// (the harness starts Redis, the stack, and keeps the report; see harness*.go) and add one
-// line to benchmarks below.
+// Adding a benchmark (the locks, chat and room programs are the next ones): write a
+// func(ctx, *Harness, *flag.FlagSet, []string) error in its own file and add one line to
+// benchmarks below. The Harness has the rest: h.Redis(ctx) (a throwaway redis-server or
+// --redis-url, with its CPU time), h.Serve(ctx, name, svc) for any service built by its
+// service.New, h.Gateway(ctx, backends), h.Prefix for keys, withCeilings for the raw EVALSHA
+// reference, and h.Report (add, addLatencies, ratio, note), printed as a table or JSON.
 package main
 
 import (

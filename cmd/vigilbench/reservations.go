@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -24,7 +23,6 @@ import (
 	"github.com/vigil-dev/vigil/gateway"
 	"github.com/vigil-dev/vigil/pkg/alarm"
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
-	"github.com/vigil-dev/vigil/pkg/config"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	reservations "github.com/vigil-dev/vigil/services/reservations/service"
 )
@@ -65,11 +63,10 @@ func benchReservations(ctx context.Context, h *Harness, fs *flag.FlagSet, args [
 	rep.Settings["concurrency"] = o.concurrency
 	rep.Settings["duration"] = o.duration.String()
 
-	st, err := startReservationsStack(ctx, b.url, h.Prefix)
+	st, err := startReservationsStack(ctx, h, b.url)
 	if err != nil {
 		return err
 	}
-	defer st.stop()
 
 	var grpcRate, restRate float64
 	if o.duration > 0 {
@@ -150,17 +147,14 @@ func benchReservations(ctx context.Context, h *Harness, fs *flag.FlagSet, args [
 	return nil
 }
 
-// reservationsStack is the reservations service and the gateway, running in this process.
+// reservationsStack is the reservations service and the gateway, started by the harness.
 type reservationsStack struct {
-	clock    *benchClock
-	conn     *grpc.ClientConn
-	client   reservationsv1.ReservationServiceClient
-	http     *http.Client
-	baseURL  string
-	shards   int
-	cancel   context.CancelFunc
-	finished sync.WaitGroup
-	retries  atomic.Int64 // calls repeated after Unavailable
+	clock   *benchClock
+	client  reservationsv1.ReservationServiceClient
+	http    *http.Client
+	baseURL string
+	shards  int
+	retries atomic.Int64 // calls repeated after Unavailable
 	// alarmLines counts the service's reservation-alarm lines.
 	alarmLines alarmLines
 }
@@ -185,68 +179,29 @@ func (l *alarmLines) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func startReservationsStack(ctx context.Context, redisURL, prefix string) (*reservationsStack, error) {
+func startReservationsStack(ctx context.Context, h *Harness, redisURL string) (*reservationsStack, error) {
 	st := &reservationsStack{clock: &benchClock{}, shards: 16}
-	runCtx, cancel := context.WithCancel(ctx)
-	st.cancel = cancel
-	quiet := config.Logger("text", "warn")
-	failed := make(chan error, 2)
-
-	svc, err := reservations.New(runCtx, reservations.Options{
-		Redis: redisx.Config{URL: redisURL}, Prefix: prefix, Shards: st.shards,
-		Now: st.clock.Now, Logger: quiet.With("service", "reservations"), AlarmLog: &st.alarmLines,
+	svc, err := reservations.New(ctx, reservations.Options{
+		Redis: redisx.Config{URL: redisURL}, Prefix: h.Prefix, Shards: st.shards,
+		Now: st.clock.Now, Logger: quiet("reservations"), AlarmLog: &st.alarmLines,
 	})
 	if err != nil {
-		cancel()
 		return nil, fmt.Errorf("reservations service: %w", err)
 	}
-	grpcAddr := svc.Addr().String()
-	st.finished.Add(1)
-	go func() {
-		defer st.finished.Done()
-		if err := svc.Serve(runCtx); err != nil && runCtx.Err() == nil {
-			failed <- fmt.Errorf("reservations service: %w", err)
-		}
-	}()
-
-	httpUp := make(chan string, 1)
-	st.finished.Add(1)
-	go func() {
-		defer st.finished.Done()
-		err := gateway.Run(runCtx, gateway.Options{
-			Addr: "127.0.0.1:0", Backends: gateway.Backends{Reservations: grpcAddr},
-			Logger: quiet.With("service", "gateway"),
-		}, func(a net.Addr) { httpUp <- a.String() })
-		if err != nil && runCtx.Err() == nil {
-			failed <- fmt.Errorf("gateway: %w", err)
-		}
-	}()
-	select {
-	case addr := <-httpUp:
-		st.baseURL = "http://" + addr
-	case err := <-failed:
-		st.stop()
+	grpcAddr := h.Serve(ctx, "reservations", svc)
+	if st.baseURL, st.http, err = h.Gateway(ctx, gateway.Backends{Reservations: grpcAddr}); err != nil {
 		return nil, err
 	}
-
 	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
-		st.stop()
 		return nil, err
 	}
-	st.conn = conn
+	h.stack.mu.Lock()
+	h.stack.cancels = append(h.stack.cancels, func() { _ = conn.Close() })
+	h.stack.mu.Unlock()
 	st.client = reservationsv1.NewReservationServiceClient(conn)
-	st.http = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, Timeout: 30 * time.Second}
 	benchStage("reservations service on %s, gateway on %s (in process)", grpcAddr, st.baseURL)
 	return st, nil
-}
-
-func (st *reservationsStack) stop() {
-	if st.conn != nil {
-		_ = st.conn.Close()
-	}
-	st.cancel()
-	st.finished.Wait()
 }
 
 // grpcCreate creates reservations prefix+<n> for an hour over gRPC.

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/vigil-dev/vigil/gateway"
+	"github.com/vigil-dev/vigil/pkg/config"
+)
+
+// The stack a benchmark measures runs in this process, the real code on loopback: each service
+// through its New + Serve (service.New(ctx, Options) returns a listening server), the gateway
+// through gateway.New. A benchmark starts what it needs with Serve and Gateway; runHarness
+// stops everything when the benchmark returns.
+
+// servable is a service of the target skeleton: listening once built, serving until ctx ends.
+type servable interface {
+	Addr() net.Addr
+	Serve(ctx context.Context) error
+}
+
+// stack is what the harness started.
+type stack struct {
+	mu      sync.Mutex
+	cancels []context.CancelFunc
+	running sync.WaitGroup
+}
+
+// quiet is the logger benchmarks give the services: warnings and errors only, on stderr.
+func quiet(service string) *slog.Logger {
+	return config.Logger("text", "warn").With("service", service)
+}
+
+// Serve runs svc until the benchmark ends and returns its gRPC address. A service that stops
+// on its own before then is reported on stderr (the benchmark's calls then fail).
+func (h *Harness) Serve(ctx context.Context, name string, svc servable) string {
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	h.stack.mu.Lock()
+	h.stack.cancels = append(h.stack.cancels, cancel)
+	h.stack.mu.Unlock()
+	h.stack.running.Add(1)
+	go func() {
+		defer h.stack.running.Done()
+		if err := svc.Serve(runCtx); err != nil && runCtx.Err() == nil {
+			benchStage("%s stopped: %v", name, err)
+		}
+	}()
+	return svc.Addr().String()
+}
+
+// Gateway runs the gateway in front of backends until the benchmark ends and returns its base
+// URL and an HTTP client sized for many concurrent callers.
+func (h *Harness) Gateway(ctx context.Context, backends gateway.Backends) (string, *http.Client, error) {
+	g, err := gateway.New(ctx, gateway.Options{Backends: backends, Logger: quiet("gateway")})
+	if err != nil {
+		return "", nil, fmt.Errorf("gateway: %w", err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		g.Close()
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	h.stack.mu.Lock()
+	h.stack.cancels = append(h.stack.cancels, func() { _ = srv.Close(); g.Close() })
+	h.stack.mu.Unlock()
+	h.stack.running.Add(1)
+	go func() {
+		defer h.stack.running.Done()
+		_ = srv.Serve(lis)
+	}()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, Timeout: 30 * time.Second}
+	return "http://" + lis.Addr().String(), client, nil
+}
+
+// stop ends everything Serve and Gateway started, latest first, and waits for it.
+func (s *stack) stop() {
+	s.mu.Lock()
+	cancels := s.cancels
+	s.cancels = nil
+	s.mu.Unlock()
+	for i := len(cancels) - 1; i >= 0; i-- {
+		cancels[i]()
+	}
+	s.running.Wait()
+}
