@@ -21,7 +21,8 @@ import (
 //	           failed: false; absent on start, which does not know yet)
 //	"delayMs"  how long after the alarm's due time the handler ran (its clock minus due)
 //	"error"    why the transition failed (failed only)
-//	"time"     when the line was written (RFC 3339, UTC)
+//	"time"     the handler's clock when it took the batch (RFC 3339, UTC; the same on a
+//	           firing's start and done lines)
 //
 // A batch's lines of one phase are encoded into one buffer and written in one call, so a drain
 // of 100,000 holds costs two writes per claimed batch, not two per hold, and lines of batches
