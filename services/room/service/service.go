@@ -144,13 +144,18 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		return nil, fmt.Errorf("room: dial lobby: %w", err)
 	}
 	lobby := lobbyv1.NewLobbyServiceClient(conn)
-	st := store.New(rdb, q, o.Prefix, o.IdleTTL)
+	st, err := store.New(rdb, store.Options{Alarms: q, Prefix: o.Prefix, IdleTTL: o.IdleTTL})
+	if err != nil {
+		_ = conn.Close()
+		_ = rdb.Close()
+		return nil, fmt.Errorf("room: %w", err)
+	}
 	// The hub and the link outlive the server's drain: sessions closing during it still
 	// leave the count and tell the Lobby.
 	bg, stopBg := context.WithCancel(context.Background())
-	h := hub.New(bg, rdb, st.Channel, o.SessionBuffer, transport.DecodeFrame, o.Logger)
+	h := hub.New(st.Feed(bg, o.Logger), o.SessionBuffer, transport.DecodeFrame, o.Logger)
 	link := lobbylink.New(bg, lobby, st.Occupancy, o.Logger)
-	a := app.New(st, h, link, lobby, rdb, app.Config{IdleTTL: o.IdleTTL, SessionLease: o.SessionLease, Now: o.Now, Log: o.Logger})
+	a := app.New(st, h, link, lobbylink.NewClient(lobby), transport.Codec{}, app.Config{IdleTTL: o.IdleTTL, SessionLease: o.SessionLease, Now: o.Now, Log: o.Logger})
 	srv, err := server.New(server.Options{
 		Name: "vigil.room.v1.RoomService", GRPCAddr: o.GRPCAddr,
 		MetricsAddr: o.MetricsAddr, Logger: o.Logger, DrainTimeout: o.DrainTimeout,

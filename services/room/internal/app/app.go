@@ -1,7 +1,8 @@
-// Package app holds the room's use cases: opening and closing sessions, the leader's actions,
-// ending a room, the alarm's transition (sweep dead sessions, expire idle rooms) and the
-// session lease renewal. It ties the store (Redis), the hub (this replica's sessions) and the
-// link to the Lobby together.
+// Package app holds the room's use cases: opening, re-attaching and closing sessions, the
+// leader's actions, ending a room, the alarm's transition (sweep dead sessions, expire idle
+// rooms) and the session lease renewal. It knows no Redis, protobuf or gRPC: the store, the
+// Lobby, the outbox to the Lobby and the frame codec are ports (interfaces below), and the hub
+// is this replica's sessions in plain Go.
 package app
 
 import (
@@ -13,24 +14,51 @@ import (
 	"log/slog"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
-
-	"github.com/redis/go-redis/v9"
-
 	"github.com/vigil-dev/vigil/pkg/alarm"
-	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
-	roomv1 "github.com/vigil-dev/vigil/pkg/api/vigil/room/v1"
 	"github.com/vigil-dev/vigil/services/room/internal/domain"
 	"github.com/vigil-dev/vigil/services/room/internal/hub"
-	"github.com/vigil-dev/vigil/services/room/internal/lobbylink"
-	"github.com/vigil-dev/vigil/services/room/internal/store"
 )
 
-// lobbyTimeout bounds one synchronous call to the Lobby.
+// lobbyTimeout bounds one synchronous call to the Lobby or the store on a closing path.
 const lobbyTimeout = 5 * time.Second
+
+// Store keeps rooms (internal/store: Redis and its Lua scripts).
+type Store interface {
+	Init(ctx context.Context, code string, seed domain.Seed, now time.Time) error
+	Join(ctx context.Context, code string, ss domain.Attached, now, leaseUntil time.Time) (domain.Joined, error)
+	Leave(ctx context.Context, code, id, attachment string, now time.Time) (domain.Change, error)
+	Act(ctx context.Context, code string, a domain.Action, now time.Time) (bool, error)
+	RenewAll(ctx context.Context, renewals []domain.Renewal, now, leaseUntil time.Time) error
+	Sweep(ctx context.Context, code string, now time.Time) (domain.SweepOutcome, string, domain.Change, error)
+	End(ctx context.Context, code, reason string, now time.Time) (bool, error)
+	Finish(ctx context.Context, code string, now time.Time) error
+	// PublishEnd ends the room's sessions on every replica.
+	PublishEnd(ctx context.Context, code, reason string) error
+}
+
+// Lobby is what the room asks the Lobby service (internal/lobbylink.Client). A room the Lobby
+// does not list is domain.ErrNotFound.
+type Lobby interface {
+	// VerifyLeaderToken reports whether token is the room's leader token, with its entry.
+	VerifyLeaderToken(ctx context.Context, code, token string) (bool, domain.Seed, error)
+	// Seed reads the room's entry, what its state starts from.
+	Seed(ctx context.Context, code string) (domain.Seed, error)
+	// Remove takes the room off the list (idempotent).
+	Remove(ctx context.Context, code string) error
+}
+
+// Outbox pushes occupancy and activity to the Lobby in the background (internal/lobbylink.Link).
+type Outbox interface {
+	Delta(code string, ch domain.Change)
+	Touch(code string, at time.Time)
+	Snapshot(code string)
+}
+
+// Codec encodes a stamped control: the frame every session receives and, for a mark, the form
+// the room's marks list keeps (internal/transport: protobuf).
+type Codec interface {
+	Encode(c domain.Control, at time.Time) (frame, stored []byte, err error)
+}
 
 // Config are the App's settings.
 type Config struct {
@@ -42,17 +70,17 @@ type Config struct {
 
 // App is one Room replica's use cases.
 type App struct {
-	st    *store.Store
+	st    Store
 	hub   *hub.Hub
-	link  *lobbylink.Link
-	lobby lobbyv1.LobbyServiceClient
-	rdb   redis.UniversalClient
+	link  Outbox
+	lobby Lobby
+	codec Codec
 	c     Config
 }
 
 // New assembles the use cases.
-func New(st *store.Store, h *hub.Hub, link *lobbylink.Link, lobby lobbyv1.LobbyServiceClient, rdb redis.UniversalClient, c Config) *App {
-	return &App{st: st, hub: h, link: link, lobby: lobby, rdb: rdb, c: c}
+func New(st Store, h *hub.Hub, link Outbox, lobby Lobby, codec Codec, c Config) *App {
+	return &App{st: st, hub: h, link: link, lobby: lobby, codec: codec, c: c}
 }
 
 // Hello is what a session opens with.
@@ -69,40 +97,38 @@ type Hello struct {
 // Open checks a hello (the leader's token with the Lobby), creates the room's state from its
 // Lobby entry on the first join, opens and counts the session (or re-attaches to it, counting
 // nothing), and returns it with the state the joiner starts from.
-func (a *App) Open(ctx context.Context, h Hello) (*hub.Session, store.Joined, error) {
+func (a *App) Open(ctx context.Context, h Hello) (*hub.Session, domain.Joined, error) {
 	if err := domain.CheckCode(h.Code); err != nil {
-		return nil, store.Joined{}, err
+		return nil, domain.Joined{}, err
 	}
 	if h.Role != domain.Leader && h.Role != domain.Viewer {
-		return nil, store.Joined{}, domain.Invalid("role must be leader or viewer.")
+		return nil, domain.Joined{}, domain.Invalid("role must be leader or viewer.")
 	}
 	if err := domain.CheckClientID(h.ClientID); err != nil {
-		return nil, store.Joined{}, err
+		return nil, domain.Joined{}, err
 	}
 	if h.SessionID == "" {
 		h.SessionID = newID()
 	} else if err := domain.CheckSessionID(h.SessionID); err != nil {
-		return nil, store.Joined{}, err
+		return nil, domain.Joined{}, err
 	}
-	var seed *lobbyv1.Room
+	var seed *domain.Seed
 	if h.Role == domain.Leader {
 		if h.LeaderToken == "" {
-			return nil, store.Joined{}, domain.Unauthenticated()
+			return nil, domain.Joined{}, domain.Unauthenticated()
 		}
-		res, err := callLobby(ctx, func(ctx context.Context) (*lobbyv1.VerifyLeaderTokenResponse, error) {
-			return a.lobby.VerifyLeaderToken(ctx, &lobbyv1.VerifyLeaderTokenRequest{Code: h.Code, LeaderToken: h.LeaderToken})
-		})
+		ok, entry, err := a.lobby.VerifyLeaderToken(ctx, h.Code, h.LeaderToken)
 		if err != nil {
-			return nil, store.Joined{}, a.lobbyErr(h.Code, err)
+			return nil, domain.Joined{}, err
 		}
-		if !res.GetValid() {
-			return nil, store.Joined{}, domain.Unauthenticated()
+		if !ok {
+			return nil, domain.Joined{}, domain.Unauthenticated()
 		}
-		seed = res.GetRoom()
+		seed = &entry
 	}
 	s, err := a.hub.Add(ctx, h.SessionID, newID(), h.Code, h.Role, h.ClientID)
 	if err != nil {
-		return nil, store.Joined{}, fmt.Errorf("subscribe to room: %w", err)
+		return nil, domain.Joined{}, fmt.Errorf("subscribe to room: %w", err)
 	}
 	joined, err := a.join(ctx, s, seed)
 	if err != nil {
@@ -114,7 +140,7 @@ func (a *App) Open(ctx context.Context, h Hello) (*hub.Session, store.Joined, er
 		} else {
 			a.hub.Remove(s)
 		}
-		return nil, store.Joined{}, err
+		return nil, domain.Joined{}, err
 	}
 	if joined.Resumed {
 		a.hub.Supersede(s)
@@ -123,47 +149,41 @@ func (a *App) Open(ctx context.Context, h Hello) (*hub.Session, store.Joined, er
 	return s, joined, nil
 }
 
-func (a *App) join(ctx context.Context, s *hub.Session, seed *lobbyv1.Room) (store.Joined, error) {
+func (a *App) join(ctx context.Context, s *hub.Session, seed *domain.Seed) (domain.Joined, error) {
 	now := a.c.Now()
-	leaseUntil := now.Add(a.c.SessionLease).UnixMilli()
-	ss := store.Session{ID: s.ID, Role: s.Role, ClientID: s.ClientID, Attachment: s.Attachment}
-	joined, err := a.st.Join(ctx, s.Code, ss, now.UnixMilli(), leaseUntil)
-	if errors.Is(err, store.ErrMissing) {
+	leaseUntil := now.Add(a.c.SessionLease)
+	ss := domain.Attached{ID: s.ID, Role: s.Role, ClientID: s.ClientID, Attachment: s.Attachment}
+	joined, err := a.st.Join(ctx, s.Code, ss, now, leaseUntil)
+	if errors.Is(err, domain.ErrNoState) {
 		// The room's first join: its state starts from its Lobby entry.
 		if seed == nil {
-			res, err := callLobby(ctx, func(ctx context.Context) (*lobbyv1.GetRoomResponse, error) {
-				return a.lobby.GetRoom(ctx, &lobbyv1.GetRoomRequest{Code: s.Code})
-			})
+			entry, err := a.lobby.Seed(ctx, s.Code)
 			if err != nil {
-				return store.Joined{}, a.lobbyErr(s.Code, err)
+				return domain.Joined{}, err
 			}
-			seed = res.GetRoom()
+			seed = &entry
 		}
-		if seed.GetLastActivity()+a.c.IdleTTL.Milliseconds() <= now.UnixMilli() {
-			return store.Joined{}, domain.NotFound(s.Code) // idle past its TTL: it is only not pruned yet
+		if !seed.LastActivity.Add(a.c.IdleTTL).After(now) {
+			return domain.Joined{}, domain.NotFound(s.Code) // idle past its TTL: it is only not pruned yet
 		}
-		err = a.st.Init(ctx, s.Code, store.Seed{
-			LastActivity: seed.GetLastActivity(), CreatedAt: seed.GetCreatedAt(),
-			Title: seed.GetVideo().GetTitle(), DurationMs: seed.GetVideo().GetDurationMs(),
-		}, now.UnixMilli())
-		if errors.Is(err, store.ErrTombstoned) {
-			return store.Joined{}, domain.NotFound(s.Code)
+		err = a.st.Init(ctx, s.Code, *seed, now)
+		if errors.Is(err, domain.ErrTombstoned) {
+			return domain.Joined{}, domain.NotFound(s.Code)
 		}
 		if err != nil {
-			return store.Joined{}, err
+			return domain.Joined{}, err
 		}
 		a.c.Log.InfoContext(ctx, "room state created", "event", "room_init", "code", s.Code)
-		joined, err = a.st.Join(ctx, s.Code, ss, now.UnixMilli(), leaseUntil)
+		joined, err = a.st.Join(ctx, s.Code, ss, now, leaseUntil)
 	}
-	var ended *store.ErrEnded
-	if errors.As(err, &ended) || errors.Is(err, store.ErrMissing) {
-		return store.Joined{}, domain.NotFound(s.Code)
-	}
-	if errors.Is(err, store.ErrSessionTaken) {
-		return store.Joined{}, domain.SessionTaken()
-	}
-	if err != nil {
-		return store.Joined{}, err
+	var ended *domain.ErrEnded
+	switch {
+	case errors.As(err, &ended) || errors.Is(err, domain.ErrNoState):
+		return domain.Joined{}, domain.NotFound(s.Code)
+	case errors.Is(err, domain.ErrSessionTaken):
+		return domain.Joined{}, domain.SessionTaken()
+	case err != nil:
+		return domain.Joined{}, err
 	}
 	s.SetCounted(true)
 	a.link.Delta(s.Code, joined.Change)
@@ -184,7 +204,7 @@ func (a *App) Close(s *hub.Session) {
 	s.SetCounted(false)
 	ctx, cancel := context.WithTimeout(context.Background(), lobbyTimeout)
 	defer cancel()
-	ch, err := a.st.Leave(ctx, s.Code, s.ID, s.Attachment, a.c.Now().UnixMilli())
+	ch, err := a.st.Leave(ctx, s.Code, s.ID, s.Attachment, a.c.Now())
 	if err != nil {
 		// The session's lease runs out and the sweeper closes it.
 		a.c.Log.Warn("session close not recorded; its lease will end it", "event", "session_close_failed", "code", s.Code, "err", err)
@@ -193,85 +213,41 @@ func (a *App) Close(s *hub.Session) {
 	a.link.Delta(s.Code, ch)
 }
 
-// Act applies a leader frame from session s: it is stamped, stored, relayed to every viewer,
-// and it moves the room's inactivity alarm. It reports a repeat (a ref the session already
-// applied, re-sent after a re-attach), which changes nothing.
-func (a *App) Act(ctx context.Context, s *hub.Session, req *roomv1.JoinRequest) (repeat bool, err error) {
-	kind := frameKind(req)
-	if kind == "" {
-		return false, domain.Invalid("Send a sync, formation, mark or reload frame.")
+// Act applies a leader's control from session s: it is stamped, stored, relayed to every
+// viewer, and it moves the room's inactivity alarm. It reports a repeat (a ref the session
+// already applied, re-sent after a re-attach), which changes nothing.
+func (a *App) Act(ctx context.Context, s *hub.Session, c domain.Control) (repeat bool, err error) {
+	if s.Role != domain.Leader && c.Kind != "" {
+		return false, domain.ViewerControl(c.Kind)
 	}
-	if err := domain.CheckRef(req.GetRef()); err != nil {
+	if err := domain.CheckControl(c); err != nil {
 		return false, err
 	}
-	if s.Role != domain.Leader {
-		return false, domain.ViewerControl(kind)
-	}
-	applied, err := a.act(ctx, s, kind, req)
-	return err == nil && !applied, err
-}
-
-func (a *App) act(ctx context.Context, s *hub.Session, kind string, req *roomv1.JoinRequest) (bool, error) {
-	now := a.c.Now().UnixMilli()
-	act := store.Action{Kind: kind, Session: s.ID, Ref: req.GetRef()}
-	var out roomv1.JoinResponse
-	switch f := req.GetFrame().(type) {
-	case *roomv1.JoinRequest_Sync:
-		if err := domain.CheckPosition(f.Sync.GetPositionMs()); err != nil {
-			return false, err
-		}
-		out.Frame = &roomv1.JoinResponse_Sync{Sync: &roomv1.Sync{Playing: f.Sync.GetPlaying(), PositionMs: f.Sync.GetPositionMs(), At: now}}
-		act.Args = []any{boolInt(f.Sync.GetPlaying()), f.Sync.GetPositionMs()}
-	case *roomv1.JoinRequest_Formation:
-		js, err := protojson.Marshal(f.Formation.GetFormation())
-		if f.Formation.GetFormation() == nil {
-			js, err = []byte("null"), nil
-		}
-		if err != nil {
-			return false, domain.Invalid("A formation must be a JSON value.")
-		}
-		if err := domain.CheckFormation(js); err != nil {
-			return false, err
-		}
-		out.Frame = &roomv1.JoinResponse_Formation{Formation: &roomv1.Formation{Formation: f.Formation.GetFormation(), At: now}}
-		act.Args = []any{js}
-	case *roomv1.JoinRequest_Mark:
-		if err := domain.CheckPosition(f.Mark.GetPositionMs()); err != nil {
-			return false, err
-		}
-		if err := domain.CheckLabel(f.Mark.GetLabel()); err != nil {
-			return false, err
-		}
-		m := &roomv1.Mark{PositionMs: f.Mark.GetPositionMs(), Label: f.Mark.GetLabel(), At: now}
-		stored, err := proto.Marshal(m) // the marks list keeps each mark's wire form
-		if err != nil {
-			return false, err
-		}
-		out.Frame = &roomv1.JoinResponse_Mark{Mark: m}
-		act.Args = []any{stored}
-	case *roomv1.JoinRequest_Reload:
-		r := &roomv1.Reload{At: now}
-		act.Args = []any{0}
-		if v := f.Reload.Video; v != nil {
-			if err := domain.CheckVideo(v.GetTitle(), v.GetDurationMs()); err != nil {
-				return false, err
-			}
-			r.Video = &roomv1.Video{Title: v.GetTitle(), DurationMs: v.GetDurationMs()}
-			act.Args = []any{1, v.GetTitle(), v.GetDurationMs()}
-		}
-		out.Frame = &roomv1.JoinResponse_Reload{Reload: r}
-	}
-	frame, err := proto.Marshal(&out)
+	now := a.c.Now()
+	frame, stored, err := a.codec.Encode(c, now)
 	if err != nil {
 		return false, err
 	}
-	act.Frame = frame
+	act := domain.Action{Kind: c.Kind, Frame: frame, Session: s.ID, Ref: c.Ref}
+	switch c.Kind {
+	case domain.KindSync:
+		act.Args = []any{boolInt(c.Playing), c.PositionMs}
+	case domain.KindFormation:
+		act.Args = []any{c.Formation}
+	case domain.KindMark:
+		act.Args = []any{stored}
+	case domain.KindReload:
+		act.Args = []any{0}
+		if v := c.Video; v != nil {
+			act.Args = []any{1, v.Title, v.DurationMs}
+		}
+	}
 	applied, err := a.st.Act(ctx, s.Code, act, now)
-	var ended *store.ErrEnded
+	var ended *domain.ErrEnded
 	switch {
-	case errors.As(err, &ended) || errors.Is(err, store.ErrMissing):
+	case errors.As(err, &ended) || errors.Is(err, domain.ErrNoState):
 		return false, domain.NotFound(s.Code)
-	case errors.Is(err, store.ErrSessionClosed):
+	case errors.Is(err, domain.ErrSessionClosed):
 		return false, domain.SessionLapsed()
 	case err != nil:
 		return false, err
@@ -279,7 +255,7 @@ func (a *App) act(ctx context.Context, s *hub.Session, kind string, req *roomv1.
 	if applied {
 		a.link.Touch(s.Code, now)
 	}
-	return applied, nil
+	return !applied, nil
 }
 
 // End ends a room for everyone on its leader's word.
@@ -290,26 +266,21 @@ func (a *App) End(ctx context.Context, code, token string) error {
 	if token == "" {
 		return domain.Unauthenticated()
 	}
-	res, err := callLobby(ctx, func(ctx context.Context) (*lobbyv1.VerifyLeaderTokenResponse, error) {
-		return a.lobby.VerifyLeaderToken(ctx, &lobbyv1.VerifyLeaderTokenRequest{Code: code, LeaderToken: token})
-	})
+	ok, _, err := a.lobby.VerifyLeaderToken(ctx, code, token)
 	if err != nil {
-		return a.lobbyErr(code, err)
+		return err
 	}
-	if !res.GetValid() {
+	if !ok {
 		return domain.Unauthenticated()
 	}
-	hasState, err := a.st.End(ctx, code, domain.ReasonEnded, a.c.Now().UnixMilli())
+	hasState, err := a.st.End(ctx, code, domain.ReasonEnded, a.c.Now())
 	if err != nil {
 		return err
 	}
 	a.c.Log.InfoContext(ctx, "room ended by its leader", "event", "room_ended", "code", code)
 	if !hasState {
 		// Never joined: nothing here to close, only the Lobby entry.
-		_, err := callLobby(ctx, func(ctx context.Context) (*lobbyv1.RemoveRoomResponse, error) {
-			return a.lobby.RemoveRoom(ctx, &lobbyv1.RemoveRoomRequest{Code: code})
-		})
-		return err
+		return a.lobby.Remove(ctx, code)
 	}
 	if err := a.finish(ctx, code, domain.ReasonEnded); err != nil {
 		// The room's alarm is due now and finishes the clean-up.
@@ -322,34 +293,32 @@ func (a *App) End(ctx context.Context, code, token string) error {
 // room from the Lobby, delete its storage last. Each step is idempotent, so a retry after a
 // partial failure (or a second run) is harmless.
 func (a *App) finish(ctx context.Context, code, reason string) error {
-	if err := a.rdb.Publish(ctx, a.st.Channel(code), hub.EndMessage(reason)).Err(); err != nil {
+	if err := a.st.PublishEnd(ctx, code, reason); err != nil {
 		return fmt.Errorf("close sockets: %w", err)
 	}
 	a.hub.Deliver(code, hub.Event{Kind: hub.End, Reason: reason}) // this replica's, without waiting for the echo
-	if _, err := callLobby(ctx, func(ctx context.Context) (*lobbyv1.RemoveRoomResponse, error) {
-		return a.lobby.RemoveRoom(ctx, &lobbyv1.RemoveRoomRequest{Code: code})
-	}); err != nil {
+	if err := a.lobby.Remove(ctx, code); err != nil {
 		return fmt.Errorf("remove from lobby: %w", err)
 	}
-	return a.st.Finish(ctx, code, a.c.Now().UnixMilli())
+	return a.st.Finish(ctx, code, a.c.Now())
 }
 
 // HandleAlarm is the rooms' alarm: close sessions whose lease ended, and expire the room if it
 // has been idle for the TTL (re-arming it otherwise), then finish an ended room's clean-up.
 func (a *App) HandleAlarm(ctx context.Context, f alarm.Firing) error {
-	outcome, reason, ch, err := a.st.Sweep(ctx, f.ID, a.c.Now().UnixMilli())
+	outcome, reason, ch, err := a.st.Sweep(ctx, f.ID, a.c.Now())
 	if err != nil {
 		return err
 	}
 	switch outcome {
-	case store.Active:
+	case domain.Active:
 		if ch.Seq > 0 {
 			a.c.Log.InfoContext(ctx, "lapsed sessions closed", "event", "sessions_swept", "code", f.ID,
 				"viewersDelta", ch.ViewersDelta, "leadersDelta", ch.LeadersDelta, "isRetry", f.IsRetry(), "retryCount", f.RetryCount())
 		}
 		a.link.Delta(f.ID, ch)
 		return nil
-	case store.Gone:
+	case domain.Gone:
 		return nil
 	}
 	a.c.Log.InfoContext(ctx, "room closing", "event", "room_closing", "code", f.ID, "reason", reason,
@@ -373,71 +342,46 @@ func (a *App) RenewLeases(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
-		sessions := a.hub.Sessions()
-		if len(sessions) == 0 {
+		a.renew(ctx)
+	}
+}
+
+func (a *App) renew(ctx context.Context) {
+	sessions := a.hub.Sessions()
+	if len(sessions) == 0 {
+		return
+	}
+	renewals := make([]domain.Renewal, 0, len(sessions))
+	for code, ids := range sessions {
+		renewals = append(renewals, domain.Renewal{Code: code, IDs: ids})
+	}
+	now := a.c.Now()
+	if err := a.st.RenewAll(ctx, renewals, now, now.Add(a.c.SessionLease)); err != nil {
+		if ctx.Err() == nil {
+			a.c.Log.Warn("session leases not renewed", "event", "lease_renew_failed", "rooms", len(renewals), "err", err)
+		}
+		return
+	}
+	for _, r := range renewals {
+		var ended *domain.ErrEnded
+		switch {
+		case errors.As(r.Err, &ended):
+			a.hub.KillSessions(r.Code, r.IDs, ended.Reason)
 			continue
-		}
-		renewals := make([]store.Renewal, 0, len(sessions))
-		for code, ids := range sessions {
-			renewals = append(renewals, store.Renewal{Code: code, IDs: ids})
-		}
-		now := a.c.Now()
-		if err := a.st.RenewAll(ctx, renewals, now.UnixMilli(), now.Add(a.c.SessionLease).UnixMilli()); err != nil {
+		case errors.Is(r.Err, domain.ErrNoState):
+			a.hub.KillSessions(r.Code, r.IDs, domain.ReasonEnded)
+			continue
+		case r.Err != nil:
 			if ctx.Err() == nil {
-				a.c.Log.Warn("session leases not renewed", "event", "lease_renew_failed", "rooms", len(renewals), "err", err)
+				a.c.Log.Warn("session leases not renewed", "event", "lease_renew_failed", "code", r.Code, "err", r.Err)
 			}
 			continue
 		}
-		for _, r := range renewals {
-			var ended *store.ErrEnded
-			switch {
-			case errors.As(r.Err, &ended):
-				a.hub.KillSessions(r.Code, r.IDs, ended.Reason)
-				continue
-			case errors.Is(r.Err, store.ErrMissing):
-				a.hub.KillSessions(r.Code, r.IDs, domain.ReasonEnded)
-				continue
-			case r.Err != nil:
-				if ctx.Err() == nil {
-					a.c.Log.Warn("session leases not renewed", "event", "lease_renew_failed", "code", r.Code, "err", r.Err)
-				}
-				continue
-			}
-			if len(r.Missing) > 0 {
-				a.hub.KillSessions(r.Code, r.Missing, "Your session lapsed; reconnect.")
-			}
-			a.link.Snapshot(r.Code)
+		if len(r.Missing) > 0 {
+			a.hub.KillSessions(r.Code, r.Missing, "Your session lapsed; reconnect.")
 		}
+		a.link.Snapshot(r.Code)
 	}
-}
-
-// callLobby runs one Lobby call with a timeout.
-func callLobby[T any](ctx context.Context, call func(context.Context) (T, error)) (T, error) {
-	ctx, cancel := context.WithTimeout(ctx, lobbyTimeout)
-	defer cancel()
-	return call(ctx)
-}
-
-// lobbyErr turns a Lobby NOT_FOUND into the domain's and keeps other failures as they are.
-func (a *App) lobbyErr(code string, err error) error {
-	if status.Code(err) == codes.NotFound {
-		return domain.NotFound(code)
-	}
-	return fmt.Errorf("lobby: %w", err)
-}
-
-func frameKind(req *roomv1.JoinRequest) string {
-	switch req.GetFrame().(type) {
-	case *roomv1.JoinRequest_Sync:
-		return "sync"
-	case *roomv1.JoinRequest_Formation:
-		return "formation"
-	case *roomv1.JoinRequest_Mark:
-		return "mark"
-	case *roomv1.JoinRequest_Reload:
-		return "reload"
-	}
-	return ""
 }
 
 func boolInt(b bool) int {

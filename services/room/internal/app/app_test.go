@@ -83,11 +83,15 @@ func TestExpiryCleanUpIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	const ttl = time.Minute
-	st := store.New(rdb, q, prefix, ttl)
-	h := hub.New(ctx, rdb, st.Channel, 16, func(b []byte) (any, error) { return b, nil }, log)
+	st, err := store.New(rdb, store.Options{Alarms: q, Prefix: prefix, IdleTTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hub.New(st.Feed(ctx, log), 16, func(b []byte) (any, error) { return b, nil }, log)
 	go func() { _ = h.Run(ctx) }()
 	link := lobbylink.New(ctx, lobby, st.Occupancy, log)
-	a := New(st, h, link, lobby, rdb, Config{IdleTTL: ttl, SessionLease: time.Hour, Now: clk.Now, Log: log})
+	// No control is sent here, so no codec is needed.
+	a := New(st, h, link, lobbylink.NewClient(lobby), nil, Config{IdleTTL: ttl, SessionLease: time.Hour, Now: clk.Now, Log: log})
 
 	created, err := lobby.CreateRoom(ctx, &lobbyv1.CreateRoomRequest{Name: "R", Video: &lobbyv1.Video{Title: "V", DurationMs: 1000}})
 	if err != nil {

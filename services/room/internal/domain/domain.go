@@ -116,6 +116,60 @@ func CheckVideo(title string, durationMs int64) error {
 	return input.Int("video.durationMs", durationMs, 1, MaxPositionMs)
 }
 
+// Control kinds.
+const (
+	KindSync      = "sync"
+	KindFormation = "formation"
+	KindMark      = "mark"
+	KindReload    = "reload"
+)
+
+// Video is what a room practises with.
+type Video struct {
+	Title      string
+	DurationMs int64
+}
+
+// Control is one control frame of a session, before the service stamps it.
+type Control struct {
+	// Kind is sync, formation, mark or reload ("" for anything else).
+	Kind string
+	// Ref is the caller's number for it (0: none), increasing per session.
+	Ref int64
+	// Playing and PositionMs (sync); PositionMs and Label (mark).
+	Playing    bool
+	PositionMs int64
+	Label      string
+	// Formation is the formation's JSON (formation).
+	Formation []byte
+	// Video switches the room's video (reload; nil reloads the same one).
+	Video *Video
+}
+
+// CheckControl validates a control frame.
+func CheckControl(c Control) error {
+	if err := CheckRef(c.Ref); err != nil {
+		return err
+	}
+	switch c.Kind {
+	case KindSync:
+		return CheckPosition(c.PositionMs)
+	case KindFormation:
+		return CheckFormation(c.Formation)
+	case KindMark:
+		if err := CheckPosition(c.PositionMs); err != nil {
+			return err
+		}
+		return CheckLabel(c.Label)
+	case KindReload:
+		if c.Video != nil {
+			return CheckVideo(c.Video.Title, c.Video.DurationMs)
+		}
+		return nil
+	}
+	return Invalid("Send a sync, formation, mark or reload frame.")
+}
+
 // Invalid is an ErrInvalid with msg.
 func Invalid(msg string) error { return userErr(ErrInvalid, "%s", msg) }
 

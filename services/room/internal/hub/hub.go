@@ -1,20 +1,27 @@
 // Package hub holds one replica's open sessions and fans the rooms' events out to them. A
-// replica subscribes once per room it has sessions in (Redis pub/sub) and delivers each event
-// to its own sessions, so an event costs one publish however many replicas and sockets follow.
+// replica subscribes once per room it has sessions in (its Feed: Redis pub/sub) and delivers
+// each event to its own sessions, so an event costs one publish however many replicas and
+// sockets follow.
 package hub
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/vigil-dev/vigil/services/room/internal/domain"
 )
+
+// Feed is the rooms' event stream shared by the replicas (Redis pub/sub: store.Feed).
+type Feed interface {
+	// Subscribe starts the room's events; it returns once the subscription is sent.
+	Subscribe(ctx context.Context, code string) error
+	// Unsubscribe stops them.
+	Unsubscribe(ctx context.Context, code string) error
+	// Run hands every event of a subscribed room to deliver until ctx ends.
+	Run(ctx context.Context, deliver func(code string, ev Event)) error
+}
 
 // Kind of an event.
 type Kind byte
@@ -81,16 +88,13 @@ func (s *Session) Kill(reason string) { s.kill(reason) }
 
 // Hub is one replica's sessions by room.
 type Hub struct {
-	rdb     redis.UniversalClient
-	channel func(code string) string
-	log     *slog.Logger
-	ps      *redis.PubSub
-	buffer  int
-	decode  func([]byte) (any, error)
+	feed   Feed
+	log    *slog.Logger
+	buffer int
+	decode func([]byte) (any, error)
 
 	mu    sync.Mutex
 	rooms map[string]map[string]*Session // code -> attachment -> session
-	codes map[string]string              // channel -> code, for subscribed rooms
 
 	// subMu serialises (un)subscribing, so a room's last session leaving while a new one joins
 	// cannot leave the room unsubscribed.
@@ -98,46 +102,29 @@ type Hub struct {
 	subscribed map[string]bool
 }
 
-// New returns a hub; channel names a room's pub/sub channel; buffer is each session's event
-// buffer (a session that falls that far behind is closed); decode decodes relayed frames.
-func New(ctx context.Context, rdb redis.UniversalClient, channel func(code string) string, buffer int, decode func([]byte) (any, error), log *slog.Logger) *Hub {
+// New returns a hub over feed; buffer is each session's event buffer (a session that falls
+// that far behind is closed); decode decodes relayed frames (once per event, for all sessions).
+func New(feed Feed, buffer int, decode func([]byte) (any, error), log *slog.Logger) *Hub {
 	return &Hub{
-		rdb: rdb, channel: channel, log: log, buffer: buffer, decode: decode,
-		ps:         rdb.Subscribe(ctx),
+		feed: feed, log: log, buffer: buffer, decode: decode,
 		rooms:      map[string]map[string]*Session{},
-		codes:      map[string]string{},
 		subscribed: map[string]bool{},
 	}
 }
 
-// Run delivers published events to the local sessions until ctx ends.
+// Run delivers the feed's events to the local sessions until ctx ends.
 func (h *Hub) Run(ctx context.Context) error {
-	ch := h.ps.Channel(redis.WithChannelSize(4096))
-	for {
-		select {
-		case <-ctx.Done():
-			_ = h.ps.Close()
-			return nil
-		case m, ok := <-ch:
-			if !ok {
-				return nil
+	return h.feed.Run(ctx, func(code string, ev Event) {
+		if ev.Kind == Frame {
+			msg, err := h.decode(ev.Frame)
+			if err != nil {
+				h.log.Warn("malformed room frame", "event", "room_event_malformed", "code", code)
+				return
 			}
-			ev, ok := Parse([]byte(m.Payload))
-			if ok && ev.Kind == Frame {
-				var err error
-				ev.Msg, err = h.decode(ev.Frame)
-				ok = err == nil
-			}
-			if !ok {
-				h.log.Warn("malformed room event", "event", "room_event_malformed", "channel", m.Channel)
-				continue
-			}
-			h.mu.Lock()
-			code := h.codes[m.Channel]
-			h.mu.Unlock()
-			h.Deliver(code, ev)
+			ev.Msg = msg
 		}
-	}
+		h.Deliver(code, ev)
+	})
 }
 
 // Deliver hands ev to the room's local sessions; an End event ends them.
@@ -205,22 +192,15 @@ func (h *Hub) subscription(ctx context.Context, code string) error {
 	h.mu.Lock()
 	want := h.rooms[code] != nil
 	h.mu.Unlock()
-	ch := h.channel(code)
 	switch {
 	case want && !h.subscribed[code]:
-		h.mu.Lock()
-		h.codes[ch] = code
-		h.mu.Unlock()
-		if err := h.ps.Subscribe(ctx, ch); err != nil {
+		if err := h.feed.Subscribe(ctx, code); err != nil {
 			return err
 		}
 		h.subscribed[code] = true
 	case !want && h.subscribed[code]:
 		delete(h.subscribed, code)
-		h.mu.Lock()
-		delete(h.codes, ch)
-		h.mu.Unlock()
-		return h.ps.Unsubscribe(ctx, ch)
+		return h.feed.Unsubscribe(ctx, code)
 	}
 	return nil
 }
@@ -279,41 +259,4 @@ func (h *Hub) KillSessions(code string, ids []string, reason string) {
 	for _, s := range hit {
 		s.kill(reason)
 	}
-}
-
-// EndMessage is the payload that ends a room's sessions on every replica.
-func EndMessage(reason string) string { return "0 e " + reason }
-
-// Parse decodes "<version> <kind> <payload>".
-func Parse(b []byte) (Event, bool) {
-	sp := bytes.IndexByte(b, ' ')
-	if sp < 1 || len(b) < sp+3 || b[sp+2] != ' ' {
-		return Event{}, false
-	}
-	v, err := strconv.ParseInt(string(b[:sp]), 10, 64)
-	if err != nil {
-		return Event{}, false
-	}
-	ev := Event{Version: v, Kind: Kind(b[sp+1])}
-	payload := b[sp+3:]
-	switch ev.Kind {
-	case Frame:
-		ev.Frame = payload
-	case Occupancy:
-		a, c, ok := bytes.Cut(payload, []byte{' '})
-		if !ok {
-			return Event{}, false
-		}
-		viewers, err1 := strconv.Atoi(string(a))
-		leaders, err2 := strconv.Atoi(string(c))
-		if err1 != nil || err2 != nil {
-			return Event{}, false
-		}
-		ev.Viewers, ev.Leaders = int32(viewers), int32(leaders)
-	case End:
-		ev.Reason = string(payload)
-	default:
-		return Event{}, false
-	}
-	return ev, true
 }

@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
-	"github.com/vigil-dev/vigil/services/room/internal/store"
+	"github.com/vigil-dev/vigil/services/room/internal/domain"
 )
 
 // callTimeout bounds one call to the Lobby.
@@ -37,7 +37,7 @@ type Link struct {
 }
 
 type box struct {
-	deltas   []store.Change
+	deltas   []domain.Change
 	touch    int64
 	snapshot bool
 }
@@ -48,16 +48,16 @@ func New(ctx context.Context, lobby lobbyv1.LobbyServiceClient, read OccupancyRe
 }
 
 // Delta queues an occupancy change (nothing when ch.Seq is 0).
-func (l *Link) Delta(code string, ch store.Change) {
+func (l *Link) Delta(code string, ch domain.Change) {
 	if ch.Seq == 0 {
 		return
 	}
 	l.queue(code, func(b *box) { b.deltas = append(b.deltas, ch) })
 }
 
-// Touch queues leader activity at (ms); touches not yet sent merge into the latest.
-func (l *Link) Touch(code string, at int64) {
-	l.queue(code, func(b *box) { b.touch = max(b.touch, at) })
+// Touch queues leader activity at at; touches not yet sent merge into the latest.
+func (l *Link) Touch(code string, at time.Time) {
+	l.queue(code, func(b *box) { b.touch = max(b.touch, at.UnixMilli()) })
 }
 
 // Snapshot queues an absolute occupancy snapshot.
@@ -139,7 +139,7 @@ func (l *Link) sendSnapshot(code string) {
 	backoff := 50 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := l.trySnapshot(code)
-		if err == nil || errors.Is(err, store.ErrMissing) || status.Code(err) == codes.NotFound {
+		if err == nil || errors.Is(err, domain.ErrNoState) || status.Code(err) == codes.NotFound {
 			return
 		}
 		if attempt == 6 || l.ctx.Err() != nil {

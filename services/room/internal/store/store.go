@@ -44,22 +44,34 @@ var (
 // read.
 const TombstoneTTL = 10 * time.Minute
 
-// ErrEnded is returned for a room that has ended; Reason says why.
-type ErrEnded struct{ Reason string }
+// The store's types and sentinel errors are the domain's (the use cases know them without
+// knowing Redis).
+type (
+	Seed         = domain.Seed
+	Change       = domain.Change
+	State        = domain.State
+	Session      = domain.Attached
+	Joined       = domain.Joined
+	Action       = domain.Action
+	Renewal      = domain.Renewal
+	SweepOutcome = domain.SweepOutcome
+	ErrEnded     = domain.ErrEnded
+)
 
-func (e *ErrEnded) Error() string { return "room ended: " + e.Reason }
+// Sentinel errors of the store.
+var (
+	ErrMissing       = domain.ErrNoState
+	ErrTombstoned    = domain.ErrTombstoned
+	ErrSessionTaken  = domain.ErrSessionTaken
+	ErrSessionClosed = domain.ErrSessionClosed
+)
 
-// ErrMissing is returned when the room has no state here.
-var ErrMissing = errors.New("room has no state")
-
-// ErrTombstoned is returned by Init for a room whose storage was deleted.
-var ErrTombstoned = errors.New("room was deleted")
-
-// ErrSessionTaken is returned by Join when the session id is open for another role or client.
-var ErrSessionTaken = errors.New("session id is open for another role or client")
-
-// ErrSessionClosed is returned by Act when the acting session is not open (its lease ended).
-var ErrSessionClosed = errors.New("session is not open")
+// Sweep outcomes.
+const (
+	Gone   = domain.Gone
+	Active = domain.Active
+	Ending = domain.Ending
+)
 
 // Store is the rooms' Redis store.
 type Store struct {
@@ -77,29 +89,39 @@ type Store struct {
 	finish  *redisx.Script
 }
 
-// New returns the store; q is the rooms' alarm queue, idleTTL their inactivity TTL.
-func New(rdb redis.UniversalClient, q *alarm.Queue, prefix string, idleTTL time.Duration) *Store {
-	s := func(name, src string) *redisx.Script { return redisx.NewScript(name, libLua+src) }
-	return &Store{
-		rdb: rdb, q: q, prefix: prefix, idleTTL: idleTTL.Milliseconds(),
-		init: s("init.lua", initLua), join: s("join.lua", joinLua), leave: s("leave.lua", leaveLua), act: s("act.lua", actLua),
-		renew: s("renew.lua", renewLua), sweep: s("sweep.lua", sweepLua), end: s("end.lua", endLua), finish: s("finish.lua", finishLua),
-	}
+// Options configure a Store. Every zero value has the default given in its comment.
+type Options struct {
+	// Alarms is the rooms' alarm queue (namespace "room"): it places rooms in shards, and each
+	// room's one alarm lives there. Required.
+	Alarms *alarm.Queue
+	// Prefix starts every key and channel; it must match the alarm queue's. Default "vigil".
+	Prefix string
+	// IdleTTL: a room with no leader action for this long expires. Default 1h.
+	IdleTTL time.Duration
 }
 
-// Channel is the pub/sub channel of a room's events.
-func (s *Store) Channel(code string) string { return s.prefix + ":room:events:" + code }
-
-func (s *Store) keys(code string) []string {
-	k := s.q.KeysOf(code)
-	base := k.Tag + ":" + code
-	return []string{base + ":state", base + ":sessions", base + ":sinfo", base + ":refs", base + ":marks", k.Alarms, base + ":gone",
-		base + ":attach", base + ":crefs"}
+// New returns the store over rdb.
+func New(rdb redis.UniversalClient, o Options) (*Store, error) {
+	if o.Alarms == nil {
+		return nil, errors.New("room store: Options.Alarms is required")
+	}
+	if o.Prefix == "" {
+		o.Prefix = "vigil"
+	}
+	if o.IdleTTL <= 0 {
+		o.IdleTTL = time.Hour
+	}
+	s := func(name, src string) *redisx.Script { return redisx.NewScript(name, libLua+src) }
+	return &Store{
+		rdb: rdb, q: o.Alarms, prefix: o.Prefix, idleTTL: o.IdleTTL.Milliseconds(),
+		init: s("init.lua", initLua), join: s("join.lua", joinLua), leave: s("leave.lua", leaveLua), act: s("act.lua", actLua),
+		renew: s("renew.lua", renewLua), sweep: s("sweep.lua", sweepLua), end: s("end.lua", endLua), finish: s("finish.lua", finishLua),
+	}, nil
 }
 
 // run evaluates script for code with the common ARGV (code, channel, now, TTL) and extra.
-func (s *Store) run(ctx context.Context, script *redisx.Script, code string, now int64, extra ...any) *redis.Cmd {
-	args := append([]any{code, s.Channel(code), now, s.idleTTL}, extra...)
+func (s *Store) run(ctx context.Context, script *redisx.Script, code string, now time.Time, extra ...any) *redis.Cmd {
+	args := append([]any{code, s.Channel(code), now.UnixMilli(), s.idleTTL}, extra...)
 	return script.Run(ctx, s.rdb, s.keys(code), args...)
 }
 
@@ -109,17 +131,10 @@ func (s *Store) wakeIf(ctx context.Context, code string, head int64) {
 	}
 }
 
-// Seed is what a room's state starts from: its Lobby entry.
-type Seed struct {
-	LastActivity, CreatedAt int64
-	Title                   string
-	DurationMs              int64
-}
-
 // Init creates a room's state from its Lobby entry unless it exists; ErrTombstoned when the
 // room was deleted.
-func (s *Store) Init(ctx context.Context, code string, seed Seed, now int64) error {
-	n, err := s.run(ctx, s.init, code, now, seed.LastActivity, seed.CreatedAt, seed.Title, seed.DurationMs).Int64()
+func (s *Store) Init(ctx context.Context, code string, seed Seed, now time.Time) error {
+	n, err := s.run(ctx, s.init, code, now, seed.LastActivity.UnixMilli(), seed.CreatedAt.UnixMilli(), seed.Title, seed.DurationMs).Int64()
 	if err != nil {
 		return fmt.Errorf("init room: %w", err)
 	}
@@ -130,51 +145,12 @@ func (s *Store) Init(ctx context.Context, code string, seed Seed, now int64) err
 	return nil
 }
 
-// Change is an occupancy change for the Lobby: Seq is 0 when nothing changed.
-type Change struct {
-	Seq                        int64
-	ViewersDelta, LeadersDelta int32
-}
-
-// State is a room's state as a joiner receives it.
-type State struct {
-	Playing       bool
-	PositionMs    int64
-	At            int64
-	FormationJSON string // "" when unset
-	Title         string
-	DurationMs    int64
-	Viewers       int32
-	Leaders       int32
-	Version       int64
-	Marks         []string // each mark's wire form (roomv1.Mark), oldest first
-}
-
-// Session names a session and the stream it is attached to.
-type Session struct {
-	ID       string
-	Role     domain.Role
-	ClientID string
-	// Attachment identifies the stream holding the session; Leave closes the session only for
-	// the stream it is attached to now.
-	Attachment string
-}
-
-// Joined is what Join answers: the state for the joiner, the occupancy change for the Lobby,
-// whether the session was re-attached, and the last control ref applied for it.
-type Joined struct {
-	State   State
-	Change  Change
-	Resumed bool
-	LastRef int64
-}
-
 // Join opens session ss with a lease until leaseUntil (ms), or re-attaches it when it is
 // already open with the same role and client id (then nothing is counted again).
 // ErrMissing when the room has no state; *ErrEnded when it has ended; ErrSessionTaken when
 // the id is open for another role or client.
-func (s *Store) Join(ctx context.Context, code string, ss Session, now, leaseUntil int64) (Joined, error) {
-	res, err := s.run(ctx, s.join, code, now, ss.ID, string(ss.Role), ss.ClientID, leaseUntil, ss.Attachment).Slice()
+func (s *Store) Join(ctx context.Context, code string, ss Session, now, leaseUntil time.Time) (Joined, error) {
+	res, err := s.run(ctx, s.join, code, now, ss.ID, string(ss.Role), ss.ClientID, leaseUntil.UnixMilli(), ss.Attachment).Slice()
 	if err != nil {
 		return Joined{}, fmt.Errorf("join room: %w", err)
 	}
@@ -204,7 +180,7 @@ func (s *Store) Join(ctx context.Context, code string, ss Session, now, leaseUnt
 
 // Leave closes session id if the stream with attachment holds it ("" closes it whatever holds
 // it); an unknown session, or one re-attached to another stream since, changes nothing.
-func (s *Store) Leave(ctx context.Context, code, id, attachment string, now int64) (Change, error) {
+func (s *Store) Leave(ctx context.Context, code, id, attachment string, now time.Time) (Change, error) {
 	res, err := s.run(ctx, s.leave, code, now, id, attachment).Slice()
 	if err != nil {
 		return Change{}, fmt.Errorf("leave room: %w", err)
@@ -216,26 +192,10 @@ func (s *Store) Leave(ctx context.Context, code, id, attachment string, now int6
 	return Change{Seq: toInt(res[2]), ViewersDelta: int32(toInt(res[3])), LeadersDelta: int32(toInt(res[4]))}, nil
 }
 
-// Action is one leader action as act.lua takes it.
-type Action struct {
-	// Kind is sync, formation, mark or reload.
-	Kind string
-	// Frame is the stamped frame every replica relays (an encoded roomv1.JoinResponse).
-	Frame []byte
-	// Session is the acting session's id; it must be open.
-	Session string
-	// Ref is the caller's number for the action, increasing per session (0: none). An action
-	// whose ref is at or below the session's last applied one is a repeat and is not applied.
-	Ref int64
-	// Args are the kind's ARGV[9..] (see act.lua): sync: playing 0/1, positionMs;
-	// formation: its JSON; mark: the mark's wire form; reload: 0, or 1, title, durationMs.
-	Args []any
-}
-
 // Act applies a leader action at now: state, last activity, alarm, and the relayed frame. It
 // reports false for a repeat (a ref already applied), which changes nothing. ErrSessionClosed
 // when the acting session is not open.
-func (s *Store) Act(ctx context.Context, code string, a Action, now int64) (bool, error) {
+func (s *Store) Act(ctx context.Context, code string, a Action, now time.Time) (bool, error) {
 	args := append([]any{a.Kind, a.Frame, a.Session, a.Ref}, a.Args...)
 	res, err := s.run(ctx, s.act, code, now, args...).Slice()
 	if err != nil {
@@ -254,26 +214,15 @@ func (s *Store) Act(ctx context.Context, code string, a Action, now int64) (bool
 	return true, nil
 }
 
-// Renewal is one room's lease renewal: the sessions this replica holds in it, and (after
-// RenewAll) what the store said.
-type Renewal struct {
-	Code string
-	IDs  []string
-	// Missing are the sessions no longer open (swept after their lease ended).
-	Missing []string
-	// Err is ErrMissing or *ErrEnded when the room is gone or ended, or a store error.
-	Err error
-}
-
 // RenewAll extends the leases of every renewal's sessions to leaseUntil, for all rooms in one
 // pipeline (a replica holding sessions in 10,000 rooms renews them in one round trip, not
 // 10,000), and fills in each renewal's outcome.
-func (s *Store) RenewAll(ctx context.Context, renewals []Renewal, now, leaseUntil int64) error {
+func (s *Store) RenewAll(ctx context.Context, renewals []Renewal, now, leaseUntil time.Time) error {
 	cmds := make([]*redis.Cmd, len(renewals))
 	_, err := redisx.Pipelined(ctx, s.rdb, []*redisx.Script{s.renew}, func(p redis.Pipeliner) {
 		for i, r := range renewals {
 			args := make([]any, 0, len(r.IDs)+5)
-			args = append(args, r.Code, s.Channel(r.Code), now, s.idleTTL, leaseUntil)
+			args = append(args, r.Code, s.Channel(r.Code), now.UnixMilli(), s.idleTTL, leaseUntil.UnixMilli())
 			for _, id := range r.IDs {
 				args = append(args, id)
 			}
@@ -302,22 +251,9 @@ func (s *Store) RenewAll(ctx context.Context, renewals []Renewal, now, leaseUnti
 	return nil
 }
 
-// SweepOutcome is what the alarm's transition found.
-type SweepOutcome int
-
-// Sweep outcomes.
-const (
-	// Gone: the room has no state; nothing to do.
-	Gone SweepOutcome = iota
-	// Active: the room is in use; its alarm is re-armed.
-	Active
-	// Ending: the room has ended (now or earlier); finish its clean-up.
-	Ending
-)
-
 // Sweep runs the alarm's transition at now: close sessions whose lease ended, then end the room
 // if it is idle. It returns the outcome, the end reason when Ending, and the occupancy change.
-func (s *Store) Sweep(ctx context.Context, code string, now int64) (SweepOutcome, string, Change, error) {
+func (s *Store) Sweep(ctx context.Context, code string, now time.Time) (SweepOutcome, string, Change, error) {
 	res, err := s.run(ctx, s.sweep, code, now).Slice()
 	if err != nil {
 		return 0, "", Change{}, fmt.Errorf("sweep room: %w", err)
@@ -336,7 +272,7 @@ func (s *Store) Sweep(ctx context.Context, code string, now int64) (SweepOutcome
 
 // End marks the room ended for reason and makes its alarm due now. It reports false when the
 // room has no state here (never joined).
-func (s *Store) End(ctx context.Context, code, reason string, now int64) (bool, error) {
+func (s *Store) End(ctx context.Context, code, reason string, now time.Time) (bool, error) {
 	n, err := s.run(ctx, s.end, code, now, reason, TombstoneTTL.Milliseconds()).Int64()
 	if err != nil {
 		return false, fmt.Errorf("end room: %w", err)
@@ -348,7 +284,7 @@ func (s *Store) End(ctx context.Context, code, reason string, now int64) (bool, 
 }
 
 // Finish deletes an ended room's storage; it refuses (an error) when the room is open.
-func (s *Store) Finish(ctx context.Context, code string, now int64) error {
+func (s *Store) Finish(ctx context.Context, code string, now time.Time) error {
 	n, err := s.run(ctx, s.finish, code, now, TombstoneTTL.Milliseconds()).Int64()
 	if err != nil {
 		return fmt.Errorf("delete room: %w", err)

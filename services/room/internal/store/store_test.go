@@ -24,11 +24,14 @@ func TestOccupancyMatchesTheRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(rdb, q, prefix, 24*time.Hour)
+	s, err := New(rdb, Options{Alarms: q, Prefix: prefix, IdleTTL: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	const code = "occ-room"
 	now := int64(1_800_000_000_000)
-	if err := s.Init(ctx, code, Seed{LastActivity: now, CreatedAt: now, Title: "v", DurationMs: 1000}, now); err != nil {
+	if err := s.Init(ctx, code, Seed{LastActivity: ms(now), CreatedAt: ms(now), Title: "v", DurationMs: 1000}, ms(now)); err != nil {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(7, 11))
@@ -49,13 +52,13 @@ func TestOccupancyMatchesTheRule(t *testing.T) {
 			client := fmt.Sprintf("c%d", rng.IntN(4))
 			lease := now + int64(1+rng.IntN(5))*1000
 			var j Joined
-			j, err = s.Join(ctx, code, Session{ID: id, Role: role, ClientID: client, Attachment: "a-" + id}, now, lease)
+			j, err = s.Join(ctx, code, Session{ID: id, Role: role, ClientID: client, Attachment: "a-" + id}, ms(now), ms(lease))
 			ch = j.Change
 			model[id] = domain.Session{Role: role, ClientID: client, LeaseUntil: lease}
 			what = fmt.Sprintf("join %s %s/%s", id, role, client)
 		case op < 7: // leave, sometimes a session that is not open
 			id := fmt.Sprintf("s%d", 1+rng.IntN(next+1))
-			ch, err = s.Leave(ctx, code, id, "a-"+id, now)
+			ch, err = s.Leave(ctx, code, id, "a-"+id, ms(now))
 			delete(model, id)
 			what = "leave " + id
 		case op < 8: // renew a few sessions
@@ -67,7 +70,7 @@ func TestOccupancyMatchesTheRule(t *testing.T) {
 			}
 			lease := now + 3000
 			rs := []Renewal{{Code: code, IDs: ids}}
-			err = s.RenewAll(ctx, rs, now, lease)
+			err = s.RenewAll(ctx, rs, ms(now), ms(lease))
 			if err == nil {
 				err = rs[0].Err
 			}
@@ -80,7 +83,7 @@ func TestOccupancyMatchesTheRule(t *testing.T) {
 		default: // time passes; the alarm sweeps lapsed sessions
 			now += int64(rng.IntN(2500))
 			var out SweepOutcome
-			out, _, ch, err = s.Sweep(ctx, code, now)
+			out, _, ch, err = s.Sweep(ctx, code, ms(now))
 			if out != Active {
 				t.Fatalf("step %d: sweep outcome %v, want Active", step, out)
 			}
@@ -122,3 +125,5 @@ func TestOccupancyMatchesTheRule(t *testing.T) {
 		}
 	}
 }
+
+func ms(t int64) time.Time { return time.UnixMilli(t) }

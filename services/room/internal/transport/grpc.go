@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -22,7 +23,6 @@ import (
 	"github.com/vigil-dev/vigil/services/room/internal/app"
 	"github.com/vigil-dev/vigil/services/room/internal/domain"
 	"github.com/vigil-dev/vigil/services/room/internal/hub"
-	"github.com/vigil-dev/vigil/services/room/internal/store"
 )
 
 // Server implements vigil.room.v1.RoomService.
@@ -215,7 +215,11 @@ func (s *Server) Join(stream roomv1.RoomService_JoinServer) error {
 // apply applies one client frame and returns its answer: an Ack for a control with a ref, an
 // Error for a refused one, nothing for an applied control without a ref.
 func (s *Server) apply(ctx context.Context, sess *hub.Session, req *roomv1.JoinRequest) *roomv1.JoinResponse {
-	repeat, err := s.app.Act(ctx, sess, req)
+	c, err := control(req)
+	repeat := false
+	if err == nil {
+		repeat, err = s.app.Act(ctx, sess, c)
+	}
 	if err != nil {
 		msg := status.Convert(s.status(ctx, err)).Message()
 		return &roomv1.JoinResponse{Frame: &roomv1.JoinResponse_Error{Error: &roomv1.Error{Message: msg, Ref: req.GetRef()}}}
@@ -224,6 +228,68 @@ func (s *Server) apply(ctx context.Context, sess *hub.Session, req *roomv1.JoinR
 		return nil
 	}
 	return &roomv1.JoinResponse{Frame: &roomv1.JoinResponse_Ack{Ack: &roomv1.Ack{Ref: req.GetRef(), Repeat: repeat}}}
+}
+
+// control maps a client frame to the domain's control.
+func control(req *roomv1.JoinRequest) (domain.Control, error) {
+	c := domain.Control{Ref: req.GetRef()}
+	switch f := req.GetFrame().(type) {
+	case *roomv1.JoinRequest_Sync:
+		c.Kind, c.Playing, c.PositionMs = domain.KindSync, f.Sync.GetPlaying(), f.Sync.GetPositionMs()
+	case *roomv1.JoinRequest_Formation:
+		c.Kind, c.Formation = domain.KindFormation, []byte("null")
+		if v := f.Formation.GetFormation(); v != nil {
+			js, err := protojson.Marshal(v)
+			if err != nil {
+				return c, domain.Invalid("A formation must be a JSON value.")
+			}
+			c.Formation = js
+		}
+	case *roomv1.JoinRequest_Mark:
+		c.Kind, c.PositionMs, c.Label = domain.KindMark, f.Mark.GetPositionMs(), f.Mark.GetLabel()
+	case *roomv1.JoinRequest_Reload:
+		c.Kind = domain.KindReload
+		if v := f.Reload.Video; v != nil {
+			c.Video = &domain.Video{Title: v.GetTitle(), DurationMs: v.GetDurationMs()}
+		}
+	}
+	return c, nil
+}
+
+// Codec encodes stamped controls as the frames sessions receive (app.Codec).
+type Codec struct{}
+
+// Encode implements app.Codec: the relayed JoinResponse and, for a mark, the mark's wire form
+// that the room's marks list keeps.
+func (Codec) Encode(c domain.Control, at time.Time) (frame, stored []byte, err error) {
+	ms := at.UnixMilli()
+	var out roomv1.JoinResponse
+	switch c.Kind {
+	case domain.KindSync:
+		out.Frame = &roomv1.JoinResponse_Sync{Sync: &roomv1.Sync{Playing: c.Playing, PositionMs: c.PositionMs, At: ms}}
+	case domain.KindFormation:
+		var v structpb.Value
+		if err := protojson.Unmarshal(c.Formation, &v); err != nil {
+			return nil, nil, domain.Invalid("A formation must be a JSON value.")
+		}
+		out.Frame = &roomv1.JoinResponse_Formation{Formation: &roomv1.Formation{Formation: &v, At: ms}}
+	case domain.KindMark:
+		m := &roomv1.Mark{PositionMs: c.PositionMs, Label: c.Label, At: ms}
+		if stored, err = proto.Marshal(m); err != nil {
+			return nil, nil, err
+		}
+		out.Frame = &roomv1.JoinResponse_Mark{Mark: m}
+	case domain.KindReload:
+		r := &roomv1.Reload{At: ms}
+		if c.Video != nil {
+			r.Video = &roomv1.Video{Title: c.Video.Title, DurationMs: c.Video.DurationMs}
+		}
+		out.Frame = &roomv1.JoinResponse_Reload{Reload: r}
+	default:
+		return nil, nil, domain.Invalid("Send a sync, formation, mark or reload frame.")
+	}
+	frame, err = proto.Marshal(&out)
+	return frame, stored, err
 }
 
 // streamEnd is the status a Join stream ends with after err from its client: none when the
@@ -276,7 +342,7 @@ func (s *Server) status(ctx context.Context, err error) error {
 	return usererr.Status(ctx, s.log, "room service", err)
 }
 
-func stateProto(st store.State) *roomv1.State {
+func stateProto(st domain.State) *roomv1.State {
 	p := &roomv1.State{
 		Playback:      &roomv1.Playback{Playing: st.Playing, PositionMs: st.PositionMs, At: st.At},
 		Video:         &roomv1.Video{Title: st.Title, DurationMs: st.DurationMs},
