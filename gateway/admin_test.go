@@ -15,6 +15,7 @@ import (
 	"github.com/vigil-dev/vigil/pkg/alarmadmin"
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
 // adminBackend serves AlarmAdminService over a fresh queue whose handler always fails, so its
@@ -75,7 +76,7 @@ func TestAdminRoutes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 10*time.Second, func() error {
+	wait.For(t, "two dead letters", func() error {
 		if r := call(t, "GET", gw.URL+"/admin/reservations/dead-letters", ""); len(r.body["deadLetters"].([]any)) != 2 {
 			return errors.New("want 2 dead letters, have " + r.raw)
 		}
@@ -128,7 +129,7 @@ func TestAdminRoutes(t *testing.T) {
 	if r = call(t, "DELETE", gw.URL+"/admin/reservations/dead-letters/seat-3", ""); r.code != 404 || r.body["error"] == nil {
 		t.Fatalf("DELETE seat-3 twice = %d %s, want 404 with an error", r.code, r.raw)
 	}
-	eventually(t, 10*time.Second, func() error {
+	wait.For(t, "seat-2 dead again after its replay", func() error {
 		if d, ok, _ := q.DeadLetter(ctx, "seat-2"); !ok || d.Attempts != 2 {
 			return errors.New("seat-2 not dead again after its replay")
 		}

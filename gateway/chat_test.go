@@ -45,7 +45,12 @@ func (e chatEnv) startChat(t *testing.T, addr string, log *slog.Logger) *running
 	}
 	o := chatservice.Options{GRPCAddr: addr, Redis: redisx.Config{URL: e.url}, Prefix: e.prefix, Logger: log}
 	return startService(t, "chat", func(ctx context.Context, ready func(net.Addr)) error {
-		return chatservice.Run(ctx, o, ready)
+		svc, err := chatservice.New(ctx, o)
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 }
 

@@ -170,7 +170,12 @@ func fuzzStack(tb testing.TB) http.Handler {
 		return svc.Serve(ctx)
 	})
 	chat := startFuzzService(tb, "chat", func(ctx context.Context, ready func(net.Addr)) error {
-		return chatservice.Run(ctx, chatservice.Options{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-c", Logger: log}, ready)
+		svc, err := chatservice.New(ctx, chatservice.Options{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-c", Logger: log})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	lobby := startFuzzService(tb, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
 		svc, err := lobbyservice.New(ctx, lobbyservice.Options{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-l", Logger: log})

@@ -151,19 +151,3 @@ func call(t *testing.T, method, url, body string, header ...string) apiResponse 
 	_ = dec.Decode(&out.body)
 	return out
 }
-
-// eventually retries check until it returns nil or the deadline passes.
-func eventually(t *testing.T, within time.Duration, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not true within %v: %v", within, err)
-		}
-		time.Sleep(20 * time.Millisecond) // polling the condition, bounded by the deadline
-	}
-}

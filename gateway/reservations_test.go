@@ -13,6 +13,7 @@ import (
 
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/wait"
 	"github.com/vigil-dev/vigil/services/reservations/service"
 )
 
@@ -92,7 +93,7 @@ func TestReservationLifecycle(t *testing.T) {
 	}
 
 	shortExpires := num(t, short.body["expiresAt"])
-	eventually(t, 45*time.Second, func() error {
+	wait.Within(t, 45*time.Second, "the short hold expired after the restart", func() error {
 		got := call(t, "GET", gw.URL+"/reservations/short-hold", "")
 		if got.body["status"] != "expired" {
 			return fmt.Errorf("short hold = %s, want expired", got.raw)
@@ -281,7 +282,7 @@ func TestOperationalRoutes(t *testing.T) {
 
 	// A backend that is down makes /healthz answer 503.
 	svc.stop()
-	eventually(t, 10*time.Second, func() error {
+	wait.For(t, "/healthz 503 with the backend down", func() error {
 		if h := call(t, "GET", gw.URL+"/healthz", ""); h.code != 503 {
 			return fmt.Errorf("GET /healthz with the backend down = %d, want 503", h.code)
 		}

@@ -117,7 +117,12 @@ func startDev(ctx context.Context, o devOptions) (err error) {
 			return svc.Serve(ctx)
 		}, &b.Locks},
 		{"chat", func(ctx context.Context, ready func(net.Addr)) error {
-			return chat.Run(ctx, chat.Options{GRPCAddr: addr(2), Redis: rc, Now: o.Now, Logger: log.With("service", "chat")}, ready)
+			svc, err := chat.New(ctx, chat.Options{GRPCAddr: addr(2), Redis: rc, Now: o.Now, Logger: log.With("service", "chat")})
+			if err != nil {
+				return err
+			}
+			ready(svc.Addr())
+			return svc.Serve(ctx)
 		}, &b.Chat},
 		// The lobby starts before the room: the room dials it.
 		{"lobby", func(ctx context.Context, ready func(net.Addr)) error {

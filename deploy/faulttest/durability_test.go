@@ -77,7 +77,12 @@ func startStack(t *testing.T, url, prefix string) *stack {
 		return svc.Serve(ctx)
 	})
 	cc := dial(func(ctx context.Context, ready func(net.Addr)) error {
-		return chat.Run(ctx, chat.Options{Redis: cfg, Prefix: prefix, Logger: quiet}, ready)
+		svc, err := chat.New(ctx, chat.Options{Redis: cfg, Prefix: prefix, Logger: quiet})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	bc := dial(func(ctx context.Context, ready func(net.Addr)) error {
 		svc, err := lobby.New(ctx, lobby.Options{Redis: cfg, Prefix: prefix, Logger: quiet})

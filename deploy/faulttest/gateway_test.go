@@ -128,7 +128,12 @@ func TestFaultGatewayRestartedUnderChatLoad(t *testing.T) {
 	prefix := redistest.Prefix(t)
 	url, _ := redistest.Target(t)
 	conn := start(t, func(ctx context.Context, ready func(net.Addr)) error {
-		return chat.Run(ctx, chat.Options{Redis: redisx.Config{URL: url}, Prefix: prefix, Logger: newEvents().Logger()}, ready)
+		svc, err := chat.New(ctx, chat.Options{Redis: redisx.Config{URL: url}, Prefix: prefix, Logger: newEvents().Logger()})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	chatClientRPC := chatv1.NewChatServiceClient(conn)
 

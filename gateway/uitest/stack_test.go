@@ -48,7 +48,12 @@ func startStack(t *testing.T, opts ...stackOptions) *stack {
 	}
 
 	chatAddr := startService(t, "chat", func(ctx context.Context, ready func(net.Addr)) error {
-		return chat.Run(ctx, chat.Options{Redis: rc, Prefix: prefix + ":chat", Logger: log}, ready)
+		svc, err := chat.New(ctx, chat.Options{Redis: rc, Prefix: prefix + ":chat", Logger: log})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
 	})
 	lobbyAddr := startService(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
 		svc, err := lobby.New(ctx, lobby.Options{Redis: rc, Prefix: prefix + ":lobby", IdleTTL: o.idleTTL, Logger: log})

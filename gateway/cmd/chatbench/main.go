@@ -86,7 +86,12 @@ func server(args []string) error {
 	errc := make(chan error, 5)
 	if *parts != "gateway" {
 		go func() {
-			errc <- chatservice.Run(ctx, chatservice.Options{GRPCAddr: *chatAddr, Redis: redisx.Config{URL: *redisURL}, Prefix: prefix, Logger: log}, nil)
+			svc, err := chatservice.New(ctx, chatservice.Options{GRPCAddr: *chatAddr, Redis: redisx.Config{URL: *redisURL}, Prefix: prefix, Logger: log})
+			if err != nil {
+				errc <- err
+				return
+			}
+			errc <- svc.Serve(ctx)
 		}()
 		go func() {
 			svc, err := lobbyservice.New(ctx, lobbyservice.Options{GRPCAddr: *lobbyAddr, Redis: redisx.Config{URL: *redisURL}, Prefix: prefix + "-lobby", Logger: log})

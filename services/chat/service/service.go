@@ -1,13 +1,16 @@
 // Package service assembles the chat service: Redis store and live feed, gRPC server. main and
-// tests start it the same way, through Run.
+// tests start it the same way: New, then Serve.
 package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	chatv1 "github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1"
 	"github.com/vigil-dev/vigil/pkg/redisx"
@@ -19,7 +22,7 @@ import (
 
 // Options configure the service. Every zero value has the default given in its comment.
 type Options struct {
-	// GRPCAddr to listen on. Default "127.0.0.1:0" (a free port; see Run's ready callback).
+	// GRPCAddr to listen on. Default "127.0.0.1:0" (a free port; see Service.Addr).
 	GRPCAddr string
 	// MetricsAddr serves Prometheus metrics when set. Default "": none.
 	MetricsAddr string
@@ -45,10 +48,10 @@ type Options struct {
 	DrainTimeout time.Duration
 }
 
-// Run serves the chat service until ctx ends. ready, when not nil, receives the gRPC address
-// once the server listens. When ctx ends, open Connect streams end at once with UNAVAILABLE
-// (their clients resume on another replica) and unary calls drain.
-func Run(ctx context.Context, o Options, ready func(net.Addr)) error {
+func (o Options) withDefaults() (Options, error) {
+	if o.Redis.URL == "" && len(o.Redis.ClusterAddrs) == 0 {
+		return o, errors.New("chat: Options.Redis needs a URL or cluster addresses")
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -58,11 +61,28 @@ func Run(ctx context.Context, o Options, ready func(net.Addr)) error {
 	if o.HistoryOnJoin <= 0 {
 		o.HistoryOnJoin = 50
 	}
+	return o, nil
+}
+
+// Service is a chat service listening on its gRPC address, ready to Serve.
+type Service struct {
+	rdb  redis.UniversalClient
+	feed *store.Feed
+	srv  *server.Server
+	// stop ends the open Connect streams when Serve's context ends.
+	stop context.CancelFunc
+}
+
+// New connects to Redis, builds the service and listens; calls are answered once Serve runs.
+func New(ctx context.Context, o Options) (*Service, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
 	rdb, err := redisx.Open(ctx, o.Redis)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("chat: %w", err)
 	}
-	defer rdb.Close()
 	st := store.New(rdb, store.Options{Prefix: o.Prefix, Keep: o.HistoryKeep, PostIDTTL: o.PostIDTTL})
 	if o.HistoryOnJoin > st.Keep() {
 		o.HistoryOnJoin = st.Keep()
@@ -75,11 +95,26 @@ func Run(ctx context.Context, o Options, ready func(net.Addr)) error {
 		Store: rdb, // health is NOT_SERVING while Redis does not answer
 	})
 	if err != nil {
-		return fmt.Errorf("chat: %w", err)
+		_ = rdb.Close()
+		return nil, fmt.Errorf("chat: %w", err)
 	}
-	chatv1.RegisterChatServiceServer(srv.GRPC(), transport.NewServer(a, o.Logger, ctx))
-	if ready != nil {
-		ready(srv.Addr())
-	}
-	return srv.Serve(ctx, feed.Run)
+	stopping, stop := context.WithCancel(context.Background())
+	chatv1.RegisterChatServiceServer(srv.GRPC(), transport.NewServer(a, o.Logger, stopping))
+	return &Service{rdb: rdb, feed: feed, srv: srv, stop: stop}, nil
+}
+
+// Addr is the gRPC address the service listens on.
+func (s *Service) Addr() net.Addr { return s.srv.Addr() }
+
+// Serve answers calls until ctx ends. Then open Connect streams end at once with UNAVAILABLE
+// (their clients resume on another replica), unary calls drain, and the Redis connection
+// closes.
+func (s *Service) Serve(ctx context.Context) error {
+	defer s.rdb.Close()
+	defer s.stop()
+	return s.srv.Serve(ctx, s.feed.Run, func(ctx context.Context) error {
+		<-ctx.Done()
+		s.stop()
+		return nil
+	})
 }

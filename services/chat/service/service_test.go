@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	chatv1 "github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -37,17 +37,13 @@ func start(t *testing.T, prefix string, o Options) *replica {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &replica{cancel: cancel, done: make(chan error, 1)}
-	addrc := make(chan string, 1)
-	go func() { r.done <- Run(ctx, o, func(a net.Addr) { addrc <- a.String() }) }()
-	select {
-	case r.addr = <-addrc:
-	case err := <-r.done:
-		t.Fatalf("Run = %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("chat did not start within 30s")
+	svc, err := New(context.Background(), o)
+	if err != nil {
+		t.Fatalf("New = %v", err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &replica{addr: svc.Addr().String(), cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- svc.Serve(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		<-r.done
@@ -102,8 +98,8 @@ func recv(t *testing.T, s chatv1.ChatService_ConnectClient) *chatv1.ConnectRespo
 			t.Fatalf("Recv = %v", res.err)
 		}
 		return res.r
-	case <-time.After(10 * time.Second):
-		t.Fatal("nothing received within 10s")
+	case <-time.After(wait.Deadline):
+		t.Fatalf("nothing received within %v", wait.Deadline)
 	}
 	return nil
 }
@@ -306,9 +302,10 @@ func TestTwoReplicasFanOut(t *testing.T) {
 // its drain does not wait for them and clients resume elsewhere.
 func TestShutdownEndsStreams(t *testing.T) {
 	t.Parallel()
-	r := start(t, redistest.Prefix(t), Options{DrainTimeout: 20 * time.Second})
+	// A drain far longer than the test's own deadline: if the open stream held the drain,
+	// Serve would not return in time.
+	r := start(t, redistest.Prefix(t), Options{DrainTimeout: time.Hour})
 	s, _ := connect(t, client(t, r.addr), "room-a", nil)
-	began := time.Now()
 	r.cancel()
 	if _, err := s.Recv(); status.Code(err) != codes.Unavailable {
 		t.Fatalf("Recv after shutdown = %v, want Unavailable", err)
@@ -316,10 +313,69 @@ func TestShutdownEndsStreams(t *testing.T) {
 	select {
 	case err := <-r.done:
 		r.done <- err
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return within 10s of its context ending")
+	case <-time.After(wait.Deadline):
+		t.Fatal("Serve did not return after its context ended: the open stream held the drain")
 	}
-	if d := time.Since(began); d > 5*time.Second {
-		t.Errorf("shutdown with an open stream took %v, want well under the 20s drain", d)
+}
+
+// TestStoredPostsAreAnswered: a Connect stream that ends while its member keeps posting (here
+// the replica shuts down) answers every post it stored before the stream's end, and stores
+// none after: the room's log holds exactly the posts whose results reached the client.
+func TestStoredPostsAreAnswered(t *testing.T) {
+	t.Parallel()
+	prefix := redistest.Prefix(t)
+	for round := range 5 {
+		room := fmt.Sprintf("round-%d", round)
+		r := start(t, prefix, Options{})
+		s, _ := connect(t, client(t, r.addr), room, nil)
+		go func() {
+			for i := 0; ; i++ {
+				p := &chatv1.Post{Ref: fmt.Sprint(i), PostId: fmt.Sprint(i), UserId: "u", Body: "x"}
+				if s.Send(&chatv1.ConnectRequest{Kind: &chatv1.ConnectRequest_Post{Post: p}}) != nil {
+					return
+				}
+			}
+		}()
+		answered := map[int64]bool{}
+		for {
+			res, err := s.Recv()
+			if err != nil {
+				if status.Code(err) != codes.Unavailable {
+					t.Fatalf("round %d: stream ended with %v, want Unavailable (shutdown)", round, err)
+				}
+				break
+			}
+			if pr := res.GetPostResult(); pr != nil {
+				if pr.GetError() != "" {
+					t.Fatalf("round %d: post refused: %s", round, pr.GetError())
+				}
+				answered[pr.GetId()] = true
+				if len(answered) == 20 {
+					r.cancel() // shut down while posts keep coming
+				}
+			}
+		}
+		if err := <-r.done; err != nil {
+			t.Fatalf("round %d: Serve = %v", round, err)
+		}
+		r.done <- nil
+
+		// Read the log back through a fresh replica.
+		list, err := client(t, start(t, prefix, Options{}).addr).ListMessages(context.Background(),
+			&chatv1.ListMessagesRequest{Room: room, Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list.GetMessages()) < 20 {
+			t.Fatalf("round %d: %d messages stored, want at least the 20 answered", round, len(list.GetMessages()))
+		}
+		for _, m := range list.GetMessages() {
+			if !answered[m.GetId()] {
+				t.Errorf("round %d: message %d was stored but its post never answered", round, m.GetId())
+			}
+		}
+		if len(answered) != len(list.GetMessages()) {
+			t.Errorf("round %d: %d posts answered, %d stored", round, len(answered), len(list.GetMessages()))
+		}
 	}
 }

@@ -18,7 +18,7 @@ func main() {
 	_ = fs.Parse(os.Args[1:])
 
 	config.Main("chat", func(ctx context.Context) error {
-		return service.Run(ctx, service.Options{
+		svc, err := service.New(ctx, service.Options{
 			GRPCAddr:      *common.GRPCAddr,
 			MetricsAddr:   *common.MetricsAddr,
 			Redis:         common.Redis(),
@@ -26,6 +26,10 @@ func main() {
 			HistoryKeep:   *keep,
 			HistoryOnJoin: *onJoin,
 			Logger:        common.Logger(),
-		}, nil)
+		})
+		if err != nil {
+			return err
+		}
+		return svc.Serve(ctx)
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/wait"
 	"github.com/vigil-dev/vigil/services/chat/internal/domain"
 )
 
@@ -142,8 +143,8 @@ func TestFeedDeliversInOrder(t *testing.T) {
 			if m.ID != want || m.Body != fmt.Sprintf("m%d", want) {
 				t.Fatalf("feed gave %+v, want id %d", m, want)
 			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("no message %d within 5s", want)
+		case <-time.After(wait.Deadline):
+			t.Fatalf("no message %d within %v", want, wait.Deadline)
 		}
 	}
 	select {
@@ -159,7 +160,7 @@ func TestFeedDeliversInOrder(t *testing.T) {
 	}
 	select {
 	case <-sub.Dropped:
-	case <-time.After(5 * time.Second):
+	case <-time.After(wait.Deadline):
 		t.Fatalf("a subscriber 30 messages behind a buffer of 16 was not dropped")
 	}
 	sub.Close()

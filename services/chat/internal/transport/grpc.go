@@ -73,9 +73,10 @@ func (s *Server) Connect(stream chatv1.ChatService_ConnectServer) error {
 	// a stream carries the posts of many members, and a member waits for one post's result
 	// before sending its next, so each member's order holds. Results share the stream.
 	//
-	// When the handler returns it closes the gate and waits for every post it let in: no post
-	// starts after that, so none is stored once the stream has ended. The reader itself can
-	// only be unblocked by the stream's end; it then finds the gate closed and returns.
+	// When the stream's context ends no post starts any more, and the handler closes the gate
+	// and waits for every post it let in before it returns: none is stored after the stream
+	// ended, and every stored one is answered. The reader itself can only be unblocked by the
+	// stream's end; it then finds the gate closed and returns.
 	var (
 		gate   sync.Mutex
 		closed bool
@@ -91,7 +92,7 @@ func (s *Server) Connect(stream chatv1.ChatService_ConnectServer) error {
 	startPost := func(p *chatv1.Post, release func()) bool {
 		gate.Lock()
 		defer gate.Unlock()
-		if closed {
+		if closed || ctx.Err() != nil {
 			return false
 		}
 		posts.Add(1)
@@ -156,7 +157,9 @@ const maxPostsInFlight = 64
 // refused post ends the stream.
 func (s *Server) post(ctx context.Context, cancel context.CancelCauseFunc, send func(*chatv1.ConnectResponse) error, room string, p *chatv1.Post) {
 	res := &chatv1.PostResult{Ref: p.GetRef()}
-	m, err := s.app.Post(ctx, domain.Post{Room: room, UserID: p.GetUserId(), User: p.GetUser(), Body: p.GetBody(), PostID: p.GetPostId()})
+	// A post that started is finished even when the stream is ending, and its result sent
+	// before the handler returns: a stored post is always answered.
+	m, err := s.app.Post(context.WithoutCancel(ctx), domain.Post{Room: room, UserID: p.GetUserId(), User: p.GetUser(), Body: p.GetBody(), PostID: p.GetPostId()})
 	if err != nil {
 		st := s.toStatus(ctx, err)
 		if status.Code(st) != codes.InvalidArgument {
