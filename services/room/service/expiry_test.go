@@ -8,65 +8,87 @@ import (
 	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
+// The expiry tests run on the env's fake clock: a room's deadline is read from its alarm and
+// the clock is moved past it, so nothing depends on how fast the machine is.
+
+const hour = time.Hour
+
+// ended reports whether the member's stream has ended (without waiting).
+func (m *member) hasEnded() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.err != nil
+}
+
 func TestIdleRoomExpires(t *testing.T) {
 	t.Parallel()
-	const ttl, grace = 1500 * time.Millisecond, time.Second
-	e := newEnv(t, settings{idleTTL: ttl, grace: grace})
-	created := time.Now()
+	e := newEnv(t, settings{idleTTL: hour, grace: 5 * time.Minute, lease: 2 * hour, fakeClock: true})
+	created := e.clk.Now()
 	code, token := e.createRoom()
 	join(t, e.room, code, leader, "lead", token)
 	v := join(t, e.room, code, viewer, "v", "")
 	if !e.listed(code) {
 		t.Fatal("a fresh room is not listed")
 	}
+	if due, want := e.alarmDue(code), created.Add(hour).UnixMilli(); due != want {
+		t.Fatalf("alarm due at %d, want its creation plus the TTL, %d", due, want)
+	}
+	e.clk.Advance(hour - time.Millisecond)
+	if !e.listed(code) || v.hasEnded() {
+		t.Fatal("the room is gone before its TTL")
+	}
+	e.clk.Advance(time.Millisecond)
 	if reason := v.ended(); reason != "expired" {
 		t.Fatalf("viewer's stream ended with reason %q, want expired", reason)
-	}
-	if at := time.Since(created); at < ttl-100*time.Millisecond {
-		t.Fatalf("room expired %v after it was created, before its TTL of %v", at, ttl)
 	}
 	wait.Until(t, "the room is gone from the list", func() bool { return !e.listed(code) })
 }
 
 func TestLeaderActionPostponesExpiry(t *testing.T) {
 	t.Parallel()
-	const ttl = 2 * time.Second
-	e := newEnv(t, settings{idleTTL: ttl, grace: time.Second})
-	created := time.Now()
+	e := newEnv(t, settings{idleTTL: hour, grace: 5 * time.Minute, lease: 2 * hour, fakeClock: true})
+	created := e.clk.Now()
 	code, token := e.createRoom()
 	l := join(t, e.room, code, leader, "lead", token)
 	v := join(t, e.room, code, viewer, "v", "")
-	// A leader action at half the TTL.
-	wait.Until(t, "half the TTL passes", func() bool { return time.Since(created) >= ttl/2 })
-	acted := time.Now()
+	// A leader action at half the TTL moves the deadline to one TTL after it.
+	acted := e.clk.Advance(hour / 2)
 	l.send(syncFrame(true, 1000))
-	v.await("sync", func(f *roomv1.JoinResponse) bool { return f.GetSync() != nil })
-	// Past the first deadline, the room is still there.
-	wait.Until(t, "the first deadline passes", func() bool { return time.Since(created) >= ttl+300*time.Millisecond })
-	if !e.listed(code) {
+	if at := v.await("sync", func(f *roomv1.JoinResponse) bool { return f.GetSync() != nil }).GetSync().GetAt(); at != acted.UnixMilli() {
+		t.Fatalf("sync stamped %d, want the clock's %d", at, acted.UnixMilli())
+	}
+	if due, want := e.alarmDue(code), acted.Add(hour).UnixMilli(); due != want {
+		t.Fatalf("alarm due at %d after the action, want %d (one TTL after it; the first deadline was %d)", due, want, created.Add(hour).UnixMilli())
+	}
+	wait.Until(t, "the lobby hears of the activity", func() bool { return e.lobbyRoom(code).GetLastActivity() == acted.UnixMilli() })
+	// Past the first deadline, the room is still listed and open.
+	e.clk.Advance(hour/2 + time.Minute)
+	if !e.listed(code) || v.hasEnded() {
 		t.Fatal("the room is gone at its first deadline although its leader acted at half the TTL")
 	}
+	e.clk.Advance(hour/2 - time.Minute)
 	if reason := v.ended(); reason != "expired" {
 		t.Fatalf("viewer's stream ended with reason %q, want expired", reason)
-	}
-	if at := time.Since(acted); at < ttl-100*time.Millisecond || at > ttl+time.Second {
-		t.Fatalf("room expired %v after the leader's action, want about one TTL (%v)", at, ttl)
 	}
 	wait.Until(t, "the room is gone from the list", func() bool { return !e.listed(code) })
 }
 
 func TestFailedLobbyRemovalIsRetried(t *testing.T) {
 	t.Parallel()
-	const ttl = time.Second
-	e := newEnv(t, settings{idleTTL: ttl, grace: time.Minute, retryBase: 100 * time.Millisecond})
+	e := newEnv(t, settings{idleTTL: hour, grace: 24 * hour, lease: 2 * hour, retryBase: time.Second, fakeClock: true})
 	e.faults.failRemovals.Store(3)
 	code, _ := e.createRoom()
 	v := join(t, e.room, code, viewer, "v", "")
+	e.clk.Advance(hour)
 	if reason := v.ended(); reason != "expired" {
 		t.Fatalf("viewer's stream ended with reason %q, want expired", reason)
 	}
-	// The grace is a minute, so only the retried alarm can take the room off the list.
-	wait.Until(t, "the retried alarm removes the room", func() bool { return !e.listed(code) })
+	// The grace is a day, so only the retried alarm can take the room off the list; each poll
+	// moves the clock a second, so the retries (1 s, 2 s, 4 s later) come due.
+	wait.Until(t, "the retried alarm removes the room", func() bool {
+		e.clk.Advance(time.Second)
+		return !e.listed(code)
+	})
 	if n := e.faults.removeCalls.Load(); n < 4 {
 		t.Fatalf("RemoveRoom calls = %d, want at least 4 (3 failures, then success)", n)
 	}
@@ -74,18 +96,23 @@ func TestFailedLobbyRemovalIsRetried(t *testing.T) {
 
 func TestListingPrunesWhenRemovalIsBlocked(t *testing.T) {
 	t.Parallel()
-	const ttl, grace = time.Second, time.Second
-	e := newEnv(t, settings{idleTTL: ttl, grace: grace})
+	const grace = 5 * time.Minute
+	e := newEnv(t, settings{idleTTL: hour, grace: grace, lease: 2 * hour, fakeClock: true})
 	e.faults.failRemovals.Store(-1) // every removal fails: the Lobby never hears of the expiry
-	created := time.Now()
 	code, _ := e.createRoom()
 	v := join(t, e.room, code, viewer, "v", "")
+	e.clk.Advance(hour)
 	if reason := v.ended(); reason != "expired" {
 		t.Fatalf("viewer's stream ended with reason %q, want expired", reason)
 	}
-	wait.Until(t, "listing prunes the room", func() bool { return !e.listed(code) })
-	if at := time.Since(created); at < ttl+grace-50*time.Millisecond {
-		t.Fatalf("room pruned %v after its last activity, before TTL+grace (%v)", at, ttl+grace)
+	// Listing hides a room idle for longer than TTL plus grace.
+	e.clk.Advance(grace)
+	if !e.listed(code) {
+		t.Fatal("listing pruned a room idle for exactly TTL plus grace")
+	}
+	e.clk.Advance(time.Millisecond)
+	if e.listed(code) {
+		t.Fatal("listing still shows a room idle for longer than TTL plus grace")
 	}
 	if e.lobbyRoom(code) != nil {
 		t.Fatal("GetRoom still finds the pruned room")

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	adminv1 "github.com/vigil-dev/vigil/pkg/api/vigil/admin/v1"
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
 	roomv1 "github.com/vigil-dev/vigil/pkg/api/vigil/room/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
@@ -122,6 +123,18 @@ type env struct {
 	room   roomv1.RoomServiceClient
 	o      service.Options
 	logs   *logBuffer // every Room replica's log, at debug
+	admin  adminv1.AlarmAdminServiceClient
+	clk    *testClock // nil unless settings.fakeClock
+}
+
+// alarmDue is when the room's alarm is due (ms), or 0 when it has none.
+func (e *env) alarmDue(code string) int64 {
+	e.t.Helper()
+	res, err := e.admin.LookupObject(context.Background(), &adminv1.LookupObjectRequest{Id: code})
+	if err != nil {
+		e.t.Fatalf("LookupObject(%s): %v", code, err)
+	}
+	return res.GetAlarm().GetDueAt()
 }
 
 // logBuffer collects JSON log lines.
@@ -170,6 +183,24 @@ func (b *logBuffer) lines(level string) []string {
 // settings of an env; zero values take the defaults below.
 type settings struct {
 	idleTTL, grace, lease, retryBase time.Duration
+	// fakeClock drives the Lobby and every Room replica with e.clk, which only moves when the
+	// test advances it: expiry and retry timing then depend on no machine's speed.
+	fakeClock bool
+}
+
+// testClock is a clock the test moves.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+func (c *testClock) Advance(d time.Duration) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+	return c.t
 }
 
 func newEnv(t *testing.T, s settings) *env {
@@ -187,12 +218,17 @@ func newEnv(t *testing.T, s settings) *env {
 		s.retryBase = 100 * time.Millisecond
 	}
 	e := &env{t: t, prefix: redistest.Prefix(t), url: redistest.URL(t)}
+	var now func() time.Time
+	if s.fakeClock {
+		e.clk = &testClock{t: time.UnixMilli(1_900_000_000_000)}
+		now = e.clk.Now
+	}
 	_, prefix := redistest.Client(t) // deletes the prefix's keys at the end
 	e.prefix = prefix
 	lobbyAddr := run(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
 		svc, err := lobbyservice.New(ctx, lobbyservice.Options{
 			Redis: redisx.Config{URL: e.url}, Prefix: e.prefix + "-lobby",
-			IdleTTL: s.idleTTL, PruneGrace: s.grace, Logger: quiet(),
+			IdleTTL: s.idleTTL, PruneGrace: s.grace, Logger: quiet(), Now: now,
 		})
 		if err != nil {
 			return err
@@ -207,9 +243,11 @@ func newEnv(t *testing.T, s settings) *env {
 	e.o = service.Options{
 		Redis: redisx.Config{URL: e.url}, Prefix: e.prefix + "-room", Shards: 4, LobbyAddr: e.proxy,
 		IdleTTL: s.idleTTL, SessionLease: s.lease, AlarmRetryBase: s.retryBase, AlarmMaxRetries: 20,
-		AlarmLease: 2 * time.Second, Logger: slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		AlarmLease: 2 * time.Second, Now: now, Logger: slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
-	e.room = roomv1.NewRoomServiceClient(dial(t, e.startRoom()))
+	conn := dial(t, e.startRoom())
+	e.room = roomv1.NewRoomServiceClient(conn)
+	e.admin = adminv1.NewAlarmAdminServiceClient(conn)
 	return e
 }
 
