@@ -17,7 +17,7 @@ PACKAGES := $(addprefix ./,$(addsuffix /...,$(MODULES)))
 # else whatever VIGIL_REDIS_IMAGE says, else the official image (see pkg/redistest).
 REDIS_IMAGE_LOCAL := vigil/redis:local
 
-.PHONY: all tools generate check-generated lint vet test test-short run deps redis-image bench images
+.PHONY: all tools generate check-generated lint vet test test-short test-race run deps redis-image bench images
 
 all: generate lint test
 
@@ -68,6 +68,20 @@ test: deps redis-image
 		export VIGIL_REDIS_IMAGE=$(REDIS_IMAGE_LOCAL); fi; \
 	go test -count=1 -timeout 30m $(PACKAGES)
 
+# The race detector over the packages that start goroutines: the alarm scheduler, the server
+# bootstrap, the lock client (its tests run against the real lock service, in services/locks/
+# service), the gateway (whose tests run every service's transport and app in-process), and every
+# service's app, store and transport (and the room's hub and lobby link). Bounded: a hang fails
+# the run after RACE_TIMEOUT.
+RACE_PACKAGES := ./pkg/alarm/... ./pkg/server/... ./pkg/lockclient/... ./services/locks/service/... ./gateway \
+	$(addprefix ./,$(addsuffix /...,$(wildcard services/*/internal/app services/*/internal/store \
+	services/*/internal/transport services/room/internal/hub services/room/internal/lobbylink)))
+RACE_TIMEOUT ?= 12m
+test-race: redis-image
+	@if [ -z "$$VIGIL_REDIS_IMAGE" ] && docker image inspect $(REDIS_IMAGE_LOCAL) >/dev/null 2>&1; then \
+		export VIGIL_REDIS_IMAGE=$(REDIS_IMAGE_LOCAL); fi; \
+	go test -race -count=1 -timeout $(RACE_TIMEOUT) $(RACE_PACKAGES)
+
 # Runs every service and the gateway in one process (see README).
 run:
 	go run ./cmd/vigil dev
@@ -88,10 +102,8 @@ compose-down:
 	$$c -f deploy/docker-compose.yml -p $${VIGIL_COMPOSE_PROJECT:-vigil} down -v
 
 # The alarm queue's, reservations', locks' and chat's store tests on a real Redis Cluster (3 masters with a
-# replica each, started per test binary), then a master killed mid-load. The SIGKILLed-replica
-# test is skipped here: it must create 10,000 holds inside their 5 s TTL, which a cluster on
-# this 2-core machine does not always manage; `make test` runs it on one server, and
-# TestClusterFailoverLosesNoAlarm covers replicas on a cluster with a clock it controls.
+# replica each, started per test binary), the reservations service's SIGKILLed-replica test on
+# it, then a master killed mid-load.
 CLUSTER_PACKAGES := ./pkg/alarm/... ./pkg/redisx/... ./services/reservations/internal/store/... ./services/reservations/service/... \
 	./services/locks/internal/store/... ./services/chat/internal/store/...
 test-cluster: redis-image
