@@ -44,7 +44,7 @@ func (a *App) Post(ctx context.Context, p domain.Post) (domain.Message, error) {
 	if err := domain.ValidatePost(&p); err != nil {
 		return domain.Message{}, err
 	}
-	m, dup, err := a.store.Append(ctx, p, a.now().UnixMilli())
+	m, dup, err := a.store.Append(ctx, p, a.now())
 	if err != nil {
 		return domain.Message{}, err
 	}

@@ -64,12 +64,12 @@ func New(rdb redis.UniversalClient, o Options) *Store {
 // Keep is how many messages each room's log keeps.
 func (s *Store) Keep() int { return s.keep }
 
-// Append stores a validated post at time ts (ms) and publishes it. dup is true when the post's
+// Append stores a validated post at time at and publishes it. dup is true when the post's
 // idempotency key was seen before: nothing was stored, and the message carries the first
 // post's id.
-func (s *Store) Append(ctx context.Context, p domain.Post, ts int64) (m domain.Message, dup bool, err error) {
+func (s *Store) Append(ctx context.Context, p domain.Post, at time.Time) (m domain.Message, dup bool, err error) {
 	k := s.keys(p.Room)
-	m = domain.Message{UserID: p.UserID, User: p.User, Body: p.Body, TS: ts}
+	m = domain.Message{UserID: p.UserID, User: p.User, Body: p.Body, TS: at.UnixMilli()}
 	ttl := "0"
 	postKey := k.seq // any key of the room's slot; the script does not touch it without a TTL
 	if p.PostID != "" {

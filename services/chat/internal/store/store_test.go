@@ -53,7 +53,7 @@ func TestAppendAndRead(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t, 5)
 	for i := 1; i <= 8; i++ {
-		m, dup, err := s.Append(ctx, post("room-a", i), int64(1000+i))
+		m, dup, err := s.Append(ctx, post("room-a", i), time.UnixMilli(int64(1000+i)))
 		if err != nil || dup || m.ID != int64(i) {
 			t.Fatalf("Append(%d) = %+v, dup %v, %v; want id %d", i, m, dup, err, i)
 		}
@@ -90,11 +90,11 @@ func TestAppendIsIdempotentByPostID(t *testing.T) {
 	s, _ := newStore(t, 100)
 	p := post("room-a", 1)
 	p.PostID = "p-1"
-	m1, dup1, err := s.Append(ctx, p, 1)
+	m1, dup1, err := s.Append(ctx, p, time.UnixMilli(1))
 	if err != nil || dup1 {
 		t.Fatalf("first Append = %v, dup %v", err, dup1)
 	}
-	m2, dup2, err := s.Append(ctx, p, 2)
+	m2, dup2, err := s.Append(ctx, p, time.UnixMilli(2))
 	if err != nil || !dup2 || m2.ID != m1.ID {
 		t.Fatalf("repeated Append = id %d, dup %v, %v; want id %d, dup", m2.ID, dup2, err, m1.ID)
 	}
@@ -133,7 +133,7 @@ func TestFeedDeliversInOrder(t *testing.T) {
 	}
 	defer other.Close()
 	for i := 1; i <= 10; i++ {
-		if _, _, err := s.Append(ctx, post("room-a", i), 1); err != nil {
+		if _, _, err := s.Append(ctx, post("room-a", i), time.UnixMilli(1)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -154,7 +154,7 @@ func TestFeedDeliversInOrder(t *testing.T) {
 	}
 	// A subscriber that does not read is dropped when its buffer (16) is full.
 	for i := 11; i <= 40; i++ {
-		if _, _, err := s.Append(ctx, post("room-a", i), 1); err != nil {
+		if _, _, err := s.Append(ctx, post("room-a", i), time.UnixMilli(1)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -180,7 +180,7 @@ func TestHistorySurvivesRedisRestart(t *testing.T) {
 	rdb := open()
 	s := New(rdb, Options{Prefix: "t", Keep: 10})
 	for i := 1; i <= 3; i++ {
-		if _, _, err := s.Append(ctx, post("room-a", i), 1); err != nil {
+		if _, _, err := s.Append(ctx, post("room-a", i), time.UnixMilli(1)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -193,7 +193,7 @@ func TestHistorySurvivesRedisRestart(t *testing.T) {
 	if err != nil || seq != 3 || !equalIDs(got, 1, 2, 3) {
 		t.Fatalf("after restart Last = %v, %d, %v; want [1 2 3], 3", ids(got), seq, err)
 	}
-	m, _, err := s.Append(ctx, post("room-a", 4), 1)
+	m, _, err := s.Append(ctx, post("room-a", 4), time.UnixMilli(1))
 	if err != nil || m.ID != 4 {
 		t.Errorf("Append after restart = id %d, %v; want 4", m.ID, err)
 	}
