@@ -84,7 +84,12 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lobby: %w", err)
 	}
-	a := app.New(store.New(rdb, o.Prefix), o.Now, o.IdleTTL, o.PruneGrace, o.Logger)
+	st, err := store.New(rdb, store.Options{Prefix: o.Prefix})
+	if err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("lobby: %w", err)
+	}
+	a := app.New(st, app.Options{Now: o.Now, IdleTTL: o.IdleTTL, PruneGrace: o.PruneGrace, Logger: o.Logger})
 	srv, err := server.New(server.Options{
 		Name: "vigil.lobby.v1.LobbyService", GRPCAddr: o.GRPCAddr,
 		MetricsAddr: o.MetricsAddr, Logger: o.Logger, DrainTimeout: o.DrainTimeout,

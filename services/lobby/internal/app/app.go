@@ -39,12 +39,35 @@ type App struct {
 	loaded bool
 }
 
-// New returns the lobby on st. A room not touched for idleTTL+grace is hidden and pruned.
-func New(st *store.Store, now func() time.Time, idleTTL, grace time.Duration, log *slog.Logger) *App {
-	return &App{st: st, now: now, idleFor: idleTTL + grace, log: log}
+// Options configure an App. Every zero value has the default given in its comment.
+type Options struct {
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// IdleTTL and PruneGrace: a room not touched for their sum is hidden and pruned.
+	// Defaults 1h and 5m.
+	IdleTTL, PruneGrace time.Duration
+	// Logger for room events. Default slog.Default().
+	Logger *slog.Logger
 }
 
-func (a *App) cutoff() int64 { return a.now().Add(-a.idleFor).UnixMilli() }
+// New returns the lobby on st.
+func New(st *store.Store, o Options) *App {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.IdleTTL <= 0 {
+		o.IdleTTL = time.Hour
+	}
+	if o.PruneGrace <= 0 {
+		o.PruneGrace = 5 * time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &App{st: st, now: o.Now, idleFor: o.IdleTTL + o.PruneGrace, log: o.Logger}
+}
+
+func (a *App) cutoff() time.Time { return a.now().Add(-a.idleFor) }
 
 // Create opens a room with a fresh code and leader token; the token is returned only here.
 func (a *App) Create(ctx context.Context, name string, v *domain.Video) (domain.Room, string, error) {
@@ -79,7 +102,7 @@ func (a *App) List(ctx context.Context) ([]domain.Room, int64, error) {
 	a.mu.Lock()
 	rooms, hit := a.cached, a.loaded && a.cursor.Version == v
 	a.mu.Unlock()
-	if hit && !idleTail(rooms, a.cutoff()) {
+	if hit && !idleTail(rooms, a.cutoff().UnixMilli()) {
 		return rooms, v, nil
 	}
 	res, err, _ := a.loads.Do("list", func() (any, error) { return a.refresh(ctx) })
@@ -128,7 +151,7 @@ func (a *App) refresh(ctx context.Context) (listed, error) {
 			if err != nil {
 				return listed{}, err
 			}
-			rooms, cur, complete = patch(old, codes, changed, cutoff), next, true
+			rooms, cur, complete = patch(old, codes, changed, cutoff.UnixMilli()), next, true
 		}
 	}
 	if !complete {
@@ -235,7 +258,7 @@ func (a *App) Touch(ctx context.Context, code string, at int64) error {
 	if err := domain.CheckTime("at", at); err != nil {
 		return err
 	}
-	return a.st.Touch(ctx, code, at)
+	return a.st.Touch(ctx, code, time.UnixMilli(at))
 }
 
 // VerifyToken reports whether token is the room's leader token, with the room.

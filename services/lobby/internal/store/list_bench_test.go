@@ -15,7 +15,10 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 // BenchmarkList10k times listing a lobby of 10,000 rooms (run with -bench; not in the suite).
 func BenchmarkList10k(b *testing.B) {
 	rdb, prefix := redistest.Client(b)
-	s := New(rdb, prefix)
+	s, err := New(rdb, Options{Prefix: prefix})
+	if err != nil {
+		b.Fatal(err)
+	}
 	ctx := context.Background()
 	now := time.Now().UnixMilli()
 	for i := range 10000 {
@@ -27,7 +30,7 @@ func BenchmarkList10k(b *testing.B) {
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		rooms, _, _, err := s.List(ctx, now-1)
+		rooms, _, _, err := s.List(ctx, time.UnixMilli(now-1))
 		if err != nil || len(rooms) != 10000 {
 			b.Fatalf("List = %d rooms, %v", len(rooms), err)
 		}

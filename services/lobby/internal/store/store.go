@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -36,29 +37,6 @@ var (
 // ErrCodeTaken is returned by Create when the code is already in use.
 var ErrCodeTaken = errors.New("room code taken")
 
-// keys are the lobby's keys, all on one hash tag.
-type keys struct {
-	activity, info, token, seq, viewers, leaders, version, changes string
-}
-
-func keysFor(prefix string) keys {
-	tag := prefix + ":{lobby}"
-	return keys{
-		activity: tag + ":activity",
-		info:     tag + ":info",
-		token:    tag + ":token",
-		seq:      tag + ":seq",
-		viewers:  tag + ":viewers",
-		leaders:  tag + ":leaders",
-		version:  tag + ":version",
-		changes:  tag + ":changes",
-	}
-}
-
-func (k keys) all() []string {
-	return []string{k.activity, k.info, k.token, k.seq, k.viewers, k.leaders, k.version, k.changes}
-}
-
 // Store is the lobby's Redis store.
 type Store struct {
 	rdb      redis.UniversalClient
@@ -71,18 +49,30 @@ type Store struct {
 	touch    *redisx.Script
 }
 
-// New returns a store whose keys start with prefix.
-func New(rdb redis.UniversalClient, prefix string) *Store {
+// Options configure a Store. Every zero value has the default given in its comment.
+type Options struct {
+	// Prefix starts every key. Default "vigil".
+	Prefix string
+}
+
+// New returns the lobby's store over rdb.
+func New(rdb redis.UniversalClient, o Options) (*Store, error) {
+	if rdb == nil {
+		return nil, errors.New("lobby store: a Redis client is required")
+	}
+	if o.Prefix == "" {
+		o.Prefix = "vigil"
+	}
 	return &Store{
 		rdb:      rdb,
-		k:        keysFor(prefix),
+		k:        keysFor(o.Prefix),
 		create:   redisx.NewScript("create.lua", createLua),
 		remove:   redisx.NewScript("remove.lua", removeLua),
 		prune:    redisx.NewScript("prune.lua", pruneLua),
 		delta:    redisx.NewScript("delta.lua", deltaLua),
 		snapshot: redisx.NewScript("snapshot.lua", snapshotLua),
 		touch:    redisx.NewScript("touch.lua", touchLua),
-	}
+	}, nil
 }
 
 // encodeInfo packs a room's fixed fields; names and titles hold no control characters, so a
@@ -149,7 +139,7 @@ type Cursor struct {
 // maxChanges is the most changes Changes reads at once; more means a full reload is cheaper.
 const maxChanges = 5000
 
-// List returns the rooms active at or after cutoff (ms), most recently active first, the
+// List returns the rooms active at or after cutoff most recently active first, the
 // position in the change log they include (they may include later changes too, which a patch
 // re-reads harmlessly), and how many rooms are idle past cutoff (for Prune).
 //
@@ -157,7 +147,8 @@ const maxChanges = 5000
 // joined here. Redis serves a 10,000-room column in one native call, far cheaper than a script
 // that looks every room up one by one; a room missing from a column (removed in between) is
 // skipped.
-func (s *Store) List(ctx context.Context, cutoff int64) ([]domain.Room, Cursor, int64, error) {
+func (s *Store) List(ctx context.Context, cutoffAt time.Time) ([]domain.Room, Cursor, int64, error) {
+	cutoff := cutoffAt.UnixMilli()
 	var last *redis.XMessageSliceCmd
 	var stale *redis.IntCmd
 	var rows *redis.ZSliceCmd
@@ -231,7 +222,8 @@ func (s *Store) Changes(ctx context.Context, after Cursor) (codes []string, next
 }
 
 // Rooms reads the given rooms; missing ones and ones last active before cutoff are left out.
-func (s *Store) Rooms(ctx context.Context, codes []string, cutoff int64) ([]domain.Room, error) {
+func (s *Store) Rooms(ctx context.Context, codes []string, cutoffAt time.Time) ([]domain.Room, error) {
+	cutoff := cutoffAt.UnixMilli()
 	if len(codes) == 0 {
 		return nil, nil
 	}
@@ -267,9 +259,9 @@ func (s *Store) Rooms(ctx context.Context, codes []string, cutoff int64) ([]doma
 	return out, nil
 }
 
-// Prune deletes up to limit rooms last active before cutoff (ms) and reports how many.
-func (s *Store) Prune(ctx context.Context, cutoff int64, limit int) (int, error) {
-	n, err := s.prune.Run(ctx, s.rdb, s.k.all(), cutoff, limit).Int()
+// Prune deletes up to limit rooms last active before cutoff and reports how many.
+func (s *Store) Prune(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+	n, err := s.prune.Run(ctx, s.rdb, s.k.all(), cutoff.UnixMilli(), limit).Int()
 	if err != nil {
 		return 0, fmt.Errorf("prune rooms: %w", err)
 	}
@@ -278,7 +270,8 @@ func (s *Store) Prune(ctx context.Context, cutoff int64, limit int) (int, error)
 
 // Get returns a room, or domain.ErrNotFound when it is missing or was last active before
 // cutoff (ms).
-func (s *Store) Get(ctx context.Context, code string, cutoff int64) (domain.Room, error) {
+func (s *Store) Get(ctx context.Context, code string, cutoffAt time.Time) (domain.Room, error) {
+	cutoff := cutoffAt.UnixMilli()
 	var score *redis.FloatCmd
 	var info, viewers, leaders *redis.StringCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -349,8 +342,8 @@ func (s *Store) ApplySnapshot(ctx context.Context, code string, seq int64, viewe
 
 // Touch raises a room's last activity to at (ms); it never lowers it and never re-creates a
 // removed room.
-func (s *Store) Touch(ctx context.Context, code string, at int64) error {
-	if err := s.touch.Run(ctx, s.rdb, []string{s.k.activity, s.k.version, s.k.changes}, code, at).Err(); err != nil {
+func (s *Store) Touch(ctx context.Context, code string, at time.Time) error {
+	if err := s.touch.Run(ctx, s.rdb, []string{s.k.activity, s.k.version, s.k.changes}, code, at.UnixMilli()).Err(); err != nil {
 		return fmt.Errorf("touch room: %w", err)
 	}
 	return nil

@@ -17,7 +17,10 @@ import (
 // current sequence), viewers and leaders (int8: a change for a delta, a count for a snapshot).
 func FuzzOccupancyDeltas(f *testing.F) {
 	rdb, prefix := redistest.Client(f)
-	s := New(rdb, prefix)
+	s, err := New(rdb, Options{Prefix: prefix})
+	if err != nil {
+		f.Fatal(err)
+	}
 	ctx := context.Background()
 	f.Add([]byte{0, 1, 1, 1, 0, 1, 2, 0, 0, 3, 1, 0, 1, 4, 5, 1, 0, 0, 0xff, 0})
 	f.Add([]byte{0, 1, 0xfb, 0xff, 0, 2, 1, 0, 1, 0xfe, 3, 3})
@@ -61,7 +64,7 @@ func FuzzOccupancyDeltas(f *testing.F) {
 				}
 			}
 		}
-		r, err := s.Get(ctx, code, 0)
+		r, err := s.Get(ctx, code, time.UnixMilli(0))
 		if err != nil {
 			t.Fatalf("Get: %v", err)
 		}
