@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -127,3 +128,70 @@ func TestOccupancyMatchesTheRule(t *testing.T) {
 }
 
 func ms(t int64) time.Time { return time.UnixMilli(t) }
+
+// TestReattachCountsOnce: a session id joined again with the same role and client id is a
+// re-attach (nothing counted, resumed), another role or client is refused, a leave from the
+// replaced attachment changes nothing, and the current attachment's leave closes it.
+func TestReattachCountsOnce(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.Client(t)
+	q, err := alarm.New(rdb, alarm.Options{Prefix: prefix, Namespace: "room", Shards: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(rdb, Options{Alarms: q, Prefix: prefix, IdleTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const code = "reattach-room"
+	now := time.UnixMilli(1_800_000_000_000)
+	if err := s.Init(ctx, code, Seed{LastActivity: now, CreatedAt: now, Title: "v", DurationMs: 1000}, now); err != nil {
+		t.Fatal(err)
+	}
+	lease := now.Add(time.Minute)
+	first, err := s.Join(ctx, code, Session{ID: "s1", Role: domain.Viewer, ClientID: "phone", Attachment: "a1"}, now, lease)
+	if err != nil || first.Resumed || first.Change.ViewersDelta != 1 || first.State.Viewers != 1 {
+		t.Fatalf("first join = %+v, %v; want counted, not resumed", first, err)
+	}
+	again, err := s.Join(ctx, code, Session{ID: "s1", Role: domain.Viewer, ClientID: "phone", Attachment: "a2"}, now, lease)
+	if err != nil || !again.Resumed || again.Change.Seq != 0 || again.State.Viewers != 1 {
+		t.Fatalf("re-attach = %+v, %v; want resumed with no change and 1 viewer", again, err)
+	}
+	for _, ss := range []Session{
+		{ID: "s1", Role: domain.Viewer, ClientID: "tablet", Attachment: "a3"},
+		{ID: "s1", Role: domain.Leader, ClientID: "phone", Attachment: "a3"},
+	} {
+		if _, err := s.Join(ctx, code, ss, now, lease); !errors.Is(err, ErrSessionTaken) {
+			t.Errorf("join %+v = %v, want ErrSessionTaken", ss, err)
+		}
+	}
+	if ch, err := s.Leave(ctx, code, "s1", "a1", now); err != nil || ch.Seq != 0 {
+		t.Fatalf("leave from the replaced attachment = %+v, %v; want no change", ch, err)
+	}
+	if _, viewers, _, _ := s.Occupancy(ctx, code); viewers != 1 {
+		t.Fatalf("viewers after a stale leave = %d, want 1", viewers)
+	}
+	if ch, err := s.Leave(ctx, code, "s1", "a2", now); err != nil || ch.ViewersDelta != -1 {
+		t.Fatalf("leave from the current attachment = %+v, %v; want one viewer fewer", ch, err)
+	}
+	// Acting needs an open session; a ref is applied once.
+	lead, err := s.Join(ctx, code, Session{ID: "l1", Role: domain.Leader, ClientID: "lead", Attachment: "b1"}, now, lease)
+	if err != nil || lead.LastRef != 0 {
+		t.Fatalf("leader join = %+v, %v", lead, err)
+	}
+	act := Action{Kind: "sync", Frame: []byte("f"), Session: "l1", Ref: 7, Args: []any{1, 5000}}
+	if applied, err := s.Act(ctx, code, act, now); err != nil || !applied {
+		t.Fatalf("Act(ref 7) = %v, %v; want applied", applied, err)
+	}
+	if applied, err := s.Act(ctx, code, act, now); err != nil || applied {
+		t.Fatalf("Act(ref 7) again = %v, %v; want a repeat", applied, err)
+	}
+	if back, _ := s.Join(ctx, code, Session{ID: "l1", Role: domain.Leader, ClientID: "lead", Attachment: "b2"}, now, lease); back.LastRef != 7 {
+		t.Fatalf("leader re-attach LastRef = %d, want 7", back.LastRef)
+	}
+	act.Session = "gone"
+	if _, err := s.Act(ctx, code, act, now); !errors.Is(err, ErrSessionClosed) {
+		t.Fatalf("Act from a session that is not open = %v, want ErrSessionClosed", err)
+	}
+}
