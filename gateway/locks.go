@@ -17,8 +17,8 @@ func locksDomain(addr string) domain {
 	return domain{
 		name: "locks",
 		addr: backendTarget(addr),
-		rest: func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
-			return locksv1.RegisterLockServiceHandler(ctx, mux, conn)
+		restPool: func(ctx context.Context, mux *runtime.ServeMux, cc grpc.ClientConnInterface) error {
+			return locksv1.RegisterLockServiceHandlerClient(ctx, mux, locksv1.NewLockServiceClient(cc))
 		},
 		fieldErrors: map[protoreflect.FullName]string{
 			"vigil.locks.v1.AcquireRequest.owner":   nameSentence("owner", 256),

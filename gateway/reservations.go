@@ -16,8 +16,8 @@ func reservationsDomain(addr string) domain {
 	return domain{
 		name: "reservations",
 		addr: backendTarget(addr),
-		rest: func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
-			return reservationsv1.RegisterReservationServiceHandler(ctx, mux, conn)
+		restPool: func(ctx context.Context, mux *runtime.ServeMux, cc grpc.ClientConnInterface) error {
+			return reservationsv1.RegisterReservationServiceHandlerClient(ctx, mux, reservationsv1.NewReservationServiceClient(cc))
 		},
 		created: map[string]int{
 			"/vigil.reservations.v1.ReservationService/CreateReservation": http.StatusCreated,
