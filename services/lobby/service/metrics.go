@@ -2,8 +2,8 @@ package service
 
 import (
 	"context"
+	"errors"
 	"strings"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -14,22 +14,33 @@ import (
 // for a resync, and how many snapshots it applied. A steady stream of resyncs means rooms lose
 // deltas on their way here.
 
-var (
-	occupancyUpdates = prometheus.NewCounterVec(prometheus.CounterOpts{
+// occupancyMetric registers the counter on reg; a second Lobby in one process (vigil dev and
+// the tests run several) shares the one already registered there.
+func occupancyMetric(reg prometheus.Registerer) (*prometheus.CounterVec, error) {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "vigil_lobby_occupancy_updates_total",
 		Help: "Occupancy updates from rooms by kind (delta, snapshot) and result (applied, stale, resync).",
 	}, []string{"kind", "result"})
-	registerMetrics sync.Once
-)
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
+				return existing, nil
+			}
+		}
+		return nil, err
+	}
+	return c, nil
+}
 
 // countedLobby counts the outcomes of the occupancy calls of the LobbyService it wraps.
 type countedLobby struct {
 	lobbyv1.LobbyServiceServer
+	updates *prometheus.CounterVec
 }
 
-func countOccupancy(s lobbyv1.LobbyServiceServer) lobbyv1.LobbyServiceServer {
-	registerMetrics.Do(func() { prometheus.MustRegister(occupancyUpdates) })
-	return countedLobby{s}
+func countOccupancy(s lobbyv1.LobbyServiceServer, updates *prometheus.CounterVec) lobbyv1.LobbyServiceServer {
+	return countedLobby{s, updates}
 }
 
 // ApplyOccupancyDelta implements lobbyv1.LobbyServiceServer.
@@ -37,7 +48,7 @@ func (c countedLobby) ApplyOccupancyDelta(ctx context.Context, req *lobbyv1.Appl
 	res, err := c.LobbyServiceServer.ApplyOccupancyDelta(ctx, req)
 	if err == nil {
 		result := strings.ToLower(strings.TrimPrefix(res.GetOutcome().String(), "DELTA_OUTCOME_"))
-		occupancyUpdates.WithLabelValues("delta", result).Inc()
+		c.updates.WithLabelValues("delta", result).Inc()
 	}
 	return res, err
 }
@@ -50,7 +61,7 @@ func (c countedLobby) ApplyOccupancySnapshot(ctx context.Context, req *lobbyv1.A
 		if res.GetApplied() {
 			result = "applied"
 		}
-		occupancyUpdates.WithLabelValues("snapshot", result).Inc()
+		c.updates.WithLabelValues("snapshot", result).Inc()
 	}
 	return res, err
 }

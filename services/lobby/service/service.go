@@ -10,6 +10,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 
@@ -44,6 +45,8 @@ type Options struct {
 	Now func() time.Time
 	// DrainTimeout bounds the graceful stop. Default 10s.
 	DrainTimeout time.Duration
+	// Registerer takes the Lobby's metrics. Default prometheus.DefaultRegisterer.
+	Registerer prometheus.Registerer
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -65,6 +68,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.PruneGrace <= 0 {
 		o.PruneGrace = 5 * time.Minute
 	}
+	if o.Registerer == nil {
+		o.Registerer = prometheus.DefaultRegisterer
+	}
 	return o, nil
 }
 
@@ -80,6 +86,9 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.Redis.Metrics == nil {
+		o.Redis.Metrics = o.Registerer
+	}
 	rdb, err := redisx.Open(ctx, o.Redis)
 	if err != nil {
 		return nil, fmt.Errorf("lobby: %w", err)
@@ -90,17 +99,23 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		return nil, fmt.Errorf("lobby: %w", err)
 	}
 	a := app.New(st, app.Options{Now: o.Now, IdleTTL: o.IdleTTL, PruneGrace: o.PruneGrace, Logger: o.Logger})
+	updates, err := occupancyMetric(o.Registerer)
+	if err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("lobby: metrics: %w", err)
+	}
 	srv, err := server.New(server.Options{
 		Name: "vigil.lobby.v1.LobbyService", GRPCAddr: o.GRPCAddr,
 		MetricsAddr: o.MetricsAddr, Logger: o.Logger, DrainTimeout: o.DrainTimeout,
 		ServerOptions: []grpc.ServerOption{grpc.ForceServerCodecV2(transport.Codec())},
 		Store:         rdb, // health is NOT_SERVING while Redis does not answer
+		Registerer:    o.Registerer,
 	})
 	if err != nil {
 		_ = rdb.Close()
 		return nil, fmt.Errorf("lobby: %w", err)
 	}
-	lobbyv1.RegisterLobbyServiceServer(srv.GRPC(), countOccupancy(transport.NewServer(a, o.Logger)))
+	lobbyv1.RegisterLobbyServiceServer(srv.GRPC(), countOccupancy(transport.NewServer(a, o.Logger), updates))
 	return &Service{rdb: rdb, srv: srv}, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vigil-dev/vigil/pkg/alarm"
@@ -68,6 +69,9 @@ type Options struct {
 	Now func() time.Time
 	// DrainTimeout bounds the graceful stop. Default 10s.
 	DrainTimeout time.Duration
+	// Registerer takes the service's metrics (gRPC server, alarm queue, Redis scripts).
+	// Default prometheus.DefaultRegisterer.
+	Registerer prometheus.Registerer
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -94,6 +98,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.SessionBuffer <= 0 {
 		o.SessionBuffer = 256
+	}
+	if o.Registerer == nil {
+		o.Registerer = prometheus.DefaultRegisterer
+	}
+	if o.Redis.Metrics == nil {
+		o.Redis.Metrics = o.Registerer
 	}
 	if len(o.LobbyDialOptions) == 0 {
 		cred, err := server.TLSFromEnv().DialOption()
@@ -132,7 +142,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	}
 	q, err := alarm.New(rdb, alarm.Options{
 		Prefix: o.Prefix, Namespace: "room", Shards: o.Shards, Lease: o.AlarmLease,
-		RetryBase: o.AlarmRetryBase, MaxRetries: o.AlarmMaxRetries, Now: o.Now, Logger: o.Logger,
+		RetryBase: o.AlarmRetryBase, MaxRetries: o.AlarmMaxRetries, Now: o.Now, Logger: o.Logger, Metrics: o.Registerer,
 	})
 	if err != nil {
 		_ = rdb.Close()
@@ -159,7 +169,8 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	srv, err := server.New(server.Options{
 		Name: "vigil.room.v1.RoomService", GRPCAddr: o.GRPCAddr,
 		MetricsAddr: o.MetricsAddr, Logger: o.Logger, DrainTimeout: o.DrainTimeout,
-		Store: rdb, // health is NOT_SERVING while Redis does not answer
+		Store:      rdb, // health is NOT_SERVING while Redis does not answer
+		Registerer: o.Registerer,
 	})
 	if err != nil {
 		stopBg()
