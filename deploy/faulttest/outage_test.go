@@ -23,7 +23,6 @@ import (
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
-	"github.com/vigil-dev/vigil/pkg/server"
 	reservations "github.com/vigil-dev/vigil/services/reservations/service"
 )
 
@@ -137,15 +136,14 @@ func TestFaultRedisUnreachable(t *testing.T) {
 }
 
 // TestFaultOverloadIsShed sends the gateway far more concurrent requests than the reservations
-// service admits (VIGIL_MAX_INFLIGHT=16): the excess is refused at once with 429 and a sentence,
+// service admits (MaxInFlight 16): the excess is refused at once with 429 and a sentence,
 // everything admitted succeeds, and memory stays flat instead of queueing the flood.
 func TestFaultOverloadIsShed(t *testing.T) {
-	t.Setenv(server.EnvMaxInFlight, "16")
 	prefix := redistest.Prefix(t)
 	url, _ := redistest.Target(t)
 	conn := start(t, func(ctx context.Context, ready func(net.Addr)) error {
 		svc, err := reservations.New(ctx, reservations.Options{Redis: redisx.Config{URL: url}, Prefix: prefix,
-			Logger: newEvents().Logger()})
+			MaxInFlight: 16, Logger: newEvents().Logger()})
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 )
 
 // ServiceFlags are the settings every Vigil service shares, each a flag with an environment
@@ -30,18 +31,31 @@ type ServiceFlags struct {
 	LogFormat *string
 	// LogLevel is debug, info, warn or error (-log-level, VIGIL_LOG_LEVEL). Default info.
 	LogLevel *string
+	// TLSCert, TLSKey and TLSCA secure the gRPC listener, mutual TLS with the CA
+	// (-tls-cert, -tls-key, -tls-ca; VIGIL_TLS_CERT, VIGIL_TLS_KEY, VIGIL_TLS_CA); TLSServerName
+	// is the name expected of the services this one calls (-tls-server-name,
+	// VIGIL_TLS_SERVER_NAME). Default: none, plaintext.
+	TLSCert, TLSKey, TLSCA, TLSServerName *string
+	// MaxInFlight bounds the unary calls running at once (-max-inflight, VIGIL_MAX_INFLIGHT).
+	// Default 1024; negative: no limit.
+	MaxInFlight *int
 }
 
 // Service defines the shared flags on fs with the service's default listen addresses.
 func Service(fs *flag.FlagSet, grpcAddr, metricsAddr string) ServiceFlags {
 	f := ServiceFlags{
-		GRPCAddr:     String(fs, "grpc-addr", "VIGIL_GRPC_ADDR", grpcAddr, "gRPC listen address"),
-		MetricsAddr:  String(fs, "metrics-addr", "VIGIL_METRICS_ADDR", metricsAddr, "Prometheus metrics address; empty for none"),
-		RedisURL:     String(fs, "redis-url", "REDIS_URL", "redis://127.0.0.1:6379/0", "Redis URL (redis:// or rediss://)"),
-		RedisCluster: String(fs, "redis-cluster", "REDIS_CLUSTER", "", "comma-separated Redis Cluster seed addresses; overrides -redis-url"),
-		Prefix:       String(fs, "prefix", "VIGIL_PREFIX", "vigil", "key prefix"),
-		LogFormat:    String(fs, "log-format", "VIGIL_LOG_FORMAT", "json", "log format: json or text"),
-		LogLevel:     String(fs, "log-level", "VIGIL_LOG_LEVEL", "info", "log level: debug, info, warn, error"),
+		GRPCAddr:      String(fs, "grpc-addr", "VIGIL_GRPC_ADDR", grpcAddr, "gRPC listen address"),
+		MetricsAddr:   String(fs, "metrics-addr", "VIGIL_METRICS_ADDR", metricsAddr, "Prometheus metrics address; empty for none"),
+		RedisURL:      String(fs, "redis-url", "REDIS_URL", "redis://127.0.0.1:6379/0", "Redis URL (redis:// or rediss://)"),
+		RedisCluster:  String(fs, "redis-cluster", "REDIS_CLUSTER", "", "comma-separated Redis Cluster seed addresses; overrides -redis-url"),
+		Prefix:        String(fs, "prefix", "VIGIL_PREFIX", "vigil", "key prefix"),
+		LogFormat:     String(fs, "log-format", "VIGIL_LOG_FORMAT", "json", "log format: json or text"),
+		LogLevel:      String(fs, "log-level", "VIGIL_LOG_LEVEL", "info", "log level: debug, info, warn, error"),
+		TLSCert:       String(fs, "tls-cert", server.EnvTLSCert, "", "certificate (PEM) the gRPC listener serves and presents to other services; empty: plaintext"),
+		TLSKey:        String(fs, "tls-key", server.EnvTLSKey, "", "key (PEM) of -tls-cert"),
+		TLSCA:         String(fs, "tls-ca", server.EnvTLSCA, "", "CA (PEM) every caller's certificate must be signed by (mutual TLS); it also verifies the services this one calls"),
+		TLSServerName: String(fs, "tls-server-name", server.EnvTLSServerName, "", "name expected in the certificates of the services this one calls; default the dialled host"),
+		MaxInFlight:   Int(fs, "max-inflight", server.EnvMaxInFlight, server.DefaultMaxInFlight, "unary calls running at once; the rest get RESOURCE_EXHAUSTED; negative: no limit"),
 	}
 	Validate(fs, func() error { return LogSettings(*f.LogFormat, *f.LogLevel) })
 	return f
@@ -53,6 +67,11 @@ func (f ServiceFlags) Redis() redisx.Config {
 		return redisx.Config{ClusterAddrs: addrs}
 	}
 	return redisx.Config{URL: *f.RedisURL}
+}
+
+// TLS is the TLS the flags ask for.
+func (f ServiceFlags) TLS() server.TLS {
+	return server.TLS{CertFile: *f.TLSCert, KeyFile: *f.TLSKey, CAFile: *f.TLSCA, ServerName: *f.TLSServerName}
 }
 
 // Logger is the process logger the flags ask for.

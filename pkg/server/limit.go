@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"os"
-	"strconv"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,7 +11,8 @@ import (
 )
 
 const (
-	// EnvMaxInFlight is the environment fallback of Options.MaxInFlight.
+	// EnvMaxInFlight is the environment variable of the -max-inflight flag every service main
+	// has (config.ServiceFlags); the library itself reads no environment.
 	EnvMaxInFlight = "VIGIL_MAX_INFLIGHT"
 	// DefaultMaxInFlight is Options.MaxInFlight's default: far above what a healthy service
 	// has in flight (a call takes about a Redis round trip), low enough that a flood costs
@@ -23,18 +22,6 @@ const (
 
 // ErrAtCapacity is what a shed call gets: RESOURCE_EXHAUSTED, which the gateway answers as 429.
 var ErrAtCapacity = status.Error(codes.ResourceExhausted, "The service is at capacity; retry shortly.")
-
-// maxInFlight resolves Options.MaxInFlight: the option, else the environment, else the default.
-// A negative value turns the limit off.
-func maxInFlight(o int) int {
-	if o != 0 {
-		return o
-	}
-	if n, err := strconv.Atoi(os.Getenv(EnvMaxInFlight)); err == nil && n != 0 {
-		return n
-	}
-	return DefaultMaxInFlight
-}
 
 // limitUnary sheds load: at most limit unary calls run at once, and a call over the limit is
 // refused at once with ErrAtCapacity rather than queued, so that a load beyond capacity costs

@@ -57,17 +57,3 @@ func TestLimitShedsCallsBeyondMaxInFlight(t *testing.T) {
 		t.Fatalf("call after the others finished = %v, %v; want ok, nil", res, err)
 	}
 }
-
-// TestMaxInFlightResolution: the option wins, then the environment, then the default.
-func TestMaxInFlightResolution(t *testing.T) {
-	t.Setenv(EnvMaxInFlight, "77")
-	for _, tc := range []struct{ opt, want int }{{5, 5}, {-1, -1}, {0, 77}} {
-		if got := maxInFlight(tc.opt); got != tc.want {
-			t.Errorf("maxInFlight(%d) with %s=77 = %d, want %d", tc.opt, EnvMaxInFlight, got, tc.want)
-		}
-	}
-	t.Setenv(EnvMaxInFlight, "")
-	if got := maxInFlight(0); got != DefaultMaxInFlight {
-		t.Errorf("maxInFlight(0) = %d, want %d", got, DefaultMaxInFlight)
-	}
-}

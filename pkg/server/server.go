@@ -45,14 +45,14 @@ type Options struct {
 	MaxRecvMsgSize int
 	// MaxSendMsgSize bounds one response message. Default 4 MiB.
 	MaxSendMsgSize int
-	// TLS secures the listener (mutual TLS when TLS.CAFile is set; see tls.go). Default: from
-	// the VIGIL_TLS_* environment variables (TLSFromEnv); none set means plaintext.
+	// TLS secures the listener (mutual TLS when TLS.CAFile is set; see tls.go). Default:
+	// plaintext (mains fill it from the -tls-* flags, VIGIL_TLS_*: config.ServiceFlags.TLS).
 	TLS TLS
 	// ServerOptions are appended to the bootstrap's own (TLS credentials, for example).
 	ServerOptions []grpc.ServerOption
 	// MaxInFlight bounds the unary calls running at once; calls beyond it are refused at once
 	// with RESOURCE_EXHAUSTED (HTTP 429 at the gateway) and counted in vigil_grpc_shed_total
-	// (see limit.go). Negative: no limit. Default: env VIGIL_MAX_INFLIGHT, else 1024.
+	// (see limit.go). Negative: no limit. Default DefaultMaxInFlight (1024).
 	MaxInFlight int
 	// Store is the service's Redis. When set, Serve pings it every ReadinessInterval and the
 	// health service answers NOT_SERVING while it does not answer (two failed pings in a row),
@@ -136,6 +136,9 @@ func New(o Options) (*Server, error) {
 	if o.MaxRecvMsgSize <= 0 {
 		o.MaxRecvMsgSize = 1 << 20
 	}
+	if o.MaxInFlight == 0 {
+		o.MaxInFlight = DefaultMaxInFlight
+	}
 	if o.ReadinessInterval <= 0 {
 		o.ReadinessInterval = DefaultReadinessInterval
 	}
@@ -168,7 +171,7 @@ func New(o Options) (*Server, error) {
 		grpc.MaxRecvMsgSize(o.MaxRecvMsgSize),
 		grpc.ChainUnaryInterceptor(
 			m.server.UnaryServerInterceptor(),
-			limitUnary(maxInFlight(o.MaxInFlight), m.shed),
+			limitUnary(o.MaxInFlight, m.shed),
 			logging.UnaryServerInterceptor(slogAdapter(logger), logOpts...),
 			recovery.UnaryServerInterceptor(recoveryOpt),
 		),

@@ -13,8 +13,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 )
 
-// Environment variables that TLSFromEnv reads. A deployment sets them once per process, so
-// every service (whose own flags know nothing of TLS) and the gateway pick them up.
+// Environment variables of the TLS settings. Service mains read them through their -tls-* flags
+// (config.ServiceFlags); the gateway, the health probe and the CLI through TLSFromEnv. The
+// server itself reads no environment: it takes Options.TLS.
 const (
 	// EnvTLSCert and EnvTLSKey name this process's certificate and key (PEM files).
 	EnvTLSCert = "VIGIL_TLS_CERT"
@@ -39,7 +40,8 @@ type TLS struct {
 	ServerName string
 }
 
-// TLSFromEnv reads VIGIL_TLS_CERT, VIGIL_TLS_KEY, VIGIL_TLS_CA and VIGIL_TLS_SERVER_NAME.
+// TLSFromEnv reads VIGIL_TLS_CERT, VIGIL_TLS_KEY, VIGIL_TLS_CA and VIGIL_TLS_SERVER_NAME, for
+// mains (the health probe, the CLI).
 func TLSFromEnv() TLS {
 	return TLS{
 		CertFile: os.Getenv(EnvTLSCert), KeyFile: os.Getenv(EnvTLSKey),
@@ -129,9 +131,6 @@ func loadPool(file string) (*x509.CertPool, error) {
 // credentials and the largest message the server sends.
 func (o *Options) securityOptions() ([]grpc.ServerOption, error) {
 	t := o.TLS
-	if !t.Enabled() {
-		t = TLSFromEnv()
-	}
 	if o.MaxSendMsgSize <= 0 {
 		o.MaxSendMsgSize = 4 << 20
 	}

@@ -46,6 +46,12 @@ type Options struct {
 	Now func() time.Time
 	// DrainTimeout bounds the graceful stop. Default 10s.
 	DrainTimeout time.Duration
+	// TLS secures the gRPC listener (mutual TLS when TLS.CAFile is set); main fills it from the
+	// -tls-* flags (VIGIL_TLS_*). Default: plaintext.
+	TLS server.TLS
+	// MaxInFlight bounds the unary calls running at once (server.Options.MaxInFlight).
+	// Default 1024; negative: no limit.
+	MaxInFlight int
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -93,6 +99,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Name: "vigil.chat.v1.ChatService", GRPCAddr: o.GRPCAddr,
 		MetricsAddr: o.MetricsAddr, Logger: o.Logger, DrainTimeout: o.DrainTimeout,
 		Store: rdb, // health is NOT_SERVING while Redis does not answer
+		TLS:   o.TLS, MaxInFlight: o.MaxInFlight,
 	})
 	if err != nil {
 		_ = rdb.Close()

@@ -47,6 +47,12 @@ type Options struct {
 	DrainTimeout time.Duration
 	// Registerer takes the Lobby's metrics. Default prometheus.DefaultRegisterer.
 	Registerer prometheus.Registerer
+	// TLS secures the gRPC listener (mutual TLS when TLS.CAFile is set); main fills it from the
+	// -tls-* flags (VIGIL_TLS_*). Default: plaintext.
+	TLS server.TLS
+	// MaxInFlight bounds the unary calls running at once (server.Options.MaxInFlight).
+	// Default 1024; negative: no limit.
+	MaxInFlight int
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -110,6 +116,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		ServerOptions: []grpc.ServerOption{grpc.ForceServerCodecV2(transport.Codec())},
 		Store:         rdb, // health is NOT_SERVING while Redis does not answer
 		Registerer:    o.Registerer,
+		TLS:           o.TLS, MaxInFlight: o.MaxInFlight,
 	})
 	if err != nil {
 		_ = rdb.Close()

@@ -55,6 +55,12 @@ type Options struct {
 	Replica string
 	// DrainTimeout bounds the graceful stop. Default 10s.
 	DrainTimeout time.Duration
+	// TLS secures the gRPC listener (mutual TLS when TLS.CAFile is set); main fills it from the
+	// -tls-* flags (VIGIL_TLS_*). Default: plaintext.
+	TLS server.TLS
+	// MaxInFlight bounds the unary calls running at once (server.Options.MaxInFlight).
+	// Default 1024; negative: no limit.
+	MaxInFlight int
 	// MaxWaiting bounds the acquires waiting at once in this replica; beyond it a waiting
 	// acquire of a held lock gets RESOURCE_EXHAUSTED. Waiting unary calls count against the
 	// server's in-flight limit (1024 by default), so this keeps room for releases. Default 512.
@@ -152,6 +158,7 @@ func build(ctx context.Context, rdb redis.UniversalClient, o Options) (*Service,
 		Logger:       o.Logger,
 		DrainTimeout: o.DrainTimeout,
 		Store:        rdb, // health is NOT_SERVING while Redis does not answer
+		TLS:          o.TLS, MaxInFlight: o.MaxInFlight,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("locks: %w", err)

@@ -53,6 +53,12 @@ type Options struct {
 	Now func() time.Time
 	// DrainTimeout bounds the graceful stop. Default 10s.
 	DrainTimeout time.Duration
+	// TLS secures the gRPC listener (mutual TLS when TLS.CAFile is set); main fills it from the
+	// -tls-* flags (VIGIL_TLS_*). Default: plaintext.
+	TLS server.TLS
+	// MaxInFlight bounds the unary calls running at once (server.Options.MaxInFlight).
+	// Default 1024; negative: no limit.
+	MaxInFlight int
 
 	// wrapHandler, set only by this package's tests, stands between the scheduler and the
 	// alarm handler (to crash a replica at a chosen point).
@@ -106,6 +112,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		MetricsAddr: o.MetricsAddr, Logger: o.Logger, DrainTimeout: o.DrainTimeout,
 		Registerer: o.Metrics,
 		Store:      rdb, // health is NOT_SERVING while Redis does not answer
+		TLS:        o.TLS, MaxInFlight: o.MaxInFlight,
 	})
 	if err != nil {
 		_ = rdb.Close()

@@ -44,8 +44,8 @@ type Options struct {
 	Shards int
 	// LobbyAddr is the Lobby service's gRPC address. Required.
 	LobbyAddr string
-	// LobbyDialOptions for the Lobby connection. Default: TLS from the VIGIL_TLS_* environment
-	// (server.TLSFromEnv: mutual TLS with the deployment's certificate), else plaintext.
+	// LobbyDialOptions for the Lobby connection. Default: mutual TLS with TLS (this service's
+	// certificate, verifying the Lobby with its CA) when it is set, else plaintext.
 	LobbyDialOptions []grpc.DialOption
 	// IdleTTL: a room with no leader action for this long expires. It must match the Lobby's
 	// IdleTTL. Default 1h.
@@ -72,6 +72,12 @@ type Options struct {
 	// Registerer takes the service's metrics (gRPC server, alarm queue, Redis scripts).
 	// Default prometheus.DefaultRegisterer.
 	Registerer prometheus.Registerer
+	// TLS secures the gRPC listener (mutual TLS when TLS.CAFile is set); main fills it from the
+	// -tls-* flags (VIGIL_TLS_*). Default: plaintext.
+	TLS server.TLS
+	// MaxInFlight bounds the unary calls running at once (server.Options.MaxInFlight).
+	// Default 1024; negative: no limit.
+	MaxInFlight int
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -106,7 +112,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.Redis.Metrics = o.Registerer
 	}
 	if len(o.LobbyDialOptions) == 0 {
-		cred, err := server.TLSFromEnv().DialOption()
+		cred, err := o.TLS.DialOption()
 		if err != nil {
 			return o, fmt.Errorf("room: lobby TLS: %w", err)
 		}
@@ -171,6 +177,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		MetricsAddr: o.MetricsAddr, Logger: o.Logger, DrainTimeout: o.DrainTimeout,
 		Store:      rdb, // health is NOT_SERVING while Redis does not answer
 		Registerer: o.Registerer,
+		TLS:        o.TLS, MaxInFlight: o.MaxInFlight,
 	})
 	if err != nil {
 		stopBg()

@@ -26,6 +26,8 @@ func main() {
 			HistoryKeep:   *keep,
 			HistoryOnJoin: *onJoin,
 			Logger:        common.Logger(),
+			TLS:           common.TLS(),
+			MaxInFlight:   *common.MaxInFlight,
 		})
 		if err != nil {
 			return err

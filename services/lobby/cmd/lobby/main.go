@@ -27,6 +27,8 @@ func main() {
 			IdleTTL:     *idleTTL,
 			PruneGrace:  *grace,
 			Logger:      common.Logger(),
+			TLS:         common.TLS(),
+			MaxInFlight: *common.MaxInFlight,
 		})
 		if err != nil {
 			return err

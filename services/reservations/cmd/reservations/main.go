@@ -26,6 +26,8 @@ func main() {
 			Shards:      *shards,
 			Replay:      *replay,
 			Logger:      common.Logger(),
+			TLS:         common.TLS(),
+			MaxInFlight: *common.MaxInFlight,
 		})
 		if err != nil {
 			return err

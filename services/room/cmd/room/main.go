@@ -31,6 +31,8 @@ func main() {
 			IdleTTL:      *idleTTL,
 			SessionLease: *lease,
 			Logger:       common.Logger(),
+			TLS:          common.TLS(),
+			MaxInFlight:  *common.MaxInFlight,
 		})
 		if err != nil {
 			return err
