@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc"
@@ -23,11 +24,11 @@ import (
 // the Lobby and deletes its state, the same clean-up its inactivity alarm runs.
 //
 // Each socket is a session the Room service counts (viewers are distinct client ids) and
-// leases, opened by a Join stream under a session id the gateway picks. The hello is answered
+// leases, opened under a session id the gateway picks on the room's one Attach stream. The hello is answered
 // before the upgrade, so a wrong or missing leader token is a plain 401 and a missing room a
 // 404, never an upgraded socket that closes at once. The session outlives its stream: when a
 // Room replica restarts or dies, the socket stays open and the session re-attaches to a live
-// replica under the same session and client ids (roomsession.go), so the Lobby's count never
+// replica under the same session and client ids (roomstream.go), so the Lobby's count never
 // moves.
 
 // roomCloseCode closes a socket whose room ended ("ended") or expired ("expired").
@@ -41,7 +42,10 @@ func roomDomain(addr string) domain {
 			return roomv1.RegisterRoomServiceHandler(ctx, mux, conn)
 		},
 		sockets: func(g *Gateway, mux *router, conn *grpc.ClientConn) {
-			b := &roomBridge{conn: conn, client: roomv1.NewRoomServiceClient(conn), sockets: g.sockets, lim: g.socketLimits(24 << 10), log: g.log}
+			b := &roomBridge{
+				conn: conn, client: roomv1.NewRoomServiceClient(conn), sockets: g.sockets, lim: g.socketLimits(24 << 10),
+				log: g.log, rooms: map[string]*practiceRoom{},
+			}
 			mux.HandleFunc("GET /rooms/{code}/websocket", b.serveSocket)
 		},
 		created: map[string]int{
@@ -51,13 +55,17 @@ func roomDomain(addr string) domain {
 	}
 }
 
-// roomBridge bridges practice-room sockets to RoomService.Join sessions.
+// roomBridge bridges practice-room sockets to sessions on one RoomService.Attach stream per
+// room (roomstream.go).
 type roomBridge struct {
 	conn    *grpc.ClientConn
 	client  roomv1.RoomServiceClient
 	sockets *socket.Registry
 	lim     socket.Limits
 	log     *slog.Logger
+
+	mu    sync.Mutex
+	rooms map[string]*practiceRoom
 }
 
 func (b *roomBridge) serveSocket(w http.ResponseWriter, r *http.Request) {
@@ -89,28 +97,24 @@ func (b *roomBridge) serveSocket(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s := newRoomSession(b, &roomv1.Hello{
+	m, err := b.join(&roomv1.Hello{
 		Code: code, Role: role, ClientId: clientID, LeaderToken: token, SessionId: randomHex(12),
 	})
-	first, err := s.attach()
 	if err != nil {
-		s.cancel()
 		ticket.Release()
 		refuseRoomSocket(w, err)
 		return
 	}
 	sock, err := ticket.Accept(w, r, b.lim)
 	if err != nil {
-		s.cancel()
+		b.leave(m)
 		b.log.Info("websocket upgrade failed", "event", "ws_refused", "route", "room", "err", err)
 		return
 	}
-	s.sock = sock
-	sock.Send(encodeRoomFrame(first.resp))
-	go s.run(first)
+	m.upgraded(sock)
 	// The handler returns, so net/http frees the connection's state; the reader goroutine is
-	// the socket's own.
-	go s.readSocket()
+	// the socket's only goroutine.
+	go m.readSocket()
 }
 
 // refuseRoomSocket answers a refused hello before any upgrade.

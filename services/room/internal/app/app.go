@@ -92,6 +92,8 @@ type Hello struct {
 	// SessionID is the caller's id for the session ("": the service picks one). An open
 	// session's id with the same role and client id re-attaches to it.
 	SessionID string
+	// Shared: the session is one of an Attach stream's, whose listener gets the room's events.
+	Shared bool
 }
 
 // Open checks a hello (the leader's token with the Lobby), creates the room's state from its
@@ -126,7 +128,11 @@ func (a *App) Open(ctx context.Context, h Hello) (*hub.Session, domain.Joined, e
 		}
 		seed = &entry
 	}
-	s, err := a.hub.Add(ctx, h.SessionID, newID(), h.Code, h.Role, h.ClientID)
+	add := a.hub.Add
+	if h.Shared {
+		add = a.hub.AddShared
+	}
+	s, err := add(ctx, h.SessionID, newID(), h.Code, h.Role, h.ClientID)
 	if err != nil {
 		return nil, domain.Joined{}, fmt.Errorf("subscribe to room: %w", err)
 	}

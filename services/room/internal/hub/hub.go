@@ -140,6 +140,9 @@ func (h *Hub) Deliver(code string, ev Event) {
 			s.kill(ev.Reason)
 			continue
 		}
+		if s.Events == nil {
+			continue // a shared stream's session: its listener gets the event
+		}
 		select {
 		case s.Events <- ev:
 		default:

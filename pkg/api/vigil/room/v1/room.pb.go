@@ -1139,6 +1139,290 @@ func (*JoinResponse_Ended) isJoinResponse_Frame() {}
 
 func (*JoinResponse_Ack) isJoinResponse_Frame() {}
 
+// AttachRequest is one frame of an Attach stream.
+type AttachRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Frame:
+	//
+	//	*AttachRequest_Hello
+	//	*AttachRequest_Detach
+	//	*AttachRequest_Control
+	Frame         isAttachRequest_Frame `protobuf_oneof:"frame"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AttachRequest) Reset() {
+	*x = AttachRequest{}
+	mi := &file_vigil_room_v1_room_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AttachRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AttachRequest) ProtoMessage() {}
+
+func (x *AttachRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_vigil_room_v1_room_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AttachRequest.ProtoReflect.Descriptor instead.
+func (*AttachRequest) Descriptor() ([]byte, []int) {
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *AttachRequest) GetFrame() isAttachRequest_Frame {
+	if x != nil {
+		return x.Frame
+	}
+	return nil
+}
+
+func (x *AttachRequest) GetHello() *Hello {
+	if x != nil {
+		if x, ok := x.Frame.(*AttachRequest_Hello); ok {
+			return x.Hello
+		}
+	}
+	return nil
+}
+
+func (x *AttachRequest) GetDetach() string {
+	if x != nil {
+		if x, ok := x.Frame.(*AttachRequest_Detach); ok {
+			return x.Detach
+		}
+	}
+	return ""
+}
+
+func (x *AttachRequest) GetControl() *SessionControl {
+	if x != nil {
+		if x, ok := x.Frame.(*AttachRequest_Control); ok {
+			return x.Control
+		}
+	}
+	return nil
+}
+
+type isAttachRequest_Frame interface {
+	isAttachRequest_Frame()
+}
+
+type AttachRequest_Hello struct {
+	// Opens or re-attaches the session hello.session_id (required).
+	Hello *Hello `protobuf:"bytes,1,opt,name=hello,proto3,oneof"`
+}
+
+type AttachRequest_Detach struct {
+	// Closes the session with this id.
+	Detach string `protobuf:"bytes,2,opt,name=detach,proto3,oneof"`
+}
+
+type AttachRequest_Control struct {
+	// A leader's control frame for one of the stream's sessions.
+	Control *SessionControl `protobuf:"bytes,3,opt,name=control,proto3,oneof"`
+}
+
+func (*AttachRequest_Hello) isAttachRequest_Frame() {}
+
+func (*AttachRequest_Detach) isAttachRequest_Frame() {}
+
+func (*AttachRequest_Control) isAttachRequest_Frame() {}
+
+// SessionControl is a control frame (sync, formation, mark or reload, with its ref) for one
+// session of an Attach stream.
+type SessionControl struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Request       *JoinRequest           `protobuf:"bytes,2,opt,name=request,proto3" json:"request,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionControl) Reset() {
+	*x = SessionControl{}
+	mi := &file_vigil_room_v1_room_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionControl) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionControl) ProtoMessage() {}
+
+func (x *SessionControl) ProtoReflect() protoreflect.Message {
+	mi := &file_vigil_room_v1_room_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionControl.ProtoReflect.Descriptor instead.
+func (*SessionControl) Descriptor() ([]byte, []int) {
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *SessionControl) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *SessionControl) GetRequest() *JoinRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+// AttachResponse is one frame of an Attach stream: a session's (State, Ack, Error, or its end)
+// or the room's (relayed frames, Occupancy, Ended: session_id empty, sent once per stream).
+type AttachResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session the frame or end is for; empty for the room's frames.
+	SessionId string        `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Frame     *JoinResponse `protobuf:"bytes,2,opt,name=frame,proto3" json:"frame,omitempty"`
+	// The room's version as of a State, or of a relayed frame or Occupancy. A session skips the
+	// room's frames at or below its State's version.
+	Version int64 `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
+	// Set (without a frame) when the service ended the session on this stream: a refused hello,
+	// or a session dropped (its lease lapsed, it was re-attached on another stream).
+	End           *SessionEnd `protobuf:"bytes,4,opt,name=end,proto3" json:"end,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AttachResponse) Reset() {
+	*x = AttachResponse{}
+	mi := &file_vigil_room_v1_room_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AttachResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AttachResponse) ProtoMessage() {}
+
+func (x *AttachResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_vigil_room_v1_room_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AttachResponse.ProtoReflect.Descriptor instead.
+func (*AttachResponse) Descriptor() ([]byte, []int) {
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *AttachResponse) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *AttachResponse) GetFrame() *JoinResponse {
+	if x != nil {
+		return x.Frame
+	}
+	return nil
+}
+
+func (x *AttachResponse) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *AttachResponse) GetEnd() *SessionEnd {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+// SessionEnd is why one session of an Attach stream ended: a gRPC status code and its message.
+type SessionEnd struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Code          int32                  `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
+	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionEnd) Reset() {
+	*x = SessionEnd{}
+	mi := &file_vigil_room_v1_room_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionEnd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionEnd) ProtoMessage() {}
+
+func (x *SessionEnd) ProtoReflect() protoreflect.Message {
+	mi := &file_vigil_room_v1_room_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionEnd.ProtoReflect.Descriptor instead.
+func (*SessionEnd) Descriptor() ([]byte, []int) {
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *SessionEnd) GetCode() int32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *SessionEnd) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 // EndRoomRequest names the room; the token may instead come as metadata.
 type EndRoomRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1150,7 +1434,7 @@ type EndRoomRequest struct {
 
 func (x *EndRoomRequest) Reset() {
 	*x = EndRoomRequest{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[14]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1162,7 +1446,7 @@ func (x *EndRoomRequest) String() string {
 func (*EndRoomRequest) ProtoMessage() {}
 
 func (x *EndRoomRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[14]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1175,7 +1459,7 @@ func (x *EndRoomRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndRoomRequest.ProtoReflect.Descriptor instead.
 func (*EndRoomRequest) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{14}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *EndRoomRequest) GetCode() string {
@@ -1201,7 +1485,7 @@ type EndRoomResponse struct {
 
 func (x *EndRoomResponse) Reset() {
 	*x = EndRoomResponse{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[15]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1213,7 +1497,7 @@ func (x *EndRoomResponse) String() string {
 func (*EndRoomResponse) ProtoMessage() {}
 
 func (x *EndRoomResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[15]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1226,7 +1510,7 @@ func (x *EndRoomResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndRoomResponse.ProtoReflect.Descriptor instead.
 func (*EndRoomResponse) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{15}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{19}
 }
 
 var File_vigil_room_v1_room_proto protoreflect.FileDescriptor
@@ -1304,7 +1588,26 @@ const file_vigil_room_v1_room_proto_rawDesc = "" +
 	"\x05error\x18\a \x01(\v2\x14.vigil.room.v1.ErrorH\x00R\x05error\x12,\n" +
 	"\x05ended\x18\b \x01(\v2\x14.vigil.room.v1.EndedH\x00R\x05ended\x12&\n" +
 	"\x03ack\x18\t \x01(\v2\x12.vigil.room.v1.AckH\x00R\x03ackB\a\n" +
-	"\x05frame\"G\n" +
+	"\x05frame\"\x9b\x01\n" +
+	"\rAttachRequest\x12,\n" +
+	"\x05hello\x18\x01 \x01(\v2\x14.vigil.room.v1.HelloH\x00R\x05hello\x12\x18\n" +
+	"\x06detach\x18\x02 \x01(\tH\x00R\x06detach\x129\n" +
+	"\acontrol\x18\x03 \x01(\v2\x1d.vigil.room.v1.SessionControlH\x00R\acontrolB\a\n" +
+	"\x05frame\"e\n" +
+	"\x0eSessionControl\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x124\n" +
+	"\arequest\x18\x02 \x01(\v2\x1a.vigil.room.v1.JoinRequestR\arequest\"\xa9\x01\n" +
+	"\x0eAttachResponse\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x121\n" +
+	"\x05frame\x18\x02 \x01(\v2\x1b.vigil.room.v1.JoinResponseR\x05frame\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\x03R\aversion\x12+\n" +
+	"\x03end\x18\x04 \x01(\v2\x19.vigil.room.v1.SessionEndR\x03end\":\n" +
+	"\n" +
+	"SessionEnd\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"G\n" +
 	"\x0eEndRoomRequest\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12!\n" +
 	"\fleader_token\x18\x02 \x01(\tR\vleaderToken\"\x11\n" +
@@ -1312,9 +1615,10 @@ const file_vigil_room_v1_room_proto_rawDesc = "" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vROLE_LEADER\x10\x01\x12\x0f\n" +
-	"\vROLE_VIEWER\x10\x022\x9c\x01\n" +
+	"\vROLE_VIEWER\x10\x022\xe7\x01\n" +
 	"\vRoomService\x12C\n" +
-	"\x04Join\x12\x1a.vigil.room.v1.JoinRequest\x1a\x1b.vigil.room.v1.JoinResponse(\x010\x01\x12H\n" +
+	"\x04Join\x12\x1a.vigil.room.v1.JoinRequest\x1a\x1b.vigil.room.v1.JoinResponse(\x010\x01\x12I\n" +
+	"\x06Attach\x12\x1c.vigil.room.v1.AttachRequest\x1a\x1d.vigil.room.v1.AttachResponse(\x010\x01\x12H\n" +
 	"\aEndRoom\x12\x1d.vigil.room.v1.EndRoomRequest\x1a\x1e.vigil.room.v1.EndRoomResponseB9Z7github.com/vigil-dev/vigil/pkg/api/vigil/room/v1;roomv1b\x06proto3"
 
 var (
@@ -1330,7 +1634,7 @@ func file_vigil_room_v1_room_proto_rawDescGZIP() []byte {
 }
 
 var file_vigil_room_v1_room_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_vigil_room_v1_room_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_vigil_room_v1_room_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_vigil_room_v1_room_proto_goTypes = []any{
 	(Role)(0),               // 0: vigil.room.v1.Role
 	(*Hello)(nil),           // 1: vigil.room.v1.Hello
@@ -1347,17 +1651,21 @@ var file_vigil_room_v1_room_proto_goTypes = []any{
 	(*Ended)(nil),           // 12: vigil.room.v1.Ended
 	(*JoinRequest)(nil),     // 13: vigil.room.v1.JoinRequest
 	(*JoinResponse)(nil),    // 14: vigil.room.v1.JoinResponse
-	(*EndRoomRequest)(nil),  // 15: vigil.room.v1.EndRoomRequest
-	(*EndRoomResponse)(nil), // 16: vigil.room.v1.EndRoomResponse
-	(*structpb.Value)(nil),  // 17: google.protobuf.Value
+	(*AttachRequest)(nil),   // 15: vigil.room.v1.AttachRequest
+	(*SessionControl)(nil),  // 16: vigil.room.v1.SessionControl
+	(*AttachResponse)(nil),  // 17: vigil.room.v1.AttachResponse
+	(*SessionEnd)(nil),      // 18: vigil.room.v1.SessionEnd
+	(*EndRoomRequest)(nil),  // 19: vigil.room.v1.EndRoomRequest
+	(*EndRoomResponse)(nil), // 20: vigil.room.v1.EndRoomResponse
+	(*structpb.Value)(nil),  // 21: google.protobuf.Value
 }
 var file_vigil_room_v1_room_proto_depIdxs = []int32{
 	0,  // 0: vigil.room.v1.Hello.role:type_name -> vigil.room.v1.Role
 	3,  // 1: vigil.room.v1.State.playback:type_name -> vigil.room.v1.Playback
-	17, // 2: vigil.room.v1.State.formation:type_name -> google.protobuf.Value
+	21, // 2: vigil.room.v1.State.formation:type_name -> google.protobuf.Value
 	7,  // 3: vigil.room.v1.State.marks:type_name -> vigil.room.v1.Mark
 	2,  // 4: vigil.room.v1.State.video:type_name -> vigil.room.v1.Video
-	17, // 5: vigil.room.v1.Formation.formation:type_name -> google.protobuf.Value
+	21, // 5: vigil.room.v1.Formation.formation:type_name -> google.protobuf.Value
 	2,  // 6: vigil.room.v1.Reload.video:type_name -> vigil.room.v1.Video
 	1,  // 7: vigil.room.v1.JoinRequest.hello:type_name -> vigil.room.v1.Hello
 	5,  // 8: vigil.room.v1.JoinRequest.sync:type_name -> vigil.room.v1.Sync
@@ -1373,15 +1681,22 @@ var file_vigil_room_v1_room_proto_depIdxs = []int32{
 	10, // 18: vigil.room.v1.JoinResponse.error:type_name -> vigil.room.v1.Error
 	12, // 19: vigil.room.v1.JoinResponse.ended:type_name -> vigil.room.v1.Ended
 	11, // 20: vigil.room.v1.JoinResponse.ack:type_name -> vigil.room.v1.Ack
-	13, // 21: vigil.room.v1.RoomService.Join:input_type -> vigil.room.v1.JoinRequest
-	15, // 22: vigil.room.v1.RoomService.EndRoom:input_type -> vigil.room.v1.EndRoomRequest
-	14, // 23: vigil.room.v1.RoomService.Join:output_type -> vigil.room.v1.JoinResponse
-	16, // 24: vigil.room.v1.RoomService.EndRoom:output_type -> vigil.room.v1.EndRoomResponse
-	23, // [23:25] is the sub-list for method output_type
-	21, // [21:23] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	1,  // 21: vigil.room.v1.AttachRequest.hello:type_name -> vigil.room.v1.Hello
+	16, // 22: vigil.room.v1.AttachRequest.control:type_name -> vigil.room.v1.SessionControl
+	13, // 23: vigil.room.v1.SessionControl.request:type_name -> vigil.room.v1.JoinRequest
+	14, // 24: vigil.room.v1.AttachResponse.frame:type_name -> vigil.room.v1.JoinResponse
+	18, // 25: vigil.room.v1.AttachResponse.end:type_name -> vigil.room.v1.SessionEnd
+	13, // 26: vigil.room.v1.RoomService.Join:input_type -> vigil.room.v1.JoinRequest
+	15, // 27: vigil.room.v1.RoomService.Attach:input_type -> vigil.room.v1.AttachRequest
+	19, // 28: vigil.room.v1.RoomService.EndRoom:input_type -> vigil.room.v1.EndRoomRequest
+	14, // 29: vigil.room.v1.RoomService.Join:output_type -> vigil.room.v1.JoinResponse
+	17, // 30: vigil.room.v1.RoomService.Attach:output_type -> vigil.room.v1.AttachResponse
+	20, // 31: vigil.room.v1.RoomService.EndRoom:output_type -> vigil.room.v1.EndRoomResponse
+	29, // [29:32] is the sub-list for method output_type
+	26, // [26:29] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_vigil_room_v1_room_proto_init() }
@@ -1408,13 +1723,18 @@ func file_vigil_room_v1_room_proto_init() {
 		(*JoinResponse_Ended)(nil),
 		(*JoinResponse_Ack)(nil),
 	}
+	file_vigil_room_v1_room_proto_msgTypes[14].OneofWrappers = []any{
+		(*AttachRequest_Hello)(nil),
+		(*AttachRequest_Detach)(nil),
+		(*AttachRequest_Control)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_vigil_room_v1_room_proto_rawDesc), len(file_vigil_room_v1_room_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   16,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -20,6 +20,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	RoomService_Join_FullMethodName    = "/vigil.room.v1.RoomService/Join"
+	RoomService_Attach_FullMethodName  = "/vigil.room.v1.RoomService/Attach"
 	RoomService_EndRoom_FullMethodName = "/vigil.room.v1.RoomService/EndRoom"
 )
 
@@ -50,6 +51,21 @@ type RoomServiceClient interface {
 	// session already applied is acknowledged as a repeat and not applied again, so a caller can
 	// re-send every control it holds no answer for.
 	Join(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[JoinRequest, JoinResponse], error)
+	// Attach carries many sessions of ONE room over one stream: a gateway opens one per room it
+	// has sockets in and fans the frames out to its sockets itself. Each hello opens a session,
+	// or re-attaches the open one (hello.session_id is required), exactly as Join's Hello does
+	// (counting, leader token, lease, re-attach on any replica); every hello on a stream names
+	// the same room. Each is answered by the session's State (with the session id and the state's
+	// version) or by its end (a refused hello: the status Join would end with). A detach closes
+	// one session, as a Join stream the client ended does. Controls carry their session id and
+	// ref and are answered as on Join, by an Ack or an Error with the session id.
+	//
+	// The room's relayed leader frames (for viewers), occupancy changes and its Ended frame are
+	// sent ONCE per stream, without a session id, with the room's version: a session skips those
+	// at or below its State's version. The stream's end decides its sessions' fate as Join's
+	// does: the client ending it closes them all; a replica that shuts down ends it with
+	// UNAVAILABLE and leaves them open under their leases, to be re-attached on another stream.
+	Attach(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AttachRequest, AttachResponse], error)
 	// EndRoom ends the room for everyone (sockets close with reason "ended") and removes it from
 	// the Lobby. The leader token comes in leader_token or as "authorization: Bearer <token>"
 	// metadata.
@@ -76,6 +92,19 @@ func (c *roomServiceClient) Join(ctx context.Context, opts ...grpc.CallOption) (
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type RoomService_JoinClient = grpc.BidiStreamingClient[JoinRequest, JoinResponse]
+
+func (c *roomServiceClient) Attach(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AttachRequest, AttachResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &RoomService_ServiceDesc.Streams[1], RoomService_Attach_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[AttachRequest, AttachResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RoomService_AttachClient = grpc.BidiStreamingClient[AttachRequest, AttachResponse]
 
 func (c *roomServiceClient) EndRoom(ctx context.Context, in *EndRoomRequest, opts ...grpc.CallOption) (*EndRoomResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -114,6 +143,21 @@ type RoomServiceServer interface {
 	// session already applied is acknowledged as a repeat and not applied again, so a caller can
 	// re-send every control it holds no answer for.
 	Join(grpc.BidiStreamingServer[JoinRequest, JoinResponse]) error
+	// Attach carries many sessions of ONE room over one stream: a gateway opens one per room it
+	// has sockets in and fans the frames out to its sockets itself. Each hello opens a session,
+	// or re-attaches the open one (hello.session_id is required), exactly as Join's Hello does
+	// (counting, leader token, lease, re-attach on any replica); every hello on a stream names
+	// the same room. Each is answered by the session's State (with the session id and the state's
+	// version) or by its end (a refused hello: the status Join would end with). A detach closes
+	// one session, as a Join stream the client ended does. Controls carry their session id and
+	// ref and are answered as on Join, by an Ack or an Error with the session id.
+	//
+	// The room's relayed leader frames (for viewers), occupancy changes and its Ended frame are
+	// sent ONCE per stream, without a session id, with the room's version: a session skips those
+	// at or below its State's version. The stream's end decides its sessions' fate as Join's
+	// does: the client ending it closes them all; a replica that shuts down ends it with
+	// UNAVAILABLE and leaves them open under their leases, to be re-attached on another stream.
+	Attach(grpc.BidiStreamingServer[AttachRequest, AttachResponse]) error
 	// EndRoom ends the room for everyone (sockets close with reason "ended") and removes it from
 	// the Lobby. The leader token comes in leader_token or as "authorization: Bearer <token>"
 	// metadata.
@@ -130,6 +174,9 @@ type UnimplementedRoomServiceServer struct{}
 
 func (UnimplementedRoomServiceServer) Join(grpc.BidiStreamingServer[JoinRequest, JoinResponse]) error {
 	return status.Error(codes.Unimplemented, "method Join not implemented")
+}
+func (UnimplementedRoomServiceServer) Attach(grpc.BidiStreamingServer[AttachRequest, AttachResponse]) error {
+	return status.Error(codes.Unimplemented, "method Attach not implemented")
 }
 func (UnimplementedRoomServiceServer) EndRoom(context.Context, *EndRoomRequest) (*EndRoomResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method EndRoom not implemented")
@@ -161,6 +208,13 @@ func _RoomService_Join_Handler(srv interface{}, stream grpc.ServerStream) error 
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type RoomService_JoinServer = grpc.BidiStreamingServer[JoinRequest, JoinResponse]
+
+func _RoomService_Attach_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(RoomServiceServer).Attach(&grpc.GenericServerStream[AttachRequest, AttachResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RoomService_AttachServer = grpc.BidiStreamingServer[AttachRequest, AttachResponse]
 
 func _RoomService_EndRoom_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(EndRoomRequest)
@@ -196,6 +250,12 @@ var RoomService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Join",
 			Handler:       _RoomService_Join_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "Attach",
+			Handler:       _RoomService_Attach_Handler,
 			ServerStreams: true,
 			ClientStreams: true,
 		},

@@ -18,6 +18,28 @@ class Ack(_message.Message):
     repeat: bool
     def __init__(self, ref: _Optional[int] = ..., repeat: bool = ...) -> None: ...
 
+class AttachRequest(_message.Message):
+    __slots__ = ["control", "detach", "hello"]
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    DETACH_FIELD_NUMBER: _ClassVar[int]
+    HELLO_FIELD_NUMBER: _ClassVar[int]
+    control: SessionControl
+    detach: str
+    hello: Hello
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., detach: _Optional[str] = ..., control: _Optional[_Union[SessionControl, _Mapping]] = ...) -> None: ...
+
+class AttachResponse(_message.Message):
+    __slots__ = ["end", "frame", "session_id", "version"]
+    END_FIELD_NUMBER: _ClassVar[int]
+    FRAME_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    end: SessionEnd
+    frame: JoinResponse
+    session_id: str
+    version: int
+    def __init__(self, session_id: _Optional[str] = ..., frame: _Optional[_Union[JoinResponse, _Mapping]] = ..., version: _Optional[int] = ..., end: _Optional[_Union[SessionEnd, _Mapping]] = ...) -> None: ...
+
 class EndRoomRequest(_message.Message):
     __slots__ = ["code", "leader_token"]
     CODE_FIELD_NUMBER: _ClassVar[int]
@@ -139,6 +161,22 @@ class Reload(_message.Message):
     at: int
     video: Video
     def __init__(self, video: _Optional[_Union[Video, _Mapping]] = ..., at: _Optional[int] = ...) -> None: ...
+
+class SessionControl(_message.Message):
+    __slots__ = ["request", "session_id"]
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    request: JoinRequest
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ..., request: _Optional[_Union[JoinRequest, _Mapping]] = ...) -> None: ...
+
+class SessionEnd(_message.Message):
+    __slots__ = ["code", "message"]
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    code: int
+    message: str
+    def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
 
 class State(_message.Message):
     __slots__ = ["formation", "leader_present", "marks", "playback", "resumed", "video", "viewers"]

@@ -23,6 +23,11 @@ class RoomServiceStub(object):
                 request_serializer=vigil_dot_room_dot_v1_dot_room__pb2.JoinRequest.SerializeToString,
                 response_deserializer=vigil_dot_room_dot_v1_dot_room__pb2.JoinResponse.FromString,
                 )
+        self.Attach = channel.stream_stream(
+                '/vigil.room.v1.RoomService/Attach',
+                request_serializer=vigil_dot_room_dot_v1_dot_room__pb2.AttachRequest.SerializeToString,
+                response_deserializer=vigil_dot_room_dot_v1_dot_room__pb2.AttachResponse.FromString,
+                )
         self.EndRoom = channel.unary_unary(
                 '/vigil.room.v1.RoomService/EndRoom',
                 request_serializer=vigil_dot_room_dot_v1_dot_room__pb2.EndRoomRequest.SerializeToString,
@@ -60,6 +65,26 @@ class RoomServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Attach(self, request_iterator, context):
+        """Attach carries many sessions of ONE room over one stream: a gateway opens one per room it
+        has sockets in and fans the frames out to its sockets itself. Each hello opens a session,
+        or re-attaches the open one (hello.session_id is required), exactly as Join's Hello does
+        (counting, leader token, lease, re-attach on any replica); every hello on a stream names
+        the same room. Each is answered by the session's State (with the session id and the state's
+        version) or by its end (a refused hello: the status Join would end with). A detach closes
+        one session, as a Join stream the client ended does. Controls carry their session id and
+        ref and are answered as on Join, by an Ack or an Error with the session id.
+
+        The room's relayed leader frames (for viewers), occupancy changes and its Ended frame are
+        sent ONCE per stream, without a session id, with the room's version: a session skips those
+        at or below its State's version. The stream's end decides its sessions' fate as Join's
+        does: the client ending it closes them all; a replica that shuts down ends it with
+        UNAVAILABLE and leaves them open under their leases, to be re-attached on another stream.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def EndRoom(self, request, context):
         """EndRoom ends the room for everyone (sockets close with reason "ended") and removes it from
         the Lobby. The leader token comes in leader_token or as "authorization: Bearer <token>"
@@ -76,6 +101,11 @@ def add_RoomServiceServicer_to_server(servicer, server):
                     servicer.Join,
                     request_deserializer=vigil_dot_room_dot_v1_dot_room__pb2.JoinRequest.FromString,
                     response_serializer=vigil_dot_room_dot_v1_dot_room__pb2.JoinResponse.SerializeToString,
+            ),
+            'Attach': grpc.stream_stream_rpc_method_handler(
+                    servicer.Attach,
+                    request_deserializer=vigil_dot_room_dot_v1_dot_room__pb2.AttachRequest.FromString,
+                    response_serializer=vigil_dot_room_dot_v1_dot_room__pb2.AttachResponse.SerializeToString,
             ),
             'EndRoom': grpc.unary_unary_rpc_method_handler(
                     servicer.EndRoom,
@@ -110,6 +140,23 @@ class RoomService(object):
         return grpc.experimental.stream_stream(request_iterator, target, '/vigil.room.v1.RoomService/Join',
             vigil_dot_room_dot_v1_dot_room__pb2.JoinRequest.SerializeToString,
             vigil_dot_room_dot_v1_dot_room__pb2.JoinResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def Attach(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(request_iterator, target, '/vigil.room.v1.RoomService/Attach',
+            vigil_dot_room_dot_v1_dot_room__pb2.AttachRequest.SerializeToString,
+            vigil_dot_room_dot_v1_dot_room__pb2.AttachResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

@@ -1,0 +1,572 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/status"
+
+	"github.com/vigil-dev/vigil/gateway/socket"
+	roomv1 "github.com/vigil-dev/vigil/pkg/api/vigil/room/v1"
+)
+
+// One upstream RoomService.Attach stream per practice room with sockets on this gateway (a
+// practiceRoom), carrying every socket's session, and the local fan-out (the chat's design):
+//
+//   - Each socket is a session under a session id and client id fixed for its life. Its
+//     hello goes on the room's stream; the service answers it with the session's State (or
+//     its refusal), and its controls (leader) with an Ack or an Error carrying the session id.
+//   - The room's relayed frames and occupancy arrive once, with the room's version: the room
+//     frames each once (socket.TextFrame) and queues it on every socket that is attached and
+//     has not seen that version (relayed leader frames go to viewers only). It keeps the last
+//     few, so a socket whose State arrives after a frame newer than it still gets that frame.
+//   - When the stream breaks because the Room service went away (a drain's UNAVAILABLE, a
+//     killed replica, a refused connection), no socket closes: the room opens a new stream on
+//     any live replica and re-sends every socket's hello (same session id, client id, role and
+//     token), which the service treats as a re-attach (not counted again); each socket gets
+//     its fresh State, then its controls still unanswered are re-sent with their refs (a
+//     repeat is acked and not applied again). A control sent while detached waits for that.
+//   - What ends a socket is told apart: the client leaving (its session is detached, a normal
+//     leave, logged at debug), the room ending (4000 with the reason), the service dropping
+//     the session (1013, reconnect), the room gone or the token refused on a re-attach (4000
+//     "ended", 1008), and the gateway shutting down (1001).
+//
+// The room's goroutine only receives: every Send happens on a socket's reader goroutine or a
+// short-lived one, under sendMu, so a stream blocked by flow control never stalls the fan-out.
+
+// roomHelloTimeout bounds the Room service's answer to a socket's first hello.
+const roomHelloTimeout = 10 * time.Second
+
+// maxUnanswered bounds the controls a socket holds without an answer; while its session
+// re-attaches, one more is refused with an error frame.
+const maxUnanswered = 64
+
+// roomRecentFrames is how many of the room's latest frames a room keeps for sockets whose
+// State arrives after them.
+const roomRecentFrames = 64
+
+// practiceRoom is the gateway's side of one practice room: its Attach stream and its sockets.
+type practiceRoom struct {
+	b      *roomBridge
+	code   string
+	refs   int // sockets and joiners; guarded by b.mu
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	sendMu sync.Mutex // serialises Send on the stream; never taken by the receiving goroutine
+
+	mu      sync.Mutex
+	stream  roomv1.RoomService_AttachClient // nil while re-attaching
+	gen     int                             // counts the room's streams
+	members map[string]*roomMember          // by session id
+	recent  []roomRecent                    // the latest room frames, in version order
+	orphans []*roomv1.Hello                 // left while detached: closed on the next stream
+	ended   bool
+}
+
+// roomRecent is one of the room's frames, framed once for every socket.
+type roomRecent struct {
+	version     int64
+	frame       socket.Frame
+	viewersOnly bool
+}
+
+// roomMember is one socket's session.
+type roomMember struct {
+	r      *practiceRoom
+	hello  *roomv1.Hello
+	viewer bool
+
+	// Guarded by r.mu.
+	sock       *socket.Conn   // nil until upgraded
+	pending    []socket.Frame // frames before the upgrade
+	seen       int64          // the room version the socket is at
+	stateGen   int            // the stream its last State came on
+	live       int            // the stream its controls go to (0: hold them)
+	nextRef    int64
+	unanswered []*roomv1.JoinRequest // sent or waiting, no Ack/Error yet, in ref order
+	ready      chan struct{}         // closed at the first State or refusal
+	readyErr   error
+	// closing is set when the socket was to be closed before its upgrade.
+	closing     bool
+	closeCode   websocket.StatusCode
+	closeReason string
+}
+
+// join adds a socket's session to its room, starting the room's stream if it is the first,
+// and waits for its first State (nil) or its refusal.
+func (b *roomBridge) join(hello *roomv1.Hello) (*roomMember, error) {
+	b.mu.Lock()
+	r := b.rooms[hello.GetCode()]
+	if r == nil {
+		r = newPracticeRoom(b, hello.GetCode())
+		b.rooms[r.code] = r
+	}
+	r.refs++
+	b.mu.Unlock()
+	m := &roomMember{r: r, hello: hello, viewer: hello.GetRole() != roomv1.Role_ROLE_LEADER, ready: make(chan struct{})}
+	r.mu.Lock()
+	r.members[hello.GetSessionId()] = m
+	stream := r.stream
+	r.mu.Unlock()
+	if stream != nil {
+		r.send(stream, &roomv1.AttachRequest{Frame: &roomv1.AttachRequest_Hello{Hello: hello}})
+	}
+	t := time.NewTimer(roomHelloTimeout)
+	defer t.Stop()
+	select {
+	case <-m.ready:
+		r.mu.Lock()
+		err := m.readyErr
+		r.mu.Unlock()
+		if err == nil {
+			return m, nil
+		}
+		b.leave(m)
+		return nil, err
+	case <-t.C:
+		b.leave(m)
+		return nil, status.Error(codes.DeadlineExceeded, "hello timed out")
+	}
+}
+
+// leave removes a socket's session: it is closed at the service (a detach), and the room's
+// stream ends with its last socket.
+func (b *roomBridge) leave(m *roomMember) {
+	r := m.r
+	id := m.hello.GetSessionId()
+	r.mu.Lock()
+	var stream roomv1.RoomService_AttachClient
+	if r.members[id] == m {
+		delete(r.members, id)
+		if r.stream != nil {
+			stream = r.stream
+		} else if !r.ended {
+			r.orphans = append(r.orphans, m.hello)
+		}
+	}
+	r.mu.Unlock()
+	if stream != nil {
+		r.send(stream, &roomv1.AttachRequest{Frame: &roomv1.AttachRequest_Detach{Detach: id}})
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r.refs--
+	if r.refs == 0 {
+		if b.rooms[r.code] == r {
+			delete(b.rooms, r.code)
+		}
+		r.cancel()
+	}
+}
+
+func newPracticeRoom(b *roomBridge, code string) *practiceRoom {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &practiceRoom{b: b, code: code, ctx: ctx, cancel: cancel, members: map[string]*roomMember{}}
+	go r.run()
+	return r
+}
+
+// send sends one request on stream; a failed send is repaired by the next stream.
+func (r *practiceRoom) send(stream roomv1.RoomService_AttachClient, req *roomv1.AttachRequest) {
+	r.sendMu.Lock()
+	defer r.sendMu.Unlock()
+	_ = stream.Send(req)
+}
+
+// errRoomEnded is a stream's end when the room ended (its sockets are closed already).
+var errRoomEnded = errors.New("room ended")
+
+// run keeps the room attached until its last socket leaves or the room ends.
+func (r *practiceRoom) run() {
+	defer r.cancel()
+	backoff := 10 * time.Millisecond
+	for {
+		answered, err := r.attach()
+		if r.ctx.Err() != nil {
+			r.b.log.Debug("room stream closed", "event", "room_stream_closed", "code", r.code)
+			return
+		}
+		if errors.Is(err, errRoomEnded) {
+			return
+		}
+		if r.b.conn.GetState() == connectivity.Shutdown {
+			r.closeAll(socket.GoingAway, "gateway shutting down")
+			return
+		}
+		if answered {
+			backoff = 10 * time.Millisecond
+		}
+		// A socket still waiting for its first State is refused now (503), as a Join that could
+		// not reach the service was: it has no session to keep.
+		r.refuseWaiting(err)
+		r.b.log.Info("room stream broke; re-attaching its sessions", "event", "room_reattach",
+			"code", r.code, "grpc.code", status.Code(err).String(), "err", err)
+		t := time.NewTimer(backoff)
+		select {
+		case <-r.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		backoff = min(backoff*2, time.Second)
+	}
+}
+
+// attach runs one stream until it breaks: it sends every socket's hello, then receives.
+// answered reports whether the service answered anything on it.
+func (r *practiceRoom) attach() (answered bool, err error) {
+	ctx, cancel := context.WithCancel(r.ctx)
+	defer cancel()
+	stream, err := r.b.client.Attach(ctx)
+	if err != nil {
+		return false, err
+	}
+	r.mu.Lock()
+	r.gen++
+	gen := r.gen
+	r.stream = stream
+	hellos := make([]*roomv1.AttachRequest, 0, len(r.members)+2*len(r.orphans))
+	for _, m := range r.members {
+		hellos = append(hellos, &roomv1.AttachRequest{Frame: &roomv1.AttachRequest_Hello{Hello: m.hello}})
+	}
+	// A socket that left while detached: its session is re-attached and closed, so the
+	// Lobby counts its leave now rather than when its lease ends.
+	for _, h := range r.orphans {
+		hellos = append(hellos,
+			&roomv1.AttachRequest{Frame: &roomv1.AttachRequest_Hello{Hello: h}},
+			&roomv1.AttachRequest{Frame: &roomv1.AttachRequest_Detach{Detach: h.GetSessionId()}})
+	}
+	r.orphans = nil
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.stream = nil
+		for _, m := range r.members {
+			m.live = 0 // controls wait for the next stream
+		}
+		r.mu.Unlock()
+	}()
+	go func() {
+		r.sendMu.Lock()
+		defer r.sendMu.Unlock()
+		for _, h := range hellos {
+			if stream.Send(h) != nil {
+				return // the stream broke: the next one sends them
+			}
+		}
+	}()
+	for {
+		resp, err := stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = status.Error(codes.Unavailable, "the room service ended the stream")
+			}
+			return answered, err
+		}
+		answered = true
+		if resp.GetSessionId() == "" {
+			if ended := resp.GetFrame().GetEnded(); ended != nil {
+				r.end(ended.GetReason())
+				return true, errRoomEnded
+			}
+			r.fanOut(gen, resp)
+			continue
+		}
+		r.session(stream, gen, resp)
+	}
+}
+
+// fanOut queues one of the room's frames, framed once, on every socket attached on this
+// stream that has not seen its version.
+func (r *practiceRoom) fanOut(gen int, resp *roomv1.AttachResponse) {
+	f := roomRecent{
+		version:     resp.GetVersion(),
+		frame:       socket.TextFrame(encodeRoomFrame(resp.GetFrame())),
+		viewersOnly: resp.GetFrame().GetOccupancy() == nil,
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.recent) >= 2*roomRecentFrames {
+		r.recent = append(r.recent[:0:0], r.recent[len(r.recent)-roomRecentFrames:]...)
+	}
+	r.recent = append(r.recent, f)
+	for _, m := range r.members {
+		if m.stateGen == gen {
+			m.deliver(f)
+		}
+	}
+}
+
+// deliver queues f unless the socket has seen it or it is not for its role. Called with r.mu.
+func (m *roomMember) deliver(f roomRecent) {
+	if f.version <= m.seen || (f.viewersOnly && !m.viewer) {
+		return
+	}
+	m.seen = f.version
+	m.queue(f.frame)
+}
+
+// queue sends f to the socket, or keeps it until the upgrade. Called with r.mu.
+func (m *roomMember) queue(f socket.Frame) {
+	if m.sock != nil {
+		m.sock.SendFrame(f)
+		return
+	}
+	m.pending = append(m.pending, f)
+}
+
+// session handles a frame for one socket's session.
+func (r *practiceRoom) session(stream roomv1.RoomService_AttachClient, gen int, resp *roomv1.AttachResponse) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.members[resp.GetSessionId()]
+	if m == nil {
+		return // it left
+	}
+	if e := resp.GetEnd(); e != nil {
+		r.sessionEnded(m, gen, status.Error(codes.Code(e.GetCode()), e.GetMessage()))
+		return
+	}
+	switch f := resp.GetFrame().GetFrame().(type) {
+	case *roomv1.JoinResponse_State:
+		first := m.stateGen == 0
+		m.stateGen = gen
+		m.seen = resp.GetVersion()
+		state := socket.TextFrame(encodeRoomFrame(resp.GetFrame()))
+		if m.sock == nil {
+			m.pending = append(m.pending[:0], state) // a fresh state replaces what was waiting
+		} else {
+			m.sock.SendFrame(state)
+		}
+		for _, f := range r.recent {
+			m.deliver(f) // newer than the state, and sent before it
+		}
+		if first {
+			close(m.ready)
+		} else {
+			r.b.log.Info("room session re-attached", "event", "room_reattached", "code", r.code, "resumed", f.State.GetResumed())
+		}
+		go r.activate(m, stream, gen)
+	case *roomv1.JoinResponse_Ack:
+		m.answered(f.Ack.GetRef())
+	case *roomv1.JoinResponse_Error:
+		if ref := f.Error.GetRef(); ref > 0 {
+			m.answered(ref)
+		}
+		m.queue(socket.TextFrame(encodeRoomFrame(resp.GetFrame())))
+	}
+}
+
+// sessionEnded handles the service ending one session on the stream: a refused first hello
+// refuses the socket; a final end closes it with the matching code; the Room service being
+// unavailable for it (its store, say) retries its hello. Called with r.mu.
+func (r *practiceRoom) sessionEnded(m *roomMember, gen int, err error) {
+	if m.stateGen == 0 {
+		delete(r.members, m.hello.GetSessionId())
+		m.readyErr = err
+		close(m.ready)
+		return
+	}
+	st := status.Convert(err)
+	switch st.Code() {
+	case codes.Aborted:
+		// The service dropped the session (its lease lapsed): the client reconnects and starts
+		// from the state.
+		m.close(socket.TryAgainLater, st.Message())
+	case codes.NotFound:
+		m.close(roomCloseCode, "ended")
+	case codes.Unauthenticated, codes.PermissionDenied:
+		m.close(websocket.StatusPolicyViolation, st.Message())
+	case codes.InvalidArgument, codes.FailedPrecondition:
+		r.b.log.Warn("room session refused on re-attach", "event", "room_reattach_refused",
+			"code", r.code, "grpc.code", st.Code().String(), "err", st.Message())
+		m.close(websocket.StatusInternalError, "The room service refused this session; reconnect.")
+	default:
+		m.live = 0
+		r.b.log.Info("room session not re-attached; trying again", "event", "room_reattach_retry",
+			"code", r.code, "grpc.code", st.Code().String(), "err", st.Message())
+		time.AfterFunc(time.Second, func() { r.retry(m, gen) })
+	}
+}
+
+// retry sends a session's hello again on stream gen, if it is still the room's.
+func (r *practiceRoom) retry(m *roomMember, gen int) {
+	r.mu.Lock()
+	stream := r.stream
+	ok := r.gen == gen && stream != nil && r.members[m.hello.GetSessionId()] == m
+	r.mu.Unlock()
+	if ok {
+		r.send(stream, &roomv1.AttachRequest{Frame: &roomv1.AttachRequest_Hello{Hello: m.hello}})
+	}
+}
+
+// close closes the socket for good (its reader then leaves the room). Called with r.mu.
+func (m *roomMember) close(code websocket.StatusCode, reason string) {
+	m.live = 0
+	if sock := m.sock; sock != nil {
+		go sock.Close(code, reason)
+		return
+	}
+	m.closing, m.closeCode, m.closeReason = true, code, reason
+}
+
+// end closes every socket: the room ended.
+func (r *practiceRoom) end(reason string) {
+	r.b.mu.Lock()
+	if r.b.rooms[r.code] == r {
+		delete(r.b.rooms, r.code)
+	}
+	r.b.mu.Unlock()
+	r.mu.Lock()
+	r.ended = true
+	r.mu.Unlock()
+	r.closeAll(roomCloseCode, reason)
+}
+
+// closeAll closes every socket with code; a socket still waiting for its first State is
+// refused.
+func (r *practiceRoom) closeAll(code websocket.StatusCode, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, m := range r.members {
+		if m.stateGen == 0 {
+			delete(r.members, id)
+			m.readyErr = status.Error(codes.NotFound, "ended")
+			if code == socket.GoingAway {
+				m.readyErr = status.Error(codes.Unavailable, reason)
+			}
+			close(m.ready)
+			continue
+		}
+		m.close(code, reason)
+	}
+}
+
+// refuseWaiting refuses every socket still waiting for its first State with err.
+func (r *practiceRoom) refuseWaiting(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, m := range r.members {
+		if m.stateGen == 0 {
+			delete(r.members, id)
+			m.readyErr = err
+			close(m.ready)
+		}
+	}
+}
+
+// activate makes stream gen the one a session's controls go to, after re-sending (in order)
+// those still unanswered.
+func (r *practiceRoom) activate(m *roomMember, stream roomv1.RoomService_AttachClient, gen int) {
+	r.sendMu.Lock()
+	defer r.sendMu.Unlock()
+	r.mu.Lock()
+	if r.gen != gen || r.stream != stream || r.members[m.hello.GetSessionId()] != m {
+		r.mu.Unlock()
+		return
+	}
+	m.live = gen
+	resend := append([]*roomv1.JoinRequest(nil), m.unanswered...)
+	r.mu.Unlock()
+	for _, req := range resend {
+		if stream.Send(m.controlRequest(req)) != nil {
+			return // the stream broke: the next one re-sends them
+		}
+	}
+}
+
+func (m *roomMember) controlRequest(req *roomv1.JoinRequest) *roomv1.AttachRequest {
+	return &roomv1.AttachRequest{Frame: &roomv1.AttachRequest_Control{Control: &roomv1.SessionControl{SessionId: m.hello.GetSessionId(), Request: req}}}
+}
+
+// answered forgets the control the service answered. Called with r.mu.
+func (m *roomMember) answered(ref int64) {
+	for i, req := range m.unanswered {
+		if req.GetRef() == ref {
+			m.unanswered = append(m.unanswered[:i], m.unanswered[i+1:]...)
+			return
+		}
+	}
+}
+
+// control numbers a client's control frame and sends it, or holds it until the session is
+// re-attached. It returns the sentence of an error frame when the frame cannot be taken.
+func (m *roomMember) control(req *roomv1.JoinRequest) string {
+	r := m.r
+	r.sendMu.Lock()
+	defer r.sendMu.Unlock()
+	r.mu.Lock()
+	if len(m.unanswered) >= maxUnanswered {
+		if m.live == 0 {
+			r.mu.Unlock()
+			return "The room service is not answering; this frame was not sent. Send it again shortly."
+		}
+		// Attached, the oldest was sent long ago on a live stream: stop holding it. (Only a
+		// service that does not answer refs leaves this many.)
+		m.unanswered = append(m.unanswered[:0], m.unanswered[1:]...)
+	}
+	m.nextRef++
+	req.Ref = m.nextRef
+	m.unanswered = append(m.unanswered, req)
+	var stream roomv1.RoomService_AttachClient
+	if m.live != 0 && m.live == r.gen {
+		stream = r.stream
+	}
+	r.mu.Unlock()
+	if stream != nil {
+		// A failed send is repaired by the next stream's activate.
+		_ = stream.Send(m.controlRequest(req))
+	}
+	return ""
+}
+
+// upgraded hands the session its socket and the frames that waited for it.
+func (m *roomMember) upgraded(sock *socket.Conn) {
+	m.r.mu.Lock()
+	defer m.r.mu.Unlock()
+	m.sock = sock
+	if m.closing {
+		go sock.Close(m.closeCode, m.closeReason)
+		return
+	}
+	if len(m.pending) > 0 {
+		sock.SendFrames(m.pending)
+		m.pending = nil
+	}
+}
+
+// readSocket is the socket's reader: it checks the client's frames and hands controls to the
+// session; a bad frame gets an error frame and the socket stays open. When the socket closes
+// the session leaves.
+func (m *roomMember) readSocket() {
+	sock := m.sock
+	defer func() {
+		m.r.b.leave(m)
+		sock.CloseNow()
+		m.r.b.log.Debug("room socket left", "event", "ws_left", "route", "room", "code", m.r.code)
+	}()
+	for {
+		data, err := sock.Read()
+		if err != nil {
+			return
+		}
+		if !sock.Allow() {
+			sock.Send(roomErrorFrame("Too many frames; slow down."))
+			continue
+		}
+		req, msg := decodeRoomFrame(data)
+		if msg == "" {
+			msg = m.control(req)
+		}
+		if msg != "" {
+			sock.Send(roomErrorFrame(msg))
+		}
+	}
+}
