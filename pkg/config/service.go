@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
@@ -39,6 +40,20 @@ type ServiceFlags struct {
 	// MaxInFlight bounds the unary calls running at once (-max-inflight, VIGIL_MAX_INFLIGHT).
 	// Default 1024; negative: no limit.
 	MaxInFlight *int
+	// RedisPassword and RedisPasswordFile give the Redis password when the URL has none
+	// (-redis-password, VIGIL_REDIS_PASSWORD; -redis-password-file, VIGIL_REDIS_PASSWORD_FILE,
+	// a container secret). Default: none.
+	RedisPassword, RedisPasswordFile *string
+	// RedisTLS turns TLS on for cluster seeds, which have no URL scheme to say so
+	// (-redis-tls, VIGIL_REDIS_TLS). Default false; a rediss:// URL turns it on by itself.
+	RedisTLS *bool
+	// RedisTLSCA verifies Redis's certificate; RedisTLSCert and RedisTLSKey are a client
+	// certificate for tls-auth-clients (-redis-tls-ca, -redis-tls-cert, -redis-tls-key;
+	// VIGIL_REDIS_TLS_CA, VIGIL_REDIS_TLS_CERT, VIGIL_REDIS_TLS_KEY). Default: none.
+	RedisTLSCA, RedisTLSCert, RedisTLSKey *string
+	// RedisTimeout bounds each Redis call (-redis-timeout, VIGIL_REDIS_TIMEOUT).
+	// Default redisx.DefaultTimeout.
+	RedisTimeout *time.Duration
 }
 
 // Service defines the shared flags on fs with the service's default listen addresses.
@@ -56,17 +71,32 @@ func Service(fs *flag.FlagSet, grpcAddr, metricsAddr string) ServiceFlags {
 		TLSCA:         String(fs, "tls-ca", server.EnvTLSCA, "", "CA (PEM) every caller's certificate must be signed by (mutual TLS); it also verifies the services this one calls"),
 		TLSServerName: String(fs, "tls-server-name", server.EnvTLSServerName, "", "name expected in the certificates of the services this one calls; default the dialled host"),
 		MaxInFlight:   Int(fs, "max-inflight", server.EnvMaxInFlight, server.DefaultMaxInFlight, "unary calls running at once; the rest get RESOURCE_EXHAUSTED; negative: no limit"),
+
+		RedisPassword:     String(fs, "redis-password", "VIGIL_REDIS_PASSWORD", "", "Redis password when the URL has none"),
+		RedisPasswordFile: String(fs, "redis-password-file", "VIGIL_REDIS_PASSWORD_FILE", "", "file holding the Redis password (read when -redis-password is empty)"),
+		RedisTLS:          Bool(fs, "redis-tls", "VIGIL_REDIS_TLS", false, "speak TLS to Redis (for cluster seeds; rediss:// URLs turn it on themselves)"),
+		RedisTLSCA:        String(fs, "redis-tls-ca", "VIGIL_REDIS_TLS_CA", "", "CA (PEM) that signs Redis's certificate; turns TLS on"),
+		RedisTLSCert:      String(fs, "redis-tls-cert", "VIGIL_REDIS_TLS_CERT", "", "client certificate (PEM) for a Redis that requires one"),
+		RedisTLSKey:       String(fs, "redis-tls-key", "VIGIL_REDIS_TLS_KEY", "", "key (PEM) of -redis-tls-cert"),
+		RedisTimeout:      Duration(fs, "redis-timeout", "VIGIL_REDIS_TIMEOUT", redisx.DefaultTimeout, "bound on each Redis call (a Go duration)"),
 	}
 	Validate(fs, func() error { return LogSettings(*f.LogFormat, *f.LogLevel) })
 	return f
 }
 
-// Redis is the Redis the flags name: the cluster when a seed list is given, else the URL.
+// Redis is the Redis the flags name: the cluster when a seed list is given, else the URL, with
+// the password, TLS and timeout the flags give.
 func (f ServiceFlags) Redis() redisx.Config {
-	if addrs := redisx.ParseClusterAddrs(*f.RedisCluster); len(addrs) > 0 {
-		return redisx.Config{ClusterAddrs: addrs}
+	c := redisx.Config{
+		Password: *f.RedisPassword, PasswordFile: *f.RedisPasswordFile, Timeout: *f.RedisTimeout,
+		TLS: redisx.TLS{Enabled: *f.RedisTLS, CAFile: *f.RedisTLSCA, CertFile: *f.RedisTLSCert, KeyFile: *f.RedisTLSKey},
 	}
-	return redisx.Config{URL: *f.RedisURL}
+	if addrs := redisx.ParseClusterAddrs(*f.RedisCluster); len(addrs) > 0 {
+		c.ClusterAddrs = addrs
+	} else {
+		c.URL = *f.RedisURL
+	}
+	return c
 }
 
 // TLS is the TLS the flags ask for.

@@ -18,7 +18,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/testcontainers/testcontainers-go"
+
 	"github.com/testcontainers/testcontainers-go/wait"
+	"github.com/vigil-dev/vigil/pkg/redisx"
 )
 
 const (
@@ -38,16 +40,17 @@ var shared struct {
 	err  error
 }
 
-// TestRedisTimeout is the Redis call timeout (VIGIL_REDIS_TIMEOUT) that Main gives services
-// started by tests, unless the environment sets one: tests check semantics on a machine shared
-// with other builds, where one call may stall past redisx's 400 ms production default. Tests
-// that measure failing fast set redisx.Config.Timeout themselves.
-const TestRedisTimeout = "5s"
+// TestRedisTimeout is the Redis call timeout Main gives every client a test binary opens
+// (redisx.DefaultTimeout), unless VIGIL_REDIS_TIMEOUT says otherwise: tests check semantics on a
+// machine shared with other builds, where one call may stall past redisx's 400 ms production
+// default. Tests that measure failing fast set redisx.Config.Timeout themselves.
+const TestRedisTimeout = 5 * time.Second
 
 // Main runs a package's tests, then stops the shared Redis. Call it from TestMain.
 func Main(m *testing.M) {
-	if os.Getenv("VIGIL_REDIS_TIMEOUT") == "" {
-		_ = os.Setenv("VIGIL_REDIS_TIMEOUT", TestRedisTimeout)
+	redisx.DefaultTimeout = TestRedisTimeout
+	if d, err := time.ParseDuration(os.Getenv("VIGIL_REDIS_TIMEOUT")); err == nil && d > 0 {
+		redisx.DefaultTimeout = d
 	}
 	code := m.Run()
 	if shared.srv != nil {

@@ -1,4 +1,4 @@
-package redisx
+package redisx_test
 
 import (
 	"testing"

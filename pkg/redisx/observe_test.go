@@ -1,7 +1,8 @@
-package redisx
+package redisx_test
 
 import (
 	"context"
+	"github.com/vigil-dev/vigil/pkg/redisx"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,22 +13,22 @@ import (
 
 func TestScriptNames(t *testing.T) {
 	t.Parallel()
-	named := NewScript("ack.lua", "return 1 -- TestScriptNames")
+	named := redisx.NewScript("ack.lua", "return 1 -- TestScriptNames")
 	if named.Name() != "ack.lua" {
 		t.Errorf("Name() = %q, want ack.lua", named.Name())
 	}
 	src := "return 2 -- TestScriptNames"
-	NewScript("set.lua", src)
+	redisx.NewScript("set.lua", src)
 	for _, c := range []struct {
 		cmd  *redis.Cmd
 		want string
 	}{
-		{redis.NewCmd(context.Background(), "evalsha", named.s.Hash(), 0), "ack.lua"},
+		{redis.NewCmd(context.Background(), "evalsha", redisx.HashOf(named), 0), "ack.lua"},
 		{redis.NewCmd(context.Background(), "eval", src, 0), "set.lua"},
 		{redis.NewCmd(context.Background(), "eval", "return 3 -- never named", 0), "sha:"},
 		{redis.NewCmd(context.Background(), "get", "k"), ""},
 	} {
-		got := scriptOf(c.cmd)
+		got := redisx.ScriptOf(c.cmd)
 		if c.want == "sha:" {
 			if len(got) != len("sha:")+8 || got[:4] != "sha:" {
 				t.Errorf("name of %v = %q, want sha: and 8 hex digits", c.cmd.Args(), got)
@@ -44,14 +45,14 @@ func TestScriptNames(t *testing.T) {
 func TestScriptLatencyIsTimed(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	rdb, err := Open(context.Background(), Config{URL: redistest.URL(t), Metrics: reg})
+	rdb, err := redisx.Open(context.Background(), redisx.Config{URL: redistest.URL(t), Metrics: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rdb.Close()
 	prefix := redistest.Prefix(t)
 	name := "observe-" + prefix + ".lua"
-	s := NewScript(name, "return redis.call('INCR', KEYS[1]) -- "+prefix)
+	s := redisx.NewScript(name, "return redis.call('INCR', KEYS[1]) -- "+prefix)
 	ctx := context.Background()
 	if err := s.Load(ctx, rdb); err != nil { // so no run meets NOSCRIPT and runs twice
 		t.Fatal(err)
@@ -59,7 +60,7 @@ func TestScriptLatencyIsTimed(t *testing.T) {
 	if err := s.Run(ctx, rdb, []string{prefix + ":n"}).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Pipelined(ctx, rdb, []*Script{s}, func(p redis.Pipeliner) {
+	if _, err := redisx.Pipelined(ctx, rdb, []*redisx.Script{s}, func(p redis.Pipeliner) {
 		s.Queue(ctx, p, []string{prefix + ":n"})
 		s.Queue(ctx, p, []string{prefix + ":n"})
 	}); err != nil {
@@ -86,9 +87,9 @@ func TestScriptLatencyIsTimed(t *testing.T) {
 		t.Fatalf("%s was timed %d times on the client's registry, want 3 (one run, two in a pipeline)", name, count)
 	}
 	// A second client on the same Registerer shares the histogram instead of failing.
-	again, err := Open(context.Background(), Config{URL: redistest.URL(t), Metrics: reg})
+	again, err := redisx.Open(context.Background(), redisx.Config{URL: redistest.URL(t), Metrics: reg})
 	if err != nil {
-		t.Fatalf("second Open on one Registerer: %v", err)
+		t.Fatalf("second redisx.Open on one Registerer: %v", err)
 	}
 	_ = again.Close()
 }

@@ -1,7 +1,8 @@
-package redisx
+package redisx_test
 
 import (
 	"context"
+	"github.com/vigil-dev/vigil/pkg/redisx"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -16,14 +17,14 @@ func TestPipelinedResendsOnlyNoScript(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := redistest.Universal(t)
 	ctx := context.Background()
-	loaded := NewScript("loaded.lua", "return redis.call('INCR', KEYS[1])")
-	unseen := NewScript("unseen.lua", "return redis.call('INCRBY', KEYS[1], 10) -- "+prefix)
+	loaded := redisx.NewScript("loaded.lua", "return redis.call('INCR', KEYS[1])")
+	unseen := redisx.NewScript("unseen.lua", "return redis.call('INCRBY', KEYS[1], 10) -- "+prefix)
 	if err := loaded.Load(ctx, rdb); err != nil {
 		t.Fatal(err)
 	}
 	a, b := prefix+":a", prefix+":b"
 	var ca, cb *redis.Cmd
-	_, err := Pipelined(ctx, rdb, []*Script{loaded, unseen}, func(p redis.Pipeliner) {
+	_, err := redisx.Pipelined(ctx, rdb, []*redisx.Script{loaded, unseen}, func(p redis.Pipeliner) {
 		ca = loaded.Queue(ctx, p, []string{a})
 		cb = unseen.Queue(ctx, p, []string{b})
 	})

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -20,20 +19,23 @@ type Config struct {
 	URL string
 	// ClusterAddrs are seed addresses (host:port) of a Redis Cluster. Empty means no cluster.
 	ClusterAddrs []string
-	// Password for the cluster's nodes (a single server takes it in its URL). Default: none.
+	// Password for the cluster's nodes, or for a single server whose URL has none. Default:
+	// none.
 	Password string
+	// PasswordFile names a file holding the password (a container secret), read by Open when
+	// Password is empty; surrounding white space is dropped. Default: none.
+	PasswordFile string
 	// PoolSize per node; zero means go-redis's default (10 per CPU).
 	PoolSize int
-	// TLS secures the link (see tls.go). Default: from the VIGIL_REDIS_TLS* environment; a
-	// rediss:// URL turns TLS on by itself.
+	// TLS secures the link (see tls.go). Default: off; a rediss:// URL turns TLS on by itself.
 	TLS TLS
 	// Timeout bounds dialling, waiting for a pooled connection, and each read and write, so that
 	// a Redis that stops answering (paused, partitioned) fails a call within about twice this
 	// instead of hanging for go-redis's 5 s dial and 3 s read defaults. A call that timed out is
 	// not retried (its outcome is unknown; callers' scripts are idempotent and they may retry);
 	// stale pooled connections are still replaced before use. A redis:// URL's dial_timeout,
-	// read_timeout, write_timeout, pool_timeout and max_retries parameters win. Default: env
-	// VIGIL_REDIS_TIMEOUT (a Go duration), else DefaultTimeout.
+	// read_timeout, write_timeout, pool_timeout and max_retries parameters win. Default:
+	// DefaultTimeout.
 	Timeout time.Duration
 	// Metrics is where the client registers vigil_redis_script_duration_seconds (every client
 	// registering on one Registerer shares one histogram). Default: prometheus.DefaultRegisterer.
@@ -44,12 +46,13 @@ type Config struct {
 	ClusterRefresh time.Duration
 }
 
+// DefaultTimeout is Config.Timeout's default: a failed Redis shows as UNAVAILABLE in well under
+// a second, and a busy but healthy Redis answers far inside it. It is a variable only so that
+// a test binary on a machine shared with other builds can raise it for every client it starts
+// (pkg/redistest.Main does); a program sets Config.Timeout.
+var DefaultTimeout = 400 * time.Millisecond
+
 const (
-	// EnvTimeout is the environment fallback of Config.Timeout.
-	EnvTimeout = "VIGIL_REDIS_TIMEOUT"
-	// DefaultTimeout is Config.Timeout's default: a failed Redis shows as UNAVAILABLE in well
-	// under a second, and a busy but healthy Redis answers far inside it.
-	DefaultTimeout = 400 * time.Millisecond
 	// DefaultClusterRefresh is Config.ClusterRefresh's default: one CLUSTER SLOTS a second per
 	// client, and a failover is seen about a second after it happens.
 	DefaultClusterRefresh = time.Second
@@ -58,11 +61,7 @@ const (
 // timeouts returns cfg with Timeout and ClusterRefresh defaulted.
 func (cfg Config) timeouts() Config {
 	if cfg.Timeout <= 0 {
-		if d, err := time.ParseDuration(os.Getenv(EnvTimeout)); err == nil && d > 0 {
-			cfg.Timeout = d
-		} else {
-			cfg.Timeout = DefaultTimeout
-		}
+		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.ClusterRefresh <= 0 {
 		cfg.ClusterRefresh = DefaultClusterRefresh
@@ -84,7 +83,12 @@ func ParseClusterAddrs(s string) []string {
 // Open connects to the configured Redis and checks it answers PING.
 func Open(ctx context.Context, cfg Config) (redis.UniversalClient, error) {
 	var c redis.UniversalClient
-	cfg = cfg.withEnv().timeouts()
+	cfg = cfg.timeouts()
+	password, err := cfg.password()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Password = password
 	switch {
 	case len(cfg.ClusterAddrs) > 0:
 		tc, err := cfg.TLS.tlsConfig(nil)

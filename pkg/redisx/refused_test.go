@@ -1,8 +1,9 @@
-package redisx
+package redisx_test
 
 import (
 	"context"
 	"errors"
+	"github.com/vigil-dev/vigil/pkg/redisx"
 	"testing"
 
 	"github.com/vigil-dev/vigil/pkg/redistest"
@@ -11,17 +12,17 @@ import (
 
 func TestArgErrTurnsAGuardRefusalIntoInvalid(t *testing.T) {
 	rdb, _ := redistest.Client(t)
-	guard := NewScript("guard.lua", "if tonumber(ARGV[1]) == nil then return redis.error_reply('ERR guard.lua: want a number') end\nreturn 1")
+	guard := redisx.NewScript("guard.lua", "if tonumber(ARGV[1]) == nil then return redis.error_reply('ERR guard.lua: want a number') end\nreturn 1")
 	err := guard.Run(context.Background(), rdb, []string{"k"}, "x").Err()
-	if !Refused(err) {
+	if !redisx.Refused(err) {
 		t.Fatalf("Refused(%v) = false, want true", err)
 	}
-	if got := ArgErr(err); !errors.Is(got, usererr.ErrInvalid) {
+	if got := redisx.ArgErr(err); !errors.Is(got, usererr.ErrInvalid) {
 		t.Errorf("ArgErr(%v) = %v, want ErrInvalid", err, got)
 	}
-	other := NewScript("boom.lua", "return redis.error_reply('ERR something else')")
+	other := redisx.NewScript("boom.lua", "return redis.error_reply('ERR something else')")
 	err = other.Run(context.Background(), rdb, []string{"k"}).Err()
-	if Refused(err) || errors.Is(ArgErr(err), usererr.ErrInvalid) {
+	if redisx.Refused(err) || errors.Is(redisx.ArgErr(err), usererr.ErrInvalid) {
 		t.Errorf("a non-guard error %v was taken for a refusal", err)
 	}
 }

@@ -9,23 +9,6 @@ import (
 	"strings"
 )
 
-// Environment variables Open falls back on when Config leaves TLS and Password unset, so a
-// deployment secures every service's Redis link without each service growing flags.
-const (
-	// EnvPassword is the Redis password (AUTH) when neither the URL nor Config.Password has one.
-	EnvPassword = "VIGIL_REDIS_PASSWORD"
-	// EnvPasswordFile names a file holding the password (a container secret), read when
-	// EnvPassword is unset; surrounding white space is dropped.
-	EnvPasswordFile = "VIGIL_REDIS_PASSWORD_FILE"
-	// EnvTLSCA, EnvTLSCert and EnvTLSKey name PEM files: the CA that signs Redis's certificate,
-	// and a client certificate for a Redis that requires one (tls-auth-clients yes).
-	EnvTLSCA   = "VIGIL_REDIS_TLS_CA"
-	EnvTLSCert = "VIGIL_REDIS_TLS_CERT"
-	EnvTLSKey  = "VIGIL_REDIS_TLS_KEY"
-	// EnvTLS set to "true" turns TLS on for cluster seeds, which have no URL scheme to say so.
-	EnvTLS = "VIGIL_REDIS_TLS"
-)
-
 // TLS secures the link to Redis. A rediss:// URL turns TLS on by itself (verified against the
 // system roots unless CAFile is set); any field set here turns it on for redis:// URLs and
 // cluster seeds too.
@@ -42,23 +25,16 @@ type TLS struct {
 
 func (t TLS) on() bool { return t.Enabled || t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" }
 
-// withEnv fills what cfg leaves unset from the VIGIL_REDIS_* environment.
-func (cfg Config) withEnv() Config {
-	if cfg.Password == "" {
-		cfg.Password = os.Getenv(EnvPassword)
+// password is cfg's password: Password, else the trimmed contents of PasswordFile.
+func (cfg Config) password() (string, error) {
+	if cfg.Password != "" || cfg.PasswordFile == "" {
+		return cfg.Password, nil
 	}
-	if f := os.Getenv(EnvPasswordFile); cfg.Password == "" && f != "" {
-		if b, err := os.ReadFile(f); err == nil {
-			cfg.Password = strings.TrimSpace(string(b))
-		}
+	b, err := os.ReadFile(cfg.PasswordFile)
+	if err != nil {
+		return "", fmt.Errorf("redis password file: %w", err)
 	}
-	if !cfg.TLS.on() {
-		cfg.TLS = TLS{
-			Enabled: os.Getenv(EnvTLS) == "true",
-			CAFile:  os.Getenv(EnvTLSCA), CertFile: os.Getenv(EnvTLSCert), KeyFile: os.Getenv(EnvTLSKey),
-		}
-	}
-	return cfg
+	return strings.TrimSpace(string(b)), nil
 }
 
 // tlsConfig adds cfg's TLS files to base (what a rediss:// URL set, or nil). It returns nil

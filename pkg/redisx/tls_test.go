@@ -1,8 +1,9 @@
-package redisx
+package redisx_test
 
 import (
 	"context"
 	"fmt"
+	"github.com/vigil-dev/vigil/pkg/redisx"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ import (
 
 const testPassword = "s3cret-redis-pass"
 
-// startTLSRedis runs a Redis that speaks only TLS (client certificates required when
+// startTLSRedis runs a Redis that speaks only redisx.TLS (client certificates required when
 // clientCerts) and wants a password, and returns its host:port.
 func startTLSRedis(t *testing.T, pki tlstest.Files, clientCerts bool) string {
 	t.Helper()
@@ -44,7 +45,7 @@ func startTLSRedis(t *testing.T, pki tlstest.Files, clientCerts bool) string {
 		Started: true,
 	})
 	if err != nil {
-		t.Fatalf("start TLS Redis: %v", err)
+		t.Fatalf("start redisx.TLS Redis: %v", err)
 	}
 	t.Cleanup(func() { _ = c.Terminate(context.Background()) })
 	port, err := c.MappedPort(ctx, "6379/tcp")
@@ -54,7 +55,7 @@ func startTLSRedis(t *testing.T, pki tlstest.Files, clientCerts bool) string {
 	return "127.0.0.1:" + port.Port()
 }
 
-// TestRedisOverTLSWithPassword connects to a TLS-only Redis with a rediss:// URL, a test CA
+// TestRedisOverTLSWithPassword connects to a redisx.TLS-only Redis with a rediss:// URL, a test CA
 // and a password; a plaintext client, a client that does not trust the CA, and a client with
 // the wrong password are refused, and no error quotes the password.
 func TestRedisOverTLSWithPassword(t *testing.T) {
@@ -64,8 +65,8 @@ func TestRedisOverTLSWithPassword(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	good := Config{URL: fmt.Sprintf("rediss://:%s@%s/0", testPassword, addr), TLS: TLS{CAFile: pki.CA}}
-	c, err := Open(ctx, good)
+	good := redisx.Config{URL: fmt.Sprintf("rediss://:%s@%s/0", testPassword, addr), TLS: redisx.TLS{CAFile: pki.CA}}
+	c, err := redisx.Open(ctx, good)
 	if err != nil {
 		t.Fatalf("Open(rediss with CA and password) = %v, want connected", err)
 	}
@@ -74,23 +75,23 @@ func TestRedisOverTLSWithPassword(t *testing.T) {
 	}
 	_ = c.Close()
 
-	// The password may come from Config (or VIGIL_REDIS_PASSWORD) instead of the URL.
-	c, err = Open(ctx, Config{URL: "rediss://" + addr + "/0", Password: testPassword, TLS: TLS{CAFile: pki.CA}})
+	// The password may come from redisx.Config (or VIGIL_REDIS_PASSWORD) instead of the URL.
+	c, err = redisx.Open(ctx, redisx.Config{URL: "rediss://" + addr + "/0", Password: testPassword, TLS: redisx.TLS{CAFile: pki.CA}})
 	if err != nil {
-		t.Fatalf("Open(password from Config) = %v, want connected", err)
+		t.Fatalf("Open(password from redisx.Config) = %v, want connected", err)
 	}
 	_ = c.Close()
 
-	refused := map[string]Config{
+	refused := map[string]redisx.Config{
 		"plaintext":          {URL: fmt.Sprintf("redis://:%s@%s/0", testPassword, addr)},
-		"untrusted CA":       {URL: fmt.Sprintf("rediss://:%s@%s/0", testPassword, addr), TLS: TLS{CAFile: pki.OtherCA}},
-		"wrong password":     {URL: fmt.Sprintf("rediss://:wrong-%s@%s/0", testPassword, addr), TLS: TLS{CAFile: pki.CA}},
-		"no password":        {URL: "rediss://" + addr + "/0", TLS: TLS{CAFile: pki.CA}},
+		"untrusted CA":       {URL: fmt.Sprintf("rediss://:%s@%s/0", testPassword, addr), TLS: redisx.TLS{CAFile: pki.OtherCA}},
+		"wrong password":     {URL: fmt.Sprintf("rediss://:wrong-%s@%s/0", testPassword, addr), TLS: redisx.TLS{CAFile: pki.CA}},
+		"no password":        {URL: "rediss://" + addr + "/0", TLS: redisx.TLS{CAFile: pki.CA}},
 		"malformed with pwd": {URL: fmt.Sprintf("rediss://:%s@%s:notaport/0", testPassword, addr)},
 	}
 	for name, cfg := range refused {
 		short, cancel := context.WithTimeout(ctx, 5*time.Second)
-		c, err := Open(short, cfg)
+		c, err := redisx.Open(short, cfg)
 		cancel()
 		if err == nil {
 			_ = c.Close()
@@ -112,14 +113,14 @@ func TestRedisMutualTLS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	url := fmt.Sprintf("rediss://:%s@%s/0", testPassword, addr)
-	c, err := Open(ctx, Config{URL: url, TLS: TLS{CAFile: pki.CA, CertFile: pki.ClientCert, KeyFile: pki.ClientKey}})
+	c, err := redisx.Open(ctx, redisx.Config{URL: url, TLS: redisx.TLS{CAFile: pki.CA, CertFile: pki.ClientCert, KeyFile: pki.ClientKey}})
 	if err != nil {
 		t.Fatalf("Open with a client certificate = %v, want connected", err)
 	}
 	_ = c.Close()
 	short, cancel2 := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel2()
-	if c, err := Open(short, Config{URL: url, TLS: TLS{CAFile: pki.CA}}); err == nil {
+	if c, err := redisx.Open(short, redisx.Config{URL: url, TLS: redisx.TLS{CAFile: pki.CA}}); err == nil {
 		_ = c.Close()
 		t.Fatal("Open without a client certificate connected, want refused")
 	}
