@@ -3,10 +3,15 @@ module github.com/vigil-dev/vigil/cmd/vigilbench
 go 1.26.0
 
 require (
+	github.com/bsm/redislock v0.9.4
+	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/vigil-dev/vigil/gateway v0.0.0
 	github.com/vigil-dev/vigil/pkg v0.0.0
+	github.com/vigil-dev/vigil/services/lobby v0.0.0
+	github.com/vigil-dev/vigil/services/locks v0.0.0
 	github.com/vigil-dev/vigil/services/reservations v0.0.0
+	github.com/vigil-dev/vigil/services/room v0.0.0
 	google.golang.org/grpc v1.85.0
 )
 
@@ -18,7 +23,7 @@ require (
 	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/coder/websocket v1.8.15 // indirect
+	github.com/coder/websocket v1.8.15
 	github.com/containerd/errdefs v1.0.0 // indirect
 	github.com/containerd/errdefs/pkg v0.3.0 // indirect
 	github.com/containerd/log v0.1.0 // indirect
@@ -79,7 +84,7 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/net v0.61.0 // indirect
-	golang.org/x/sync v0.24.0 // indirect
+	golang.org/x/sync v0.24.0
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.16.0 // indirect

@@ -124,6 +124,9 @@ type benchReport struct {
 	Settings map[string]any `json:"settings"`
 	// Results in the order they were measured.
 	Results []benchResult `json:"results"`
+	// Tables are results with several measurements per row (one row per client or case),
+	// printed after Results as Markdown tables.
+	Tables []*benchTable `json:"tables,omitempty"`
 	// Notes are caveats worth reading next to the numbers.
 	Notes []string `json:"notes,omitempty"`
 }
@@ -138,6 +141,91 @@ type benchResult struct {
 	Value float64 `json:"value"`
 	// Unit, e.g. "alarms/s", "ms", "x".
 	Unit string `json:"unit"`
+}
+
+// benchTable is a table of measurements: a row per case, a column per measured figure.
+type benchTable struct {
+	// Key is a stable machine name, e.g. "contended".
+	Key string `json:"key"`
+	// Title is the human description printed above the table.
+	Title string `json:"title"`
+	// Columns name the figures of each row, in order.
+	Columns []benchColumn `json:"columns"`
+	// Rows in the order they were measured.
+	Rows []benchRow `json:"rows"`
+}
+
+// benchColumn is one figure of a table's rows.
+type benchColumn struct {
+	// Name is the column's heading.
+	Name string `json:"name"`
+	// Unit of the column's values: "ms" prints as a duration, "x" as a ratio.
+	Unit string `json:"unit"`
+}
+
+// benchRow is one case of a table.
+type benchRow struct {
+	// Name of the case, e.g. "vigil gRPC unary".
+	Name string `json:"name"`
+	// Values, one per column.
+	Values []float64 `json:"values"`
+}
+
+// table adds an empty table to the report and returns it for rows.
+func (r *benchReport) table(key, title string, columns ...benchColumn) *benchTable {
+	t := &benchTable{Key: key, Title: title, Columns: columns}
+	r.Tables = append(r.Tables, t)
+	return t
+}
+
+// row adds a case with one value per column.
+func (t *benchTable) row(name string, values ...float64) {
+	t.Rows = append(t.Rows, benchRow{Name: name, Values: values})
+}
+
+func (t *benchTable) write(w io.Writer) {
+	fmt.Fprintf(w, "%s\n\n| case |", t.Title)
+	for _, c := range t.Columns {
+		fmt.Fprintf(w, " %s |", c.Name)
+	}
+	fmt.Fprint(w, "\n| --- |")
+	for range t.Columns {
+		fmt.Fprint(w, " ---: |")
+	}
+	fmt.Fprintln(w)
+	for _, row := range t.Rows {
+		fmt.Fprintf(w, "| %s |", row.Name)
+		for i, v := range row.Values {
+			unit := ""
+			if i < len(t.Columns) {
+				unit = t.Columns[i].Unit
+			}
+			fmt.Fprintf(w, " %s |", benchFormatCell(v, unit))
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w)
+}
+
+// benchFormatCell prints a table value: milliseconds as a rounded duration, ratios with two
+// decimals, counts and rates as whole numbers.
+func benchFormatCell(v float64, unit string) string {
+	switch unit {
+	case "ms":
+		d := time.Duration(v * float64(time.Millisecond))
+		switch {
+		case d >= 100*time.Millisecond:
+			return d.Round(time.Millisecond).String()
+		case d >= time.Millisecond:
+			return d.Round(10 * time.Microsecond).String()
+		default:
+			return d.Round(time.Microsecond).String()
+		}
+	case "x":
+		return fmt.Sprintf("%.2f", v)
+	default:
+		return fmt.Sprintf("%.0f", v)
+	}
 }
 
 func newBenchReport(name string) *benchReport {
@@ -179,12 +267,20 @@ func (r *benchReport) writeTable(w io.Writer) {
 		settings[i] = fmt.Sprintf("%s=%v", k, r.Settings[k])
 	}
 	fmt.Fprintf(w, "settings: %s\n\n", strings.Join(settings, " "))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "measurement\tvalue\tunit\t")
-	for _, res := range r.Results {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", res.Name, benchFormatValue(res.Value), res.Unit)
+	if len(r.Results) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "measurement\tvalue\tunit\t")
+		for _, res := range r.Results {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t\n", res.Name, benchFormatValue(res.Value), res.Unit)
+		}
+		_ = tw.Flush()
+		if len(r.Tables) > 0 {
+			fmt.Fprintln(w)
+		}
 	}
-	_ = tw.Flush()
+	for _, t := range r.Tables {
+		t.write(w)
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}

@@ -76,6 +76,32 @@ func TestBenchReportRendersTableAndJSON(t *testing.T) {
 	}
 }
 
+func TestBenchReportRendersRowTables(t *testing.T) {
+	t.Parallel()
+	rep := newBenchReport("locks")
+	tb := rep.table("contended", "Contended: one resource", benchColumn{"pairs/s", "pairs/s"}, benchColumn{"p99", "ms"}, benchColumn{"× redislock", "x"})
+	tb.row("vigil gRPC unary", 4402.4, 14.834, 3.4216)
+	tb.row("redsync (in-process)", 1286, 159.2, 1)
+	var out bytes.Buffer
+	rep.writeTable(&out)
+	for _, want := range []string{"Contended: one resource", "| case | pairs/s | p99 | × redislock |", "| vigil gRPC unary | 4402 | 14.83ms | 3.42 |", "| redsync (in-process) | 1286 | 159ms | 1.00 |"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "measurement") {
+		t.Errorf("report without results prints the results' heading:\n%s", out.String())
+	}
+	raw, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatalf("json.Marshal: %v", err)
+	}
+	var back benchReport
+	if err := json.Unmarshal(raw, &back); err != nil || len(back.Tables) != 1 || len(back.Tables[0].Rows) != 2 || back.Tables[0].Rows[0].Values[1] != 14.834 {
+		t.Fatalf("JSON round trip = %+v, %v; want the table back", back, err)
+	}
+}
+
 func TestBenchRedactURL(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{
@@ -107,13 +133,21 @@ func runJSON(t *testing.T, name string, args ...string) map[string]float64 {
 	for _, r := range rep.Results {
 		got[r.Key] = r.Value
 	}
+	for _, tb := range rep.Tables {
+		for _, row := range tb.Rows {
+			for i, v := range row.Values {
+				got[tb.Key+"/"+row.Name+"/"+tb.Columns[i].Name] = v
+			}
+		}
+	}
 	return got
 }
 
 // TestBenchmarksRunOnTheRealStack runs each benchmark small, on a real Redis: the bare queue
 // drain and the service drain finish (each verifies every alarm handled once and every hold
-// expired once, with its reservation-alarm line), and the creates run over gRPC and REST.
-// Nothing here judges speed.
+// expired once, with its reservation-alarm line), and the creates run over gRPC and REST; every
+// lock client completes pairs without an error in every workload; occupancy changes reach the
+// lobby's list and the lobby is listed over gRPC and HTTP. Nothing here judges speed.
 func TestBenchmarksRunOnTheRealStack(t *testing.T) {
 	t.Parallel()
 	t.Run("alarms", func(t *testing.T) {
@@ -129,6 +163,37 @@ func TestBenchmarksRunOnTheRealStack(t *testing.T) {
 		for _, k := range []string{"creates_grpc", "creates_rest", "creates_rest_vs_grpc", "queue_drain_throughput", "drain_throughput", "drain_vs_queue"} {
 			if got[k] <= 0 {
 				t.Errorf("reservations result %s = %v, want it measured (%v)", k, got[k], got)
+			}
+		}
+	})
+	t.Run("locks", func(t *testing.T) {
+		t.Parallel()
+		got := runJSON(t, "locks", "--clients", "4", "--duration", "150ms", "--rounds", "1", "--warmup", "0")
+		for _, w := range []string{"uncontended_1", "uncontended", "contended"} {
+			for _, c := range locksClients {
+				if got[w+"/"+c+"/pairs/s"] <= 0 || got[w+"/"+c+"/errors"] != 0 {
+					t.Errorf("locks %s %s: pairs/s %v, errors %v; want pairs and no error", w, c, got[w+"/"+c+"/pairs/s"], got[w+"/"+c+"/errors"])
+				}
+			}
+			if r := got[w+"/bsm/redislock (in-process)/× redislock"]; r != 1 {
+				t.Errorf("locks %s: redislock's ratio to itself = %v, want 1", w, r)
+			}
+		}
+	})
+	t.Run("lobby", func(t *testing.T) {
+		t.Parallel()
+		got := runJSON(t, "lobby", "--churn", "12", "--parallel", "2", "--rooms", "40", "--lists", "3", "--touch-rate", "50")
+		for k, want := range map[string]float64{
+			"occupancy/1 room, sequential/n":                     12 + 7, // 12 joins, 7 leaves (5 open at most)
+			"occupancy/2 rooms at once/n":                        2 * (12 + 7),
+			"listing/ListRooms over gRPC, unchanged lobby/n":     3,
+			"listing/GET /lobby/rooms, unchanged lobby/n":        3,
+			"listing/ListRooms over gRPC, 50 room changes/s/n":   3,
+			"listing/GET /lobby/rooms, 50 room changes/s/failed": 0,
+			"listing_rooms": 40 + 1 + 2, // the churned rooms stay listed
+		} {
+			if got[k] != want {
+				t.Errorf("lobby %s = %v, want %v (%v)", k, got[k], want, got)
 			}
 		}
 	})

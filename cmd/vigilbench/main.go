@@ -5,12 +5,13 @@
 //
 //	go run ./cmd/vigilbench <benchmark> [flags]
 //
-// Adding a benchmark (the locks, chat and room programs are the next ones): write a
+// Adding a benchmark (the chat program is the next one): write a
 // func(ctx, *Harness, *flag.FlagSet, []string) error in its own file and add one line to
 // benchmarks below. The Harness has the rest: h.Redis(ctx) (a throwaway redis-server or
 // --redis-url, with its CPU time), h.Serve(ctx, name, svc) for any service built by its
 // service.New, h.Gateway(ctx, backends), h.Prefix for keys, withCeilings for the raw EVALSHA
-// reference, and h.Report (add, addLatencies, ratio, note), printed as a table or JSON.
+// reference, and h.Report (add, addLatencies, ratio, note, and table for a row per case),
+// printed as tables or JSON.
 package main
 
 import (
@@ -34,13 +35,14 @@ type Benchmark struct {
 	Run func(ctx context.Context, h *Harness, fs *flag.FlagSet, args []string) error
 }
 
-// benchmarks are the subcommands. The locks, chat and room benchmarks
-// (services/locks/cmd/locksbench, gateway/cmd/chatbench, services/room/cmd/roombench) are
-// still programs of their own; moving one here is a file and a line.
+// benchmarks are the subcommands. The chat benchmark (gateway/cmd/chatbench) is still a
+// program of its own; moving it here is a file and a line.
 var benchmarks = map[string]Benchmark{
 	"alarms":       {"pkg/alarm alone: drain 100,000 due alarms, steady 1,000 alarms/s, beside the raw EVALSHA ceiling", benchAlarms},
 	"reservations": {"the reservations service + gateway: creates/s over gRPC and REST; 100,000 holds drained through the service, the bare queue and the raw EVALSHA ceiling in one run", benchReservations},
 	"redis":        {"the raw Redis ceiling alone: redis-benchmark EVALSHA compare-and-set, unpipelined and pipeline 16", benchRedisCeiling},
+	"locks":        {"the lock service + gateway: acquire+release pairs over gRPC, session and REST, uncontended and contended, beside redsync, bsm/redislock and a raw EVALSHA pair", benchLocks},
+	"lobby":        {"the Lobby, a Room replica + gateway: occupancy change to the lobby's list (sockets churning), listing 10,000 rooms over gRPC and HTTP", benchLobby},
 }
 
 const usage = `Usage: vigilbench <benchmark> [flags]

@@ -4,8 +4,6 @@ go 1.26.0
 
 require (
 	github.com/anishathalye/porcupine v1.3.1
-	github.com/bsm/redislock v0.9.4
-	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/vigil-dev/vigil/pkg v0.0.0
 	github.com/vigil-dev/vigil/pkg/api v0.0.0

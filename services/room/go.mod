@@ -3,7 +3,6 @@ module github.com/vigil-dev/vigil/services/room
 go 1.26.0
 
 require (
-	github.com/coder/websocket v1.8.15
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/vigil-dev/vigil/pkg v0.0.0
 	github.com/vigil-dev/vigil/pkg/api v0.0.0
@@ -80,7 +79,6 @@ require (
 	golang.org/x/net v0.61.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
-	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20261026165753-2ffab32bce7e // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261019180522-ce908d29299b // indirect
 )
@@ -91,10 +89,7 @@ require github.com/vigil-dev/vigil/services/lobby v0.0.0
 
 replace github.com/vigil-dev/vigil/services/lobby => ../lobby
 
-require (
-	github.com/prometheus/client_golang v1.25.0
-	github.com/vigil-dev/vigil/gateway v0.0.0
-)
+require github.com/prometheus/client_golang v1.25.0
 
 replace github.com/vigil-dev/vigil/gateway => ../../gateway
 

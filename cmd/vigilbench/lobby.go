@@ -1,0 +1,420 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/vigil-dev/vigil/gateway"
+	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
+	"github.com/vigil-dev/vigil/pkg/redisx"
+	lobbyservice "github.com/vigil-dev/vigil/services/lobby/service"
+	roomservice "github.com/vigil-dev/vigil/services/room/service"
+)
+
+// lobbyBench are the settings of `vigilbench lobby`.
+type lobbyBench struct {
+	churn     int
+	parallel  int
+	rooms     int
+	lists     int
+	touchRate int
+}
+
+// benchLobby measures the lobby domain through the real Lobby, one Room replica and the
+// gateway: how soon an occupancy change (a viewer's socket joining or leaving through the
+// gateway) shows in the Lobby's list, for one room and with many rooms churning at once, and
+// how long listing 10,000 rooms takes over gRPC and over HTTP, with the lobby unchanged and
+// with rooms changing meanwhile.
+func benchLobby(ctx context.Context, h *Harness, fs *flag.FlagSet, args []string) error {
+	var o lobbyBench
+	fs.IntVar(&o.churn, "churn", 500, "viewer joins and leaves per room in the churn runs (0 skips them)")
+	fs.IntVar(&o.parallel, "parallel", 16, "rooms churning at once in the loaded churn run")
+	fs.IntVar(&o.rooms, "rooms", 10000, "rooms added to the lobby for the listing runs (0 skips them)")
+	fs.IntVar(&o.lists, "lists", 200, "listings timed per way (gRPC, HTTP) and condition")
+	fs.IntVar(&o.touchRate, "touch-rate", 500, "room changes per second during the second listing run")
+	if err := parseBenchFlags(fs, args); err != nil {
+		return err
+	}
+	if o.churn < 0 || o.parallel <= 0 || o.rooms < 0 || o.lists <= 0 || o.touchRate <= 0 {
+		return fmt.Errorf("%w: --parallel, --lists and --touch-rate must be positive, --churn and --rooms not negative", errUsage)
+	}
+	b, err := h.Redis(ctx)
+	if err != nil {
+		return err
+	}
+	rep := h.Report
+	rep.Settings["churn"] = o.churn
+	rep.Settings["parallel"] = o.parallel
+	rep.Settings["rooms"] = o.rooms
+	rep.Settings["lists"] = o.lists
+	rep.Settings["touch_rate"] = o.touchRate
+
+	st, err := startLobbyStack(ctx, h, b.url)
+	if err != nil {
+		return err
+	}
+	if o.churn > 0 {
+		if err := st.benchChurn(ctx, rep, o); err != nil {
+			return err
+		}
+	}
+	if o.rooms > 0 {
+		if err := st.benchListing(ctx, rep, o); err != nil {
+			return err
+		}
+	}
+	rep.note("CPU/op is this process's user+system CPU per operation: the whole stack (gateway, Room, Lobby) plus the benchmark's clients and poller, not Redis")
+	return nil
+}
+
+// lobbyStack is the Lobby, a Room replica and the gateway, started by the harness.
+type lobbyStack struct {
+	lobby        lobbyv1.LobbyServiceClient
+	gw           string
+	http         *http.Client
+	dialFailures atomic.Int64
+}
+
+func startLobbyStack(ctx context.Context, h *Harness, redisURL string) (*lobbyStack, error) {
+	lobby, err := lobbyservice.New(ctx, lobbyservice.Options{Redis: redisx.Config{URL: redisURL}, Prefix: h.Prefix, Logger: quiet("lobby")})
+	if err != nil {
+		return nil, fmt.Errorf("lobby service: %w", err)
+	}
+	lobbyAddr := h.Serve(ctx, "lobby", lobby)
+	room, err := roomservice.New(ctx, roomservice.Options{Redis: redisx.Config{URL: redisURL}, Prefix: h.Prefix, LobbyAddr: lobbyAddr, Logger: quiet("room")})
+	if err != nil {
+		return nil, fmt.Errorf("room service: %w", err)
+	}
+	roomAddr := h.Serve(ctx, "room", room)
+	st := &lobbyStack{}
+	if st.gw, st.http, err = h.Gateway(ctx, gateway.Backends{Lobby: lobbyAddr, Room: roomAddr}); err != nil {
+		return nil, err
+	}
+	conn, err := grpc.NewClient(lobbyAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, err
+	}
+	h.stack.mu.Lock()
+	h.stack.cancels = append(h.stack.cancels, func() { _ = conn.Close() })
+	h.stack.mu.Unlock()
+	st.lobby = lobbyv1.NewLobbyServiceClient(conn)
+	benchStage("lobby on %s, room replica on %s, gateway on %s (in process)", lobbyAddr, roomAddr, st.gw)
+	return st, nil
+}
+
+// lobbyColumns are the columns of the lobby benchmark's tables.
+var lobbyColumns = []benchColumn{{"n", "ops"}, {"p50", "ms"}, {"p99", "ms"}, {"max", "ms"}, {"CPU/op", "ms"}}
+
+// lobbyRow adds timed operations and the CPU they cost since cpu0 as a row of t.
+// extra values follow those of lobbyColumns.
+func lobbyRow(t *benchTable, name string, l *benchLatencies, cpu0 time.Duration, extra ...float64) {
+	n := l.len()
+	cpu := 0.0
+	if n > 0 {
+		cpu = float64(processCPU()-cpu0) / float64(time.Millisecond) / float64(n)
+	}
+	t.row(name, append([]float64{float64(n), l.percentile(50), l.percentile(99), l.percentile(100), cpu}, extra...)...)
+}
+
+// benchChurn times occupancy changes until the lobby's list shows them: one room churning
+// alone, then o.parallel rooms at once.
+func (st *lobbyStack) benchChurn(ctx context.Context, rep *benchReport, o lobbyBench) error {
+	t := rep.table("occupancy", "Occupancy change → visible in the lobby's list (viewer sockets through the gateway; ListRooms polled every 1 ms)", lobbyColumns...)
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	w := watch(wctx, st.lobby)
+
+	benchStage("churn: 1 room, %d changes", o.churn)
+	var one benchLatencies
+	c0 := processCPU()
+	if err := st.churnRoom(ctx, w, o.churn, "solo", &one); err != nil {
+		return err
+	}
+	lobbyRow(t, "1 room, sequential", &one, c0)
+
+	benchStage("churn: %d rooms at once, %d changes each", o.parallel, o.churn)
+	var all benchLatencies
+	g, gctx := errgroup.WithContext(ctx)
+	began, c1 := time.Now(), processCPU()
+	for i := range o.parallel {
+		g.Go(func() error { return st.churnRoom(gctx, w, o.churn, fmt.Sprintf("p%d", i), &all) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	rate := float64(all.len()) / time.Since(began).Seconds()
+	lobbyRow(t, fmt.Sprintf("%d rooms at once", o.parallel), &all, c1)
+	rep.add("churn_parallel_rate", fmt.Sprintf("occupancy changes/s, %d rooms at once", o.parallel), rate, "changes/s")
+	if f, d := w.failed(), st.dialFailures.Load(); f > 0 || d > 0 {
+		rep.note("%d lobby polls and %d socket dials failed under load and were retried (the times include the retries)", f, d)
+	}
+	return nil
+}
+
+// benchListing fills the lobby with o.rooms more rooms and times listings over gRPC and over
+// the gateway's HTTP, with the lobby unchanged and with o.touchRate room changes a second.
+func (st *lobbyStack) benchListing(ctx context.Context, rep *benchReport, o lobbyBench) error {
+	benchStage("listing: creating %d rooms", o.rooms)
+	if err := fill(ctx, st.lobby, o.rooms); err != nil {
+		return err
+	}
+	codes, err := allCodes(ctx, st.lobby)
+	if err != nil {
+		return err
+	}
+	rep.add("listing_rooms", "rooms in the lobby for the listings", float64(len(codes)), "rooms")
+	if _, err := st.lobby.ListRooms(ctx, &lobbyv1.ListRoomsRequest{}); err != nil { // warm the cache
+		return err
+	}
+	t := rep.table("listing", fmt.Sprintf("Listing the lobby's %d rooms", len(codes)), append(append([]benchColumn(nil), lobbyColumns...), benchColumn{"failed", "ops"})...)
+	for _, rate := range []int{0, o.touchRate} {
+		during := "unchanged lobby"
+		if rate > 0 {
+			during = fmt.Sprintf("%d room changes/s", rate)
+		}
+		benchStage("listing: %d listings over gRPC and over HTTP, %s", o.lists, during)
+		stop := make(chan struct{})
+		var bg sync.WaitGroup
+		if rate > 0 {
+			bg.Go(func() { touchAtRate(ctx, st.lobby, codes, rate, stop) })
+		}
+		c0 := processCPU()
+		grpcTimes, gFailed := timeGRPCList(ctx, st.lobby, o.lists)
+		lobbyRow(t, "ListRooms over gRPC, "+during, grpcTimes, c0, float64(gFailed))
+		c1 := processCPU()
+		httpTimes, size, hFailed := st.timeHTTPList(ctx, o.lists)
+		lobbyRow(t, "GET /lobby/rooms, "+during, httpTimes, c1, float64(hFailed))
+		close(stop)
+		bg.Wait()
+		if rate == 0 {
+			rep.add("listing_json_kib", "GET /lobby/rooms body", float64(size)/1024, "KiB")
+		}
+	}
+	return nil
+}
+
+func allCodes(ctx context.Context, lobby lobbyv1.LobbyServiceClient) ([]string, error) {
+	res, err := lobby.ListRooms(ctx, &lobbyv1.ListRoomsRequest{})
+	if err != nil {
+		return nil, err
+	}
+	codes := make([]string, 0, len(res.GetRooms()))
+	for _, r := range res.GetRooms() {
+		codes = append(codes, r.GetCode())
+	}
+	return codes, nil
+}
+
+// touchAtRate reports leader activity in rooms at rate per second until stop closes: every
+// touch is a change the listing has to pick up.
+func touchAtRate(ctx context.Context, lobby lobbyv1.LobbyServiceClient, codes []string, rate int, stop <-chan struct{}) {
+	t := time.NewTicker(time.Second / time.Duration(rate))
+	defer t.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		_, _ = lobby.TouchRoom(ctx, &lobbyv1.TouchRoomRequest{Code: codes[(i*7919)%len(codes)], At: time.Now().UnixMilli()})
+	}
+}
+
+// timeGRPCList times n ListRooms calls; a call that fails (timed out under the machine's
+// load) is counted, not timed.
+func timeGRPCList(ctx context.Context, lobby lobbyv1.LobbyServiceClient, n int) (*benchLatencies, int) {
+	var ds benchLatencies
+	failed := 0
+	for range n {
+		t0 := time.Now()
+		if _, err := lobby.ListRooms(ctx, &lobbyv1.ListRoomsRequest{}); err != nil {
+			failed++
+			continue
+		}
+		ds.add(time.Since(t0))
+	}
+	return &ds, failed
+}
+
+// timeHTTPList times n GET /lobby/rooms through the gateway and returns the body's size.
+func (st *lobbyStack) timeHTTPList(ctx context.Context, n int) (*benchLatencies, int, int) {
+	var ds benchLatencies
+	size, failed := 0, 0
+	for range n {
+		t0 := time.Now()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, st.gw+"/lobby/rooms", nil)
+		if err != nil {
+			return &ds, size, failed + 1
+		}
+		res, err := st.http.Do(req)
+		if err != nil {
+			failed++
+			continue
+		}
+		body, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil || res.StatusCode != http.StatusOK {
+			failed++
+			continue
+		}
+		ds.add(time.Since(t0))
+		size = len(body)
+	}
+	return &ds, size, failed
+}
+
+// watcher polls the lobby's list every millisecond, as a lobby page would, and wakes the
+// churners waiting for a room's count: one light poller instead of one per room.
+type watcher struct {
+	mu       sync.Mutex
+	cond     *sync.Cond
+	viewers  map[string]int32
+	failures int
+}
+
+func watch(ctx context.Context, lobby lobbyv1.LobbyServiceClient) *watcher {
+	w := &watcher{viewers: map[string]int32{}}
+	w.cond = sync.NewCond(&w.mu)
+	go func() {
+		for ctx.Err() == nil {
+			res, err := lobby.ListRooms(ctx, &lobbyv1.ListRoomsRequest{})
+			w.mu.Lock()
+			if err != nil {
+				// A failed poll (the store timed out under load) is counted and retried; the
+				// churners' times include the wait.
+				w.failures++
+			} else {
+				for _, r := range res.GetRooms() {
+					w.viewers[r.GetCode()] = r.GetViewers()
+				}
+			}
+			w.cond.Broadcast()
+			w.mu.Unlock()
+			time.Sleep(time.Millisecond) // poll interval: the resolution of the measurement
+		}
+	}()
+	return w
+}
+
+func (w *watcher) failed() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.failures
+}
+
+// waitFor waits until the lobby's list shows the room with viewers, and returns the time
+// since t0.
+func (w *watcher) waitFor(code string, viewers int32, t0 time.Time) (time.Duration, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.viewers[code] != viewers {
+		if time.Since(t0) > 10*time.Second {
+			return 0, fmt.Errorf("room %s: %d viewers in the lobby after 10s, want %d", code, w.viewers[code], viewers)
+		}
+		w.cond.Wait()
+	}
+	return time.Since(t0), nil
+}
+
+// churnRoom opens a room with its leader, then joins and leaves viewers through the gateway,
+// up to 5 at a time, and times each change until the lobby's list shows it.
+func (st *lobbyStack) churnRoom(ctx context.Context, w *watcher, n int, name string, out *benchLatencies) error {
+	created, err := st.lobby.CreateRoom(ctx, &lobbyv1.CreateRoomRequest{Name: name, Video: &lobbyv1.Video{Title: "v", DurationMs: 1000}})
+	if err != nil {
+		return err
+	}
+	code := created.GetCode()
+	ws := "ws" + strings.TrimPrefix(st.gw, "http") + "/rooms/" + code + "/websocket?"
+	leader, _, err := websocket.Dial(ctx, ws+"role=leader&clientId=lead&token="+created.GetLeaderToken(), nil)
+	if err != nil {
+		return err
+	}
+	defer leader.CloseNow()
+	go drain(leader)
+	if _, err := w.waitFor(code, 0, time.Now()); err != nil {
+		return err
+	}
+	var open []*websocket.Conn
+	defer func() {
+		for _, c := range open {
+			_ = c.CloseNow()
+		}
+	}()
+	for i := range n {
+		// Up to 5 viewers at a time: join until 5, then leave and join alternately.
+		if len(open) == 5 {
+			t0 := time.Now()
+			c := open[0]
+			open = open[1:]
+			_ = c.Close(websocket.StatusNormalClosure, "")
+			d, err := w.waitFor(code, int32(len(open)), t0)
+			if err != nil {
+				return err
+			}
+			out.add(d)
+		}
+		t0 := time.Now()
+		c, err := st.dialRetrying(ctx, ws+fmt.Sprintf("role=viewer&clientId=v%d", i))
+		if err != nil {
+			return err
+		}
+		go drain(c)
+		open = append(open, c)
+		d, err := w.waitFor(code, int32(len(open)), t0)
+		if err != nil {
+			return err
+		}
+		out.add(d)
+	}
+	return nil
+}
+
+// dialRetrying opens a viewer socket, retrying a few times when the stack refuses it under
+// the machine's load (a store call timed out: 503); the time to the count includes retries.
+func (st *lobbyStack) dialRetrying(ctx context.Context, url string) (*websocket.Conn, error) {
+	var err error
+	for range 5 {
+		var c *websocket.Conn
+		if c, _, err = websocket.Dial(ctx, url, nil); err == nil {
+			return c, nil
+		}
+		st.dialFailures.Add(1)
+	}
+	return nil, err
+}
+
+func drain(c *websocket.Conn) {
+	for {
+		if _, _, err := c.Read(context.Background()); err != nil {
+			return
+		}
+	}
+}
+
+func fill(ctx context.Context, lobby lobbyv1.LobbyServiceClient, n int) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(32)
+	for i := range n {
+		g.Go(func() error {
+			_, err := lobby.CreateRoom(ctx, &lobbyv1.CreateRoomRequest{
+				Name: fmt.Sprintf("Practice room %d", i), Video: &lobbyv1.Video{Title: "Routine for the spring show", DurationMs: 215_000},
+			})
+			return err
+		})
+	}
+	return g.Wait()
+}
