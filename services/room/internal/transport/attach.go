@@ -282,7 +282,7 @@ func (a *attachStream) hello(h *roomv1.Hello) {
 }
 
 // watch tells the client when the service ends one session on its own: its lease lapsed, or
-// it was re-attached on another stream. A room's end is the listener's.
+// it was re-attached on another stream. A room's end is the stream's, sent by the listener.
 func (a *attachStream) watch(id string, m *member, sess *hub.Session) {
 	select {
 	case <-sess.Done():
@@ -291,6 +291,12 @@ func (a *attachStream) watch(id string, m *member, sess *hub.Session) {
 	}
 	reason := sess.Reason()
 	if reason == domain.ReasonExpired || reason == domain.ReasonEnded {
+		// The room ended: the whole stream ends with it (once, from the listener), also when
+		// only the lease renewal noticed it.
+		a.mu.Lock()
+		l := a.listener
+		a.mu.Unlock()
+		l.Kill(reason)
 		return
 	}
 	a.mu.Lock()
