@@ -224,3 +224,38 @@ func TestPracticeRoomSlowSocketDoesNotStallOthers(t *testing.T) {
 	}
 	assertOpen(t, append([]*roomSocket{lead}, vs...)...)
 }
+
+// A viewer who leaves while the Room service is away is counted when the room's stream is
+// back, not at its session's lease end: the lease here is longer than any wait of the test.
+func TestPracticeRoomLeaveDuringRestartIsCounted(t *testing.T) {
+	t.Parallel()
+	s := newRoomStack(t, 10*time.Minute)
+	room := s.startRoom(t)
+	s.startGateway(t)
+	code, token := s.createRoom(t)
+	lead := mustDialRoom(t, s.gw, code, "role=leader&clientId=lead&token="+token)
+	lead.next("state")
+	var vs []*roomSocket
+	for i := range 3 {
+		v := mustDialRoom(t, s.gw, code, fmt.Sprintf("role=viewer&clientId=v%d", i))
+		v.next("state")
+		vs = append(vs, v)
+	}
+	wait.For(t, "the Lobby counts 3 viewers and the leader", lobbyViewers(t, s.gw, code, 3, true))
+
+	room.stop()
+	_ = vs[0].c.Close(websocket.StatusNormalClosure, "bye")
+	wait.Until(t, "the gateway saw the viewer leave", func() bool {
+		return len(s.logs.events(map[string]any{"event": "ws_left", "service": "gateway"})) >= 1
+	})
+	s.startRoom(t)
+	lead.nextWithin("state", wait.Deadline) // re-attached
+	wait.For(t, "the Lobby counts the viewer who left in the gap", lobbyViewers(t, s.gw, code, 2, true))
+	lead.send(`{"type": "sync", "playing": true, "positionMs": 99}`)
+	for _, v := range vs[1:] {
+		if f := v.nextWithin("sync", wait.Deadline); f["positionMs"] != json.Number("99") {
+			t.Fatalf("viewer's sync = %v", f)
+		}
+	}
+	assertOpen(t, lead, vs[1], vs[2])
+}

@@ -66,7 +66,11 @@ type practiceRoom struct {
 	gen     int                             // counts the room's streams
 	members map[string]*roomMember          // by session id
 	recent  []roomRecent                    // the latest room frames, in version order
-	orphans []*roomv1.Hello                 // left while detached: closed on the next stream
+	// leaving are the sessions of sockets that left, until the service answers their detach:
+	// a detach lost with its stream (or sent while there was none) is sent again, after the
+	// session's hello, on the next stream, so the Lobby counts the leave then, not at the
+	// session's lease end.
+	leaving map[string]*roomv1.Hello
 	ended   bool
 }
 
@@ -145,10 +149,9 @@ func (b *roomBridge) leave(m *roomMember) {
 	var stream roomv1.RoomService_AttachClient
 	if r.members[id] == m {
 		delete(r.members, id)
-		if r.stream != nil {
+		if !r.ended {
+			r.leaving[id] = m.hello
 			stream = r.stream
-		} else if !r.ended {
-			r.orphans = append(r.orphans, m.hello)
 		}
 	}
 	r.mu.Unlock()
@@ -168,7 +171,7 @@ func (b *roomBridge) leave(m *roomMember) {
 
 func newPracticeRoom(b *roomBridge, code string) *practiceRoom {
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &practiceRoom{b: b, code: code, ctx: ctx, cancel: cancel, members: map[string]*roomMember{}}
+	r := &practiceRoom{b: b, code: code, ctx: ctx, cancel: cancel, members: map[string]*roomMember{}, leaving: map[string]*roomv1.Hello{}}
 	go r.run()
 	return r
 }
@@ -232,18 +235,17 @@ func (r *practiceRoom) attach() (answered bool, err error) {
 	r.gen++
 	gen := r.gen
 	r.stream = stream
-	hellos := make([]*roomv1.AttachRequest, 0, len(r.members)+2*len(r.orphans))
+	hellos := make([]*roomv1.AttachRequest, 0, len(r.members)+2*len(r.leaving))
 	for _, m := range r.members {
 		hellos = append(hellos, &roomv1.AttachRequest{Frame: &roomv1.AttachRequest_Hello{Hello: m.hello}})
 	}
-	// A socket that left while detached: its session is re-attached and closed, so the
-	// Lobby counts its leave now rather than when its lease ends.
-	for _, h := range r.orphans {
+	// A socket that left with its detach unanswered: its session is re-attached and closed, so
+	// the Lobby counts its leave now rather than when its lease ends.
+	for _, h := range r.leaving {
 		hellos = append(hellos,
 			&roomv1.AttachRequest{Frame: &roomv1.AttachRequest_Hello{Hello: h}},
 			&roomv1.AttachRequest{Frame: &roomv1.AttachRequest_Detach{Detach: h.GetSessionId()}})
 	}
-	r.orphans = nil
 	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()
@@ -328,6 +330,9 @@ func (r *practiceRoom) session(stream roomv1.RoomService_AttachClient, gen int, 
 	defer r.mu.Unlock()
 	m := r.members[resp.GetSessionId()]
 	if m == nil {
+		if resp.GetEnd() != nil {
+			delete(r.leaving, resp.GetSessionId()) // its detach is answered: it is closed
+		}
 		return // it left
 	}
 	if e := resp.GetEnd(); e != nil {

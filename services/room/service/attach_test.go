@@ -158,7 +158,13 @@ func TestAttachCarriesManySessions(t *testing.T) {
 
 	// A detach is a leave, counted.
 	a.send(&roomv1.AttachRequest{Frame: &roomv1.AttachRequest_Detach{Detach: "s-v3"}})
-	wait.Until(t, "the lobby shows 2 viewers", viewers(e, code, 2, true))
+	done := a.await("the detach's answer", func(r *roomv1.AttachResponse) bool { return r.GetSessionId() == "s-v3" && r.GetEnd() != nil })
+	if c := codes.Code(done.GetEnd().GetCode()); c != codes.OK {
+		t.Fatalf("a detach was answered with %v, want OK", c)
+	}
+	if r := e.lobbyRoom(code); r.GetViewers() != 2 {
+		t.Fatalf("lobby after the detach's answer = %d viewers, want 2", r.GetViewers())
+	}
 	leaveOccupancy := func(r *roomv1.AttachResponse) bool {
 		return r.GetFrame().GetOccupancy().GetViewers() == 2 && r.GetVersion() > m.GetVersion()
 	}

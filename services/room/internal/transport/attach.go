@@ -270,6 +270,7 @@ func (a *attachStream) hello(h *roomv1.Hello) {
 		if m.left {
 			a.mu.Unlock()
 			a.s.app.Close(sess)
+			a.send(&roomv1.AttachResponse{SessionId: id, End: &roomv1.SessionEnd{}})
 			return
 		}
 		m.sess = sess
@@ -316,12 +317,14 @@ func (a *attachStream) watch(id string, m *member, sess *hub.Session) {
 	a.end(id, status.Error(codes.Aborted, reason))
 }
 
-// detach closes a session, as a Join stream its client ended does.
+// detach closes a session, as a Join stream its client ended does, and answers with the
+// session's end (code OK) once it is closed (or was not open on this stream).
 func (a *attachStream) detach(id string) {
 	a.mu.Lock()
 	m := a.members[id]
 	if m == nil {
 		a.mu.Unlock()
+		a.send(&roomv1.AttachResponse{SessionId: id, End: &roomv1.SessionEnd{}})
 		a.inflight.Done()
 		return
 	}
@@ -336,6 +339,7 @@ func (a *attachStream) detach(id string) {
 	go func() {
 		defer a.inflight.Done()
 		a.s.app.Close(m.sess)
+		a.send(&roomv1.AttachResponse{SessionId: id, End: &roomv1.SessionEnd{}})
 	}()
 }
 

@@ -1226,7 +1226,7 @@ type AttachRequest_Hello struct {
 }
 
 type AttachRequest_Detach struct {
-	// Closes the session with this id.
+	// Closes the session with this id; answered by its end with code OK.
 	Detach string `protobuf:"bytes,2,opt,name=detach,proto3,oneof"`
 }
 
@@ -1305,8 +1305,9 @@ type AttachResponse struct {
 	// The room's version as of a State, or of a relayed frame or Occupancy. A session skips the
 	// room's frames at or below its State's version.
 	Version int64 `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
-	// Set (without a frame) when the service ended the session on this stream: a refused hello,
-	// or a session dropped (its lease lapsed, it was re-attached on another stream).
+	// Set (without a frame) when the session ended on this stream: a refused hello, a session
+	// dropped (its lease lapsed, it was re-attached on another stream), or (code OK) a detach
+	// done.
 	End           *SessionEnd `protobuf:"bytes,4,opt,name=end,proto3" json:"end,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -57,8 +57,9 @@ type RoomServiceClient interface {
 	// (counting, leader token, lease, re-attach on any replica); every hello on a stream names
 	// the same room. Each is answered by the session's State (with the session id and the state's
 	// version) or by its end (a refused hello: the status Join would end with). A detach closes
-	// one session, as a Join stream the client ended does. Controls carry their session id and
-	// ref and are answered as on Join, by an Ack or an Error with the session id.
+	// one session, as a Join stream the client ended does, and is answered by the session's end
+	// with code OK once it is closed. Controls carry their session id and ref and are answered as
+	// on Join, by an Ack or an Error with the session id.
 	//
 	// The room's relayed leader frames (for viewers), occupancy changes and its Ended frame are
 	// sent ONCE per stream, without a session id, with the room's version: a session skips those
@@ -149,8 +150,9 @@ type RoomServiceServer interface {
 	// (counting, leader token, lease, re-attach on any replica); every hello on a stream names
 	// the same room. Each is answered by the session's State (with the session id and the state's
 	// version) or by its end (a refused hello: the status Join would end with). A detach closes
-	// one session, as a Join stream the client ended does. Controls carry their session id and
-	// ref and are answered as on Join, by an Ack or an Error with the session id.
+	// one session, as a Join stream the client ended does, and is answered by the session's end
+	// with code OK once it is closed. Controls carry their session id and ref and are answered as
+	// on Join, by an Ack or an Error with the session id.
 	//
 	// The room's relayed leader frames (for viewers), occupancy changes and its Ended frame are
 	// sent ONCE per stream, without a session id, with the room's version: a session skips those
