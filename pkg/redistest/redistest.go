@@ -41,16 +41,20 @@ var shared struct {
 }
 
 // TestRedisTimeout is the Redis call timeout Main gives every client a test binary opens
-// (redisx.DefaultTimeout), unless VIGIL_REDIS_TIMEOUT says otherwise: tests check semantics on a
+// (redisx.UnsetTimeout), unless VIGIL_REDIS_TIMEOUT says otherwise: tests check semantics on a
 // machine shared with other builds, where one call may stall past redisx's 400 ms production
-// default. Tests that measure failing fast set redisx.Config.Timeout themselves.
+// default; service processes the tests start get it through VIGIL_REDIS_TIMEOUT. Tests that
+// measure failing fast set redisx.Config.Timeout themselves.
 const TestRedisTimeout = 5 * time.Second
 
 // Main runs a package's tests, then stops the shared Redis. Call it from TestMain.
 func Main(m *testing.M) {
-	redisx.DefaultTimeout = TestRedisTimeout
+	redisx.UnsetTimeout = TestRedisTimeout
 	if d, err := time.ParseDuration(os.Getenv("VIGIL_REDIS_TIMEOUT")); err == nil && d > 0 {
-		redisx.DefaultTimeout = d
+		redisx.UnsetTimeout = d
+	} else {
+		// Service processes a test starts read their timeout from the environment (their flags).
+		_ = os.Setenv("VIGIL_REDIS_TIMEOUT", TestRedisTimeout.String())
 	}
 	code := m.Run()
 	if shared.srv != nil {

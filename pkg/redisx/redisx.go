@@ -35,7 +35,7 @@ type Config struct {
 	// not retried (its outcome is unknown; callers' scripts are idempotent and they may retry);
 	// stale pooled connections are still replaced before use. A redis:// URL's dial_timeout,
 	// read_timeout, write_timeout, pool_timeout and max_retries parameters win. Default:
-	// DefaultTimeout.
+	// UnsetTimeout (DefaultTimeout outside tests).
 	Timeout time.Duration
 	// Metrics is where the client registers vigil_redis_script_duration_seconds (every client
 	// registering on one Registerer shares one histogram). Default: prometheus.DefaultRegisterer.
@@ -46,11 +46,14 @@ type Config struct {
 	ClusterRefresh time.Duration
 }
 
-// DefaultTimeout is Config.Timeout's default: a failed Redis shows as UNAVAILABLE in well under
-// a second, and a busy but healthy Redis answers far inside it. It is a variable only so that
-// a test binary on a machine shared with other builds can raise it for every client it starts
-// (pkg/redistest.Main does); a program sets Config.Timeout.
-var DefaultTimeout = 400 * time.Millisecond
+// DefaultTimeout is Config.Timeout's default in production: a failed Redis shows as
+// UNAVAILABLE in well under a second, and a busy but healthy Redis answers far inside it.
+const DefaultTimeout = 400 * time.Millisecond
+
+// UnsetTimeout is what Open uses when Config.Timeout is zero: DefaultTimeout, unless a test
+// binary on a machine shared with other builds raised it for every client it starts
+// (pkg/redistest.Main does). A program sets Config.Timeout instead.
+var UnsetTimeout = DefaultTimeout
 
 const (
 	// DefaultClusterRefresh is Config.ClusterRefresh's default: one CLUSTER SLOTS a second per
@@ -61,7 +64,7 @@ const (
 // timeouts returns cfg with Timeout and ClusterRefresh defaulted.
 func (cfg Config) timeouts() Config {
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultTimeout
+		cfg.Timeout = UnsetTimeout
 	}
 	if cfg.ClusterRefresh <= 0 {
 		cfg.ClusterRefresh = DefaultClusterRefresh
