@@ -103,14 +103,25 @@ func (g *Gateway) secure(next http.Handler) http.Handler {
 				p = &principal{}
 			}
 		}
-		client := clientAddr(r, lim.TrustedProxies)
-		id := "addr:" + client
-		if authErr == nil && p.name != "" {
-			id = "key:" + p.name
+		// The client's address and the limiter id are worked out only when something uses them:
+		// a limiter is on, or a refusal is logged.
+		client, id := "", ""
+		identify := func() {
+			if client == "" {
+				client = clientAddr(r, lim.TrustedProxies)
+				id = "addr:" + client
+				if authErr == nil && p.name != "" {
+					id = "key:" + p.name
+				}
+			}
 		}
 		refused := func(reason string) {
+			identify()
 			g.log.InfoContext(r.Context(), "request refused", "event", "refused", "reason", reason,
 				"method", r.Method, "path", r.URL.Path, "key", p.name, "client", client)
+		}
+		if requests != nil {
+			identify()
 		}
 		if ok, wait := requests.allow(id); !ok {
 			refused("rate")
@@ -135,7 +146,8 @@ func (g *Gateway) secure(next http.Handler) http.Handler {
 		if route == "POST /auth/socket-token" {
 			r = r.WithContext(withPrincipal(r.Context(), p))
 		}
-		if route == "POST /lobby/rooms" {
+		if route == "POST /lobby/rooms" && roomQuota != nil {
+			identify()
 			if ok, wait := roomQuota.allow(id); !ok {
 				refused("room_quota")
 				tooMany(w, wait, "rooms created by this key")
@@ -150,6 +162,10 @@ func (g *Gateway) secure(next http.Handler) http.Handler {
 func validUTF8(r *http.Request) bool {
 	if !utf8.ValidString(r.URL.Path) {
 		return false
+	}
+	if r.URL.RawQuery == "" {
+		// The usual REST call: no query, nothing to parse (Query would allocate a map).
+		return true
 	}
 	for k, vs := range r.URL.Query() {
 		if !utf8.ValidString(k) {
