@@ -17,7 +17,7 @@ func locksDomain(addr string) domain {
 	return domain{
 		name: "locks",
 		addr: backendTarget(addr),
-		restPool: func(ctx context.Context, mux *runtime.ServeMux, cc grpc.ClientConnInterface) error {
+		rest: func(ctx context.Context, mux *runtime.ServeMux, cc *grpc.ClientConn) error {
 			return locksv1.RegisterLockServiceHandlerClient(ctx, mux, locksv1.NewLockServiceClient(cc))
 		},
 		fieldErrors: map[protoreflect.FullName]string{

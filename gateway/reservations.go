@@ -16,7 +16,7 @@ func reservationsDomain(addr string) domain {
 	return domain{
 		name: "reservations",
 		addr: backendTarget(addr),
-		restPool: func(ctx context.Context, mux *runtime.ServeMux, cc grpc.ClientConnInterface) error {
+		rest: func(ctx context.Context, mux *runtime.ServeMux, cc *grpc.ClientConn) error {
 			return reservationsv1.RegisterReservationServiceHandlerClient(ctx, mux, reservationsv1.NewReservationServiceClient(cc))
 		},
 		created: map[string]int{
