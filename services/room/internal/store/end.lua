@@ -14,5 +14,5 @@ end
 if not ended() then
   redis.call('HSET', KEYS[1], 'ended', ARGV[5])
 end
-redis.call('ZADD', KEYS[6], ARGV[3], ARGV[1])
+alarm_set(KEYS[6], ARGV[1], ARGV[3])
 return 1

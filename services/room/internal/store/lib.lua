@@ -1,4 +1,5 @@
--- lib.lua: helpers shared by the room scripts; prepended to each of them at construction.
+-- lib.lua: helpers shared by the room scripts; prepended to each of them at construction,
+-- after pkg/alarm's Lua contract (alarm.NewScript), which sets and clears the room's alarm.
 -- Every room script takes the same KEYS and first ARGV:
 -- KEYS[1]  the room's state hash
 -- KEYS[2]  its sessions: sorted set, session id -> lease end (ms)
@@ -29,11 +30,7 @@ local function rearm()
   if first[2] and tonumber(first[2]) < due then
     due = tonumber(first[2])
   end
-  redis.call('ZADD', KEYS[6], string.format('%d', due), ARGV[1])
-  if redis.call('ZRANGE', KEYS[6], 0, 0)[1] == ARGV[1] then
-    return 1
-  end
-  return 0
+  return alarm_set(KEYS[6], ARGV[1], string.format('%d', due))
 end
 
 -- ended returns the room's end reason, or nil while it is open.

@@ -3,6 +3,7 @@ package store
 import (
 	"testing"
 
+	"github.com/vigil-dev/vigil/pkg/alarm"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 )
 
@@ -15,7 +16,7 @@ func common(rest ...string) []string {
 // prepended, as New does): whatever ARGV holds, a script answers or refuses, and never faults
 // halfway through its writes.
 func FuzzLuaArguments(f *testing.F) {
-	redistest.FuzzScripts(f, redistest.LoadScripts(f, "lib.lua",
+	scripts := redistest.LoadScripts(f, "lib.lua",
 		map[string]int{"init.lua": 9, "join.lua": 9, "leave.lua": 9, "act.lua": 9, "renew.lua": 9, "sweep.lua": 9, "end.lua": 9, "finish.lua": 9},
 		map[string][][]string{
 			"init.lua": {common("1700000000000", "1700000000000", "Routine", "180000"), common("x", "y", "t", "z")},
@@ -29,5 +30,9 @@ func FuzzLuaArguments(f *testing.F) {
 			"sweep.lua":  {common(), {"abc234", "ch", "x", "y"}},
 			"end.lua":    {common("ended", "60000"), common("expired", "x")},
 			"finish.lua": {common("60000"), common("x")},
-		})...)
+		})
+	for i := range scripts {
+		scripts[i].Src = alarm.Lua() + scripts[i].Src // as New builds them
+	}
+	redistest.FuzzScripts(f, scripts...)
 }

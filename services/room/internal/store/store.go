@@ -111,7 +111,7 @@ func New(rdb redis.UniversalClient, o Options) (*Store, error) {
 	if o.IdleTTL <= 0 {
 		o.IdleTTL = time.Hour
 	}
-	s := func(name, src string) *redisx.Script { return redisx.NewScript(name, libLua+src) }
+	s := func(name, src string) *redisx.Script { return alarm.NewScript(name, libLua+src) }
 	return &Store{
 		rdb: rdb, q: o.Alarms, prefix: o.Prefix, idleTTL: o.IdleTTL.Milliseconds(),
 		init: s("init.lua", initLua), join: s("join.lua", joinLua), leave: s("leave.lua", leaveLua), act: s("act.lua", actLua),
