@@ -17,6 +17,7 @@ import (
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/wait"
 	reservations "github.com/vigil-dev/vigil/services/reservations/service"
 )
 
@@ -99,7 +100,7 @@ func TestClusterFailoverLosesNoAlarm(t *testing.T) {
 	jumped.Store(true)
 
 	// Kill the master that serves shard 0's keys once a third of the holds have expired.
-	waitFor(t, 30*time.Second, "a third of the holds to expire", func() bool {
+	wait.Until(t, "a third of the holds to expire", func() bool {
 		effects, _, _ := ev.snapshot()
 		return effects >= holds/3
 	})
@@ -169,7 +170,7 @@ func waitReplicated(t *testing.T, cl *redistest.Cluster) {
 	t.Helper()
 	cc := cl.Client(t)
 	ctx := context.Background()
-	waitFor(t, 30*time.Second, "replicas to catch up", func() bool {
+	wait.Until(t, "replicas to catch up", func() bool {
 		caught := true
 		err := cc.ForEachMaster(ctx, func(ctx context.Context, n *redisClient) error {
 			info, err := n.Info(ctx, "replication").Result()

@@ -19,6 +19,7 @@ import (
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/wait"
 	chat "github.com/vigil-dev/vigil/services/chat/service"
 	lobby "github.com/vigil-dev/vigil/services/lobby/service"
 	locks "github.com/vigil-dev/vigil/services/locks/service"
@@ -251,7 +252,7 @@ func TestFaultRedisKilledWithAOFAlways(t *testing.T) {
 			a := &acked{locks: map[string]int64{}, messages: map[string][]string{}}
 			stop := make(chan struct{})
 			wg := s.write(stop, a)
-			waitFor(t, 30*time.Second, "writes to pile up", func() bool {
+			wait.Until(t, "writes to pile up", func() bool {
 				a.mu.Lock()
 				defer a.mu.Unlock()
 				return len(a.reservations) >= 300 && len(a.locks) >= 300 && len(a.rooms) >= 300 && len(a.messages["room-0"]) >= 100

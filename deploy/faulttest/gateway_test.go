@@ -21,6 +21,7 @@ import (
 	chatv1 "github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/wait"
 	chat "github.com/vigil-dev/vigil/services/chat/service"
 )
 
@@ -193,7 +194,7 @@ func TestFaultGatewayRestartedUnderChatLoad(t *testing.T) {
 		time.Sleep(2 * time.Millisecond) // pacing the load, not waiting for a result
 	}
 	defer stopGateway()
-	waitFor(t, 30*time.Second, "every member to have every message", func() bool {
+	wait.Until(t, "every member to have every message", func() bool {
 		for _, c := range clients {
 			if c.failed() == nil && c.last.Load() < messages {
 				return false

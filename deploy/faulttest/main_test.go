@@ -118,18 +118,6 @@ func (e *events) snapshot() (effects, doubled, retries int) {
 	return effects, doubled, e.retries
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a condition, bounded by the deadline
-	}
-}
-
 // redisClient is one node's client, as ForEachMaster hands it out.
 type redisClient = redis.Client
 

@@ -23,6 +23,7 @@ import (
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/wait"
 	reservations "github.com/vigil-dev/vigil/services/reservations/service"
 )
 
@@ -102,7 +103,7 @@ func TestFaultRedisUnreachable(t *testing.T) {
 	srv.Unpause(t)
 	paused = false
 	healed := time.Now()
-	waitFor(t, 10*time.Second, "the service to recover", func() bool {
+	wait.Until(t, "the service to recover", func() bool {
 		_, err := client.CreateReservation(ctx, &reservationsv1.CreateReservationRequest{ReservationId: "after", TtlSeconds: 3600})
 		return err == nil
 	})
