@@ -24,6 +24,7 @@ import (
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/wait"
 	lobby "github.com/vigil-dev/vigil/services/lobby/service"
 	locks "github.com/vigil-dev/vigil/services/locks/service"
 	reservations "github.com/vigil-dev/vigil/services/reservations/service"
@@ -254,18 +255,13 @@ func TestAlarmsCommands(t *testing.T) {
 // waitDead waits until domain has want dead letters.
 func waitDead(t *testing.T, flags []string, domain string, want int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	wait.For(t, domain+"'s dead letters", func() error {
 		out, _ := must(t, flags, 0, "alarms", "dead", "--domain", domain, "--json")
-		n := len(decode(t, out)["deadLetters"].([]any))
-		if n == want {
-			return
+		if n := len(decode(t, out)["deadLetters"].([]any)); n != want {
+			return fmt.Errorf("%d dead letters, want %d", n, want)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s has %d dead letters after 10s, want %d", domain, n, want)
-		}
-		time.Sleep(10 * time.Millisecond) // polling the condition, bounded by the deadline
-	}
+		return nil
+	})
 }
 
 func TestLocksAndRoomsCommands(t *testing.T) {

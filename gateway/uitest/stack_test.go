@@ -2,6 +2,7 @@ package uitest
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"github.com/vigil-dev/vigil/gateway"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/wait"
 	chat "github.com/vigil-dev/vigil/services/chat/service"
 	lobby "github.com/vigil-dev/vigil/services/lobby/service"
 	room "github.com/vigil-dev/vigil/services/room/service"
@@ -118,20 +120,17 @@ func startService(t *testing.T, name string, run func(ctx context.Context, ready
 // waitHealthy waits until the gateway's /healthz says every backend serves.
 func waitHealthy(t *testing.T, base string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	wait.For(t, "the gateway to be healthy", func() error {
 		res, err := http.Get(base + "/healthz")
-		if err == nil {
-			_ = res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return
-			}
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gateway not healthy within 20s (last: %v)", err)
+		_ = res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			return fmt.Errorf("/healthz answered %d", res.StatusCode)
 		}
-		time.Sleep(50 * time.Millisecond) // polling the condition, bounded by the deadline
-	}
+		return nil
+	})
 }
 
 // blipProxy forwards TCP connections to the gateway. cut closes every open connection and
