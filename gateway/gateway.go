@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -56,6 +57,12 @@ type Options struct {
 	// only (never published), and not on Addr. Default "": /metrics on Addr, which is what
 	// `vigil dev` does on 127.0.0.1; the gateway command always sets it (VIGIL_METRICS_ADDR).
 	MetricsAddr string
+	// Metrics is where this gateway's collectors (vigil_gateway_*: requests, sockets) are
+	// registered, each gateway its own; collectors already registered there (a second gateway
+	// on the same registry) are shared. /metrics serves this registry when it is also a
+	// prometheus.Gatherer (a *prometheus.Registry), the default gatherer otherwise. Default
+	// prometheus.DefaultRegisterer.
+	Metrics prometheus.Registerer
 }
 
 // Backends are the gRPC addresses (host:port) of the domain services.
@@ -112,6 +119,8 @@ type Gateway struct {
 	auth   *authenticator
 	// sockets holds every WebSocket of every route (gateway/socket).
 	sockets *socket.Registry
+	// metrics count the gateway's HTTP traffic (observe.go), registered on o.Metrics.
+	metrics *metrics
 }
 
 // New dials the configured backends (lazily: a backend that is down makes its routes answer
@@ -139,9 +148,18 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	if err := tracing.Setup(ctx, "gateway"); err != nil {
 		o.Logger.Warn("tracing is off", "event", "tracing_error", "err", err)
 	}
+	if o.Metrics == nil {
+		o.Metrics = prometheus.DefaultRegisterer
+	}
 	o.DialOptions = append(o.DialOptions, tracing.DialOptions()...)
 	g := &Gateway{o: o, conns: map[string]*grpc.ClientConn{}, log: o.Logger}
-	g.sockets = g.socketRegistry()
+	var err error
+	if g.metrics, err = newMetrics(o.Metrics); err != nil {
+		return nil, err
+	}
+	if g.sockets, err = g.socketRegistry(); err != nil {
+		return nil, err
+	}
 	m := &apiMarshaler{allowEmpty: map[protoreflect.FullName]bool{}, fieldErrors: map[protoreflect.FullName]string{}}
 	successCodes := map[string]int{}
 	var served []domain
@@ -211,7 +229,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	g.adminRoutes(mux)
 	mux.Handle("GET /ui/", uiHandler())
 	if o.MetricsAddr == "" {
-		mux.Handle("GET /metrics", promhttp.Handler())
+		mux.Handle("GET /metrics", g.metricsHandler())
 	}
 	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -223,8 +241,18 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		g.Close()
 		return nil, mux.err
 	}
-	g.handler = observe(g.secure(mux.mux))
+	g.handler = g.metrics.observe(g.secure(mux.mux))
 	return g, nil
+}
+
+// metricsHandler serves /metrics from the registry the gateway's collectors are on (see
+// Options.Metrics).
+func (g *Gateway) metricsHandler() http.Handler {
+	gatherer, ok := g.o.Metrics.(prometheus.Gatherer)
+	if !ok {
+		gatherer = prometheus.DefaultGatherer
+	}
+	return promhttp.InstrumentMetricHandler(g.o.Metrics, promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 }
 
 // Handler serves every route of the gateway.
@@ -266,7 +294,7 @@ func Run(ctx context.Context, o Options, ready func(addr net.Addr)) error {
 			return fmt.Errorf("metrics listen %s: %w", g.o.MetricsAddr, err)
 		}
 		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", promhttp.Handler())
+		mux.Handle("GET /metrics", g.metricsHandler())
 		ms = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			if err := ms.Serve(mlis); !errors.Is(err, http.ErrServerClosed) {

@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"bufio"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -18,27 +20,60 @@ import (
 // (vigil_gateway_sockets{route}, vigil_gateway_socket_rooms{route}). No label takes user input:
 // methods, status codes, routes and reasons are fixed sets.
 
-var (
-	httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "vigil_gateway_http_requests_total", Help: "HTTP requests answered, by method and status code.",
-	}, []string{"method", "code"})
-	httpSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "vigil_gateway_http_request_duration_seconds",
-		Help:    "Time to answer an HTTP request (WebSocket upgrades excluded), by method.",
-		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5},
-	}, []string{"method"})
-	shedRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "vigil_gateway_requests_shed_total",
-		Help: "Requests refused to protect the system: 429 rate limited or over quota, 503 a backend unavailable.",
-	}, []string{"reason"})
-)
+// metrics are one gateway's HTTP collectors, created in New and registered on Options.Metrics.
+type metrics struct {
+	httpRequests *prometheus.CounterVec
+	httpSeconds  *prometheus.HistogramVec
+	shedRequests *prometheus.CounterVec
+}
 
-func init() {
-	prometheus.MustRegister(httpRequests, httpSeconds, shedRequests)
+// newMetrics creates the gateway's HTTP collectors and registers them on reg. A collector
+// already registered there (a second gateway on the same registry) is reused, so both
+// gateways count into the same series.
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vigil_gateway_http_requests_total", Help: "HTTP requests answered, by method and status code.",
+		}, []string{"method", "code"}),
+		httpSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "vigil_gateway_http_request_duration_seconds",
+			Help:    "Time to answer an HTTP request (WebSocket upgrades excluded), by method.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5},
+		}, []string{"method"}),
+		shedRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vigil_gateway_requests_shed_total",
+			Help: "Requests refused to protect the system: 429 rate limited or over quota, 503 a backend unavailable.",
+		}, []string{"reason"}),
+	}
+	var err error
+	if m.httpRequests, err = register(reg, m.httpRequests); err != nil {
+		return nil, err
+	}
+	if m.httpSeconds, err = register(reg, m.httpSeconds); err != nil {
+		return nil, err
+	}
+	if m.shedRequests, err = register(reg, m.shedRequests); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// register registers c on reg, or returns the equal collector registered there before it.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if prev, ok := are.ExistingCollector.(C); ok {
+				return prev, nil
+			}
+		}
+		return c, fmt.Errorf("gateway metrics: %w", err)
+	}
+	return c, nil
 }
 
 // observe wraps the gateway's handler with its metrics and, when tracing is on, its spans.
-func observe(next http.Handler) http.Handler {
+func (m *metrics) observe(next http.Handler) http.Handler {
 	counted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		code := 0
@@ -70,19 +105,19 @@ func observe(next http.Handler) http.Handler {
 		})
 		next.ServeHTTP(w, r)
 		if hijacked {
-			httpRequests.WithLabelValues(r.Method, "101").Inc()
+			m.httpRequests.WithLabelValues(r.Method, "101").Inc()
 			return
 		}
 		if code == 0 {
 			code = http.StatusOK
 		}
-		httpRequests.WithLabelValues(r.Method, strconv.Itoa(code)).Inc()
-		httpSeconds.WithLabelValues(r.Method).Observe(time.Since(start).Seconds())
+		m.httpRequests.WithLabelValues(r.Method, strconv.Itoa(code)).Inc()
+		m.httpSeconds.WithLabelValues(r.Method).Observe(time.Since(start).Seconds())
 		switch code {
 		case http.StatusTooManyRequests:
-			shedRequests.WithLabelValues("rate_limited").Inc()
+			m.shedRequests.WithLabelValues("rate_limited").Inc()
 		case http.StatusServiceUnavailable:
-			shedRequests.WithLabelValues("unavailable").Inc()
+			m.shedRequests.WithLabelValues("unavailable").Inc()
 		}
 	})
 	return tracing.HTTPHandler(counted, "gateway")

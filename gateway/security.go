@@ -275,7 +275,7 @@ func (g *Gateway) socketLimits(routeMaxFrame int64) socket.Limits {
 
 // socketRegistry is the gateway's one socket registry, with the origins and per-room cap of
 // the security options.
-func (g *Gateway) socketRegistry() *socket.Registry {
+func (g *Gateway) socketRegistry() (*socket.Registry, error) {
 	s := g.o.Security
 	lim := s.Limits.withDefaults(len(s.Keys) > 0)
 	return socket.NewRegistry(socket.Options{
@@ -285,5 +285,6 @@ func (g *Gateway) socketRegistry() *socket.Registry {
 			g.log.InfoContext(r.Context(), "socket refused", "event", "refused", "reason", reason,
 				"method", r.Method, "path", r.URL.Path, "client", clientAddr(r, lim.TrustedProxies))
 		},
+		Metrics: g.o.Metrics,
 	})
 }

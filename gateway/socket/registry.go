@@ -19,6 +19,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -46,11 +47,16 @@ type Options struct {
 	// OnRefuse, when set, is told why an upgrade was refused ("origin", "room_sockets",
 	// "shutting_down"), for the gateway's log.
 	OnRefuse func(r *http.Request, reason string)
+	// Metrics is where the registry's gauges (vigil_gateway_sockets{route},
+	// vigil_gateway_socket_rooms{route}) are registered; gauges already registered there are
+	// shared. Default prometheus.DefaultRegisterer.
+	Metrics prometheus.Registerer
 }
 
 // Registry holds every socket of the gateway.
 type Registry struct {
 	o Options
+	m *metrics
 
 	mu       sync.Mutex
 	rooms    map[Key]int
@@ -67,23 +73,59 @@ type entry struct {
 	done chan struct{}
 }
 
-var (
-	socketsOpen = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "vigil_gateway_sockets", Help: "Open WebSocket connections on this gateway, by route (chat, room).",
-	}, []string{"route"})
-	socketRooms = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "vigil_gateway_socket_rooms", Help: "Rooms with at least one open WebSocket on this gateway, by route (chat, room).",
-	}, []string{"route"})
-)
+// metrics are one registry's collectors, registered on Options.Metrics.
+type metrics struct {
+	open  *prometheus.GaugeVec // vigil_gateway_sockets{route}
+	rooms *prometheus.GaugeVec // vigil_gateway_socket_rooms{route}
+}
 
-func init() { prometheus.MustRegister(socketsOpen, socketRooms) }
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		open: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "vigil_gateway_sockets", Help: "Open WebSocket connections on this gateway, by route (chat, room).",
+		}, []string{"route"}),
+		rooms: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "vigil_gateway_socket_rooms", Help: "Rooms with at least one open WebSocket on this gateway, by route (chat, room).",
+		}, []string{"route"}),
+	}
+	var err error
+	if m.open, err = register(reg, m.open); err != nil {
+		return nil, err
+	}
+	if m.rooms, err = register(reg, m.rooms); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
 
-// NewRegistry returns an empty registry.
-func NewRegistry(o Options) *Registry {
+// register registers c on reg, or returns the equal collector registered there before it
+// (a second registry on the same Registerer counts into the same series).
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if prev, ok := are.ExistingCollector.(C); ok {
+				return prev, nil
+			}
+		}
+		return c, fmt.Errorf("socket metrics: %w", err)
+	}
+	return c, nil
+}
+
+// NewRegistry returns an empty registry, its metrics registered on o.Metrics.
+func NewRegistry(o Options) (*Registry, error) {
 	if o.MaxPerRoom == 0 {
 		o.MaxPerRoom = 10_000
 	}
-	return &Registry{o: o, rooms: map[Key]int{}, open: map[*entry]struct{}{}, drained: make(chan struct{})}
+	if o.Metrics == nil {
+		o.Metrics = prometheus.DefaultRegisterer
+	}
+	m, err := newMetrics(o.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	return &Registry{o: o, m: m, rooms: map[Key]int{}, open: map[*entry]struct{}{}, drained: make(chan struct{})}, nil
 }
 
 // Ticket is an admitted upgrade holding its room's slot: Accept it or Release it.
@@ -120,13 +162,13 @@ func (g *Registry) Admit(w http.ResponseWriter, r *http.Request, key Key) (*Tick
 		return nil, false
 	}
 	if g.rooms[key] == 0 {
-		socketRooms.WithLabelValues(key.Route).Inc()
+		g.m.rooms.WithLabelValues(key.Route).Inc()
 	}
 	g.rooms[key]++
 	e := &entry{key: key, done: make(chan struct{})}
 	g.open[e] = struct{}{}
 	g.mu.Unlock()
-	socketsOpen.WithLabelValues(key.Route).Inc()
+	g.m.open.WithLabelValues(key.Route).Inc()
 	return &Ticket{reg: g, e: e}, true
 }
 
@@ -207,13 +249,13 @@ func (g *Registry) remove(e *entry) {
 	delete(g.open, e)
 	if g.rooms[e.key]--; g.rooms[e.key] <= 0 {
 		delete(g.rooms, e.key)
-		socketRooms.WithLabelValues(e.key.Route).Dec()
+		g.m.rooms.WithLabelValues(e.key.Route).Dec()
 	}
 	if g.closing && len(g.open) == 0 {
 		close(g.drained)
 	}
 	g.mu.Unlock()
-	socketsOpen.WithLabelValues(e.key.Route).Dec()
+	g.m.open.WithLabelValues(e.key.Route).Dec()
 	close(e.done)
 }
 

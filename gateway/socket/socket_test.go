@@ -12,10 +12,24 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/vigil-dev/vigil/pkg/wait"
 )
+
+// newRegistry is a socket registry with its metrics on a registry of its own.
+func newRegistry(t *testing.T, o Options) *Registry {
+	t.Helper()
+	if o.Metrics == nil {
+		o.Metrics = prometheus.NewRegistry()
+	}
+	reg, err := NewRegistry(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
 
 // echoServer serves one socket route through a registry: the room is the "room" query value;
 // each accepted socket is handed to the returned channel, and its reader goroutine echoes
@@ -77,7 +91,7 @@ func mustDial(t *testing.T, srv *httptest.Server, query string, opts *websocket.
 // TestKeepAlive: a client that answers pings stays; one that does not is closed.
 func TestKeepAlive(t *testing.T) {
 	t.Parallel()
-	srv, _, ended := echoServer(t, NewRegistry(Options{}), Limits{PingInterval: 30 * time.Millisecond, PongTimeout: 300 * time.Millisecond})
+	srv, _, ended := echoServer(t, newRegistry(t, Options{}), Limits{PingInterval: 30 * time.Millisecond, PongTimeout: 300 * time.Millisecond})
 
 	var pings atomic.Int32
 	live := mustDial(t, srv, "room=a", &websocket.DialOptions{OnPingReceived: func(context.Context, []byte) bool {
@@ -107,7 +121,7 @@ func TestKeepAlive(t *testing.T) {
 // oversized frame closes with 1009.
 func TestEchoAndLimits(t *testing.T) {
 	t.Parallel()
-	srv, _, _ := echoServer(t, NewRegistry(Options{}), Limits{MaxFrame: 1024})
+	srv, _, _ := echoServer(t, newRegistry(t, Options{}), Limits{MaxFrame: 1024})
 	res, err := http.Get(srv.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +152,7 @@ func TestEchoAndLimits(t *testing.T) {
 // TestSlowConsumer: a full send queue refuses further frames and closes the socket.
 func TestSlowConsumer(t *testing.T) {
 	t.Parallel()
-	srv, socks, _ := echoServer(t, NewRegistry(Options{}), Limits{SendQueue: 4})
+	srv, socks, _ := echoServer(t, newRegistry(t, Options{}), Limits{SendQueue: 4})
 	mustDial(t, srv, "room=a", nil) // never reads
 	s := <-socks
 	frame := TextFrame([]byte(strings.Repeat("x", 64<<10)))
@@ -160,7 +174,7 @@ func TestSlowConsumer(t *testing.T) {
 // TestFrameRate: frames over the socket's rate are refused (Allow false) until tokens refill.
 func TestFrameRate(t *testing.T) {
 	t.Parallel()
-	srv, socks, _ := echoServer(t, NewRegistry(Options{}), Limits{Rate: 1, Burst: 3})
+	srv, socks, _ := echoServer(t, newRegistry(t, Options{}), Limits{Rate: 1, Burst: 3})
 	mustDial(t, srv, "room=a", nil)
 	s := <-socks
 	for i := range 3 {
@@ -177,7 +191,7 @@ func TestFrameRate(t *testing.T) {
 // the route runs; the request's own origin, listed origins and non-browser clients are let in.
 func TestOrigins(t *testing.T) {
 	t.Parallel()
-	srv, _, _ := echoServer(t, NewRegistry(Options{OriginPatterns: []string{"app.example.com", "https://*.vigil.test"}}), Limits{})
+	srv, _, _ := echoServer(t, newRegistry(t, Options{OriginPatterns: []string{"app.example.com", "https://*.vigil.test"}}), Limits{})
 	host := strings.TrimPrefix(srv.URL, "http://")
 	cases := []struct {
 		origin string
@@ -211,7 +225,7 @@ func TestOrigins(t *testing.T) {
 // affected; closing one frees its slot.
 func TestPerRoomCap(t *testing.T) {
 	t.Parallel()
-	reg := NewRegistry(Options{MaxPerRoom: 2})
+	reg := newRegistry(t, Options{MaxPerRoom: 2})
 	srv, _, _ := echoServer(t, reg, Limits{})
 	first := mustDial(t, srv, "room=full", nil)
 	mustDial(t, srv, "room=full", nil)
@@ -228,7 +242,7 @@ func TestPerRoomCap(t *testing.T) {
 // returns once they are all closed, and refuses new upgrades with 503.
 func TestShutdownClosesEverySocketWithGoingAway(t *testing.T) {
 	t.Parallel()
-	reg := NewRegistry(Options{})
+	reg := newRegistry(t, Options{})
 	srv, _, _ := echoServer(t, reg, Limits{})
 	const n = 20
 	closed := make(chan websocket.StatusCode, n)
@@ -258,24 +272,61 @@ func TestShutdownClosesEverySocketWithGoingAway(t *testing.T) {
 
 // TestMetricsHaveNoRoomLabel: sockets are counted by route only, however many rooms there are.
 func TestMetricsHaveNoRoomLabel(t *testing.T) {
-	reg := NewRegistry(Options{})
+	t.Parallel()
+	reg := newRegistry(t, Options{})
 	srv, _, _ := echoServer(t, reg, Limits{})
-	before := testutil.ToFloat64(socketsOpen.WithLabelValues("chat"))
 	var conns []*websocket.Conn
 	for i := range 5 {
 		conns = append(conns, mustDial(t, srv, fmt.Sprintf("room=metric-%d", i), nil))
 	}
-	wait.Until(t, "5 sockets counted", func() bool { return testutil.ToFloat64(socketsOpen.WithLabelValues("chat")) == before+5 })
-	if n := testutil.CollectAndCount(socketsOpen); n > 2 {
-		t.Fatalf("vigil_gateway_sockets has %d series, want at most one per route", n)
+	wait.Until(t, "5 sockets counted", func() bool { return testutil.ToFloat64(reg.m.open.WithLabelValues("chat")) == 5 })
+	if got := testutil.ToFloat64(reg.m.rooms.WithLabelValues("chat")); got != 5 {
+		t.Fatalf("vigil_gateway_socket_rooms{route=chat} = %v, want 5", got)
 	}
-	if n := testutil.CollectAndCount(socketRooms); n > 2 {
-		t.Fatalf("vigil_gateway_socket_rooms has %d series, want at most one per route", n)
+	if n := testutil.CollectAndCount(reg.m.open); n != 1 {
+		t.Fatalf("vigil_gateway_sockets has %d series, want one per route", n)
+	}
+	if n := testutil.CollectAndCount(reg.m.rooms); n != 1 {
+		t.Fatalf("vigil_gateway_socket_rooms has %d series, want one per route", n)
 	}
 	for _, c := range conns {
 		_ = c.Close(websocket.StatusNormalClosure, "")
 	}
-	wait.Until(t, "the sockets uncounted", func() bool { return testutil.ToFloat64(socketsOpen.WithLabelValues("chat")) == before })
+	wait.Until(t, "the sockets uncounted", func() bool { return testutil.ToFloat64(reg.m.open.WithLabelValues("chat")) == 0 })
+}
+
+// TestMetricsPerRegisterer: two socket registries on two Prometheus registries each count
+// their own sockets; two on one Prometheus registry share its gauges.
+func TestMetricsPerRegisterer(t *testing.T) {
+	t.Parallel()
+	promA, promB := prometheus.NewRegistry(), prometheus.NewRegistry()
+	a, b := newRegistry(t, Options{Metrics: promA}), newRegistry(t, Options{Metrics: promB})
+	srvA, _, _ := echoServer(t, a, Limits{})
+	srvB, _, _ := echoServer(t, b, Limits{})
+	for i := range 3 {
+		defer mustDial(t, srvA, fmt.Sprintf("room=a-%d", i), nil).CloseNow()
+	}
+	defer mustDial(t, srvB, "room=b", nil).CloseNow()
+	want := func(reg *prometheus.Registry, sockets, rooms int) func() error {
+		return func() error {
+			exp := fmt.Sprintf(`
+# HELP vigil_gateway_socket_rooms Rooms with at least one open WebSocket on this gateway, by route (chat, room).
+# TYPE vigil_gateway_socket_rooms gauge
+vigil_gateway_socket_rooms{route="chat"} %d
+# HELP vigil_gateway_sockets Open WebSocket connections on this gateway, by route (chat, room).
+# TYPE vigil_gateway_sockets gauge
+vigil_gateway_sockets{route="chat"} %d
+`, rooms, sockets)
+			return testutil.GatherAndCompare(reg, strings.NewReader(exp))
+		}
+	}
+	wait.For(t, "registry A counts its 3 sockets", want(promA, 3, 3))
+	wait.For(t, "registry B counts its 1 socket", want(promB, 1, 1))
+
+	shared := newRegistry(t, Options{Metrics: promA})
+	if shared.m.open != a.m.open || shared.m.rooms != a.m.rooms {
+		t.Fatal("a second socket registry on the same Registerer made new gauges, want the registered ones")
+	}
 }
 
 // TestPackFrames: packed frames carry the payloads in order, newline-separated, under every
