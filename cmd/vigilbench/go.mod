@@ -8,6 +8,7 @@ require (
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/vigil-dev/vigil/gateway v0.0.0
 	github.com/vigil-dev/vigil/pkg v0.0.0
+	github.com/vigil-dev/vigil/services/chat v0.0.0
 	github.com/vigil-dev/vigil/services/lobby v0.0.0
 	github.com/vigil-dev/vigil/services/locks v0.0.0
 	github.com/vigil-dev/vigil/services/reservations v0.0.0

@@ -5,7 +5,7 @@
 //
 //	go run ./cmd/vigilbench <benchmark> [flags]
 //
-// Adding a benchmark (the chat program is the next one): write a
+// Adding a benchmark: write a
 // func(ctx, *Harness, *flag.FlagSet, []string) error in its own file and add one line to
 // benchmarks below. The Harness has the rest: h.Redis(ctx) (a throwaway redis-server or
 // --redis-url, with its CPU time), h.Serve(ctx, name, svc) for any service built by its
@@ -35,13 +35,16 @@ type Benchmark struct {
 	Run func(ctx context.Context, h *Harness, fs *flag.FlagSet, args []string) error
 }
 
-// benchmarks are the subcommands. The chat benchmark (gateway/cmd/chatbench) is still a
-// program of its own; moving it here is a file and a line.
+// benchmarks are the subcommands. chat and rooms measure a chat-server running in another
+// process (so its memory is the server's alone).
 var benchmarks = map[string]Benchmark{
 	"alarms":       {"pkg/alarm alone: drain 100,000 due alarms, steady 1,000 alarms/s, beside the raw EVALSHA ceiling", benchAlarms},
 	"reservations": {"the reservations service + gateway: creates/s over gRPC and REST; 100,000 holds drained through the service, the bare queue and the raw EVALSHA ceiling in one run", benchReservations},
 	"redis":        {"the raw Redis ceiling alone: redis-benchmark EVALSHA compare-and-set, unpipelined and pipeline 16", benchRedisCeiling},
 	"locks":        {"the lock service + gateway: acquire+release pairs over gRPC, session and REST, uncontended and contended, beside redsync, bsm/redislock and a raw EVALSHA pair", benchLocks},
+	"chat-server":  {"chat, the Lobby, a Room replica + gateway on fixed addresses, with /mem for chat and rooms; runs until interrupted (-run services|gateway splits it in two)", benchChatServer},
+	"chat":         {"chat clients against a running chat-server: memory per idle socket, deliveries/s and latency in one room of 1,000 sockets per offered rate", benchChat},
+	"rooms":        {"a practice room against a running chat-server: a leader and 1,000 viewers, memory per idle room socket, deliveries/s and latency per leader rate", benchRooms},
 	"lobby":        {"the Lobby, a Room replica + gateway: occupancy change to the lobby's list (sockets churning), listing 10,000 rooms over gRPC and HTTP", benchLobby},
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -13,26 +14,38 @@ import (
 	"time"
 )
 
-// rooms measures a practice room through the gateway: one leader and many viewers, the
+// benchRooms measures a practice room through the gateway: one leader and many viewers, the
 // leader sending sync frames at each offered rate. For each rate it reports the frames each
 // viewer received per second, delivery latency (the leader's send → received by each viewer:
 // through the gateway, the Room service, Redis and back), the server process's CPU time per
 // delivery, and viewers closed; before the runs, the server's memory per idle room socket.
-func rooms(args []string) error {
-	fs := flag.NewFlagSet("rooms", flag.ExitOnError)
+func benchRooms(ctx context.Context, h *Harness, fs *flag.FlagSet, args []string) error {
 	gw := fs.String("gw", "127.0.0.1:8089", "gateway address")
 	stats := fs.String("stats", "127.0.0.1:8090", "server's stats address")
 	n := fs.Int("viewers", 1000, "viewer sockets in the room")
 	rates := fs.String("rates", "10,100", "leader frames per second, comma-separated; one run each")
 	dur := fs.Duration("duration", 10*time.Second, "measured time per rate")
 	warm := fs.Duration("warmup", 2*time.Second, "unmeasured time before each run")
-	_ = fs.Parse(args)
+	if err := parseBenchFlags(fs, args); err != nil {
+		return err
+	}
+	if *n < 1 {
+		return fmt.Errorf("%w: -viewers must be at least 1", errUsage)
+	}
+	rateList, err := parseRates(*rates)
+	if err != nil {
+		return err
+	}
+	h.Report.Redis = "the chat-server's (not measured here)"
+	for k, v := range map[string]any{"gateway": *gw, "viewers": *n, "duration": dur.String(), "warmup": warm.String()} {
+		h.Report.Settings[k] = v
+	}
 	memURL := "http://" + *stats + "/mem"
 
 	res, err := http.Post("http://"+*gw+"/lobby/rooms", "application/json",
 		strings.NewReader(`{"name": "bench", "video": {"title": "bench.mp4", "durationMs": 86400000}}`))
 	if err != nil {
-		return err
+		return fmt.Errorf("create a room (is vigilbench chat-server running?): %w", err)
 	}
 	var created struct {
 		Code        string `json:"code"`
@@ -71,23 +84,22 @@ func rooms(args []string) error {
 	if err != nil {
 		return err
 	}
-	per := func(a, b uint64) float64 { return (float64(a) - float64(b)) / float64(*n) / 1024 }
-	fmt.Printf("idle room sockets: %d viewers (and a leader) in room %s\n", *n, created.Code)
-	fmt.Printf("  server process, per idle room socket: heap+stack %.1f KiB (heap %.1f, stack %.1f), RSS %.1f KiB, goroutines %+.1f\n",
-		per(after.HeapInuse+after.StackInuse, before.HeapInuse+before.StackInuse), per(after.HeapInuse, before.HeapInuse),
-		per(after.StackInuse, before.StackInuse), per(after.RSS, before.RSS), (float64(after.Goroutines)-float64(before.Goroutines))/float64(*n))
+	addIdleMemory(h.Report, "room socket", *n, before, after)
 
 	sent := &sendTimes{}
 	for _, c := range viewers {
 		go c.readSyncs(sent)
 	}
-	fmt.Printf("\n| leader frames/s | deliveries/s | p50 | p99 | max | server CPU per delivery | viewers closed |\n|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, rs := range strings.Split(*rates, ",") {
-		rate, err := strconv.Atoi(strings.TrimSpace(rs))
-		if err != nil {
-			return err
+	t := h.Report.table("rates", fmt.Sprintf("practice room %s, a leader and %d viewers, per leader rate", created.Code, *n),
+		benchColumn{"leader frames/s", "frames/s"}, benchColumn{"deliveries/s", "deliveries/s"}, benchColumn{"p50", "ms"},
+		benchColumn{"p99", "ms"}, benchColumn{"max", "ms"}, benchColumn{"server CPU per delivery (ns)", "ns"},
+		benchColumn{"viewers closed", "sockets"})
+	for _, rate := range rateList {
+		if ctx.Err() != nil {
+			break
 		}
-		runLeader(leader, viewers, sent, rate, *warm, *dur, memURL)
+		benchStage("rooms: leader at %d frames/s", rate)
+		runLeader(t, leader, viewers, sent, rate, *warm, *dur, memURL)
 	}
 	for _, c := range append(viewers, leader) {
 		_ = c.conn.Close()
@@ -119,7 +131,7 @@ func (s *sendTimes) get(i int) (time.Time, bool) {
 
 // runLeader has the leader send rate syncs a second and reports what the viewers received in
 // dur after warm.
-func runLeader(leader *client, viewers []*client, sent *sendTimes, rate int, warm, dur time.Duration, memURL string) {
+func runLeader(t *benchTable, leader *client, viewers []*client, sent *sendTimes, rate int, warm, dur time.Duration, memURL string) {
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -177,7 +189,8 @@ func runLeader(leader *client, viewers []*client, sent *sendTimes, rate int, war
 			closed++
 		}
 	}
-	fmt.Printf("| %d | %.0f | %v | %v | %v | %v | %d |\n", rate, float64(delivered)/elapsed.Seconds(), q(0.50), q(0.99), q(1), perDelivery, closed)
+	t.row(strconv.Itoa(rate)+" frames/s", float64(rate), float64(delivered)/elapsed.Seconds(), ms(q(0.50)), ms(q(0.99)), ms(q(1)),
+		float64(perDelivery), float64(closed))
 	time.Sleep(2 * time.Second) // let the room drain before the next rate
 }
 

@@ -1,16 +1,14 @@
-// Command chatbench measures the gateway's socket routes: deliveries per second and delivery
-// latency in one room with many sockets, and the gateway's memory per idle socket, for a chat
-// room (load) and for a practice room with one leader (rooms). It is a benchmark, not a test:
-// run it by hand (see docs/BENCHMARKS.md).
-//
-//	chatbench server -redis redis://127.0.0.1:6379/0     # chat, lobby, room + gateway, in this process
-//	chatbench load -sockets 1000 -rates 200,500,1000      # chat clients, in another process
-//	chatbench rooms -viewers 1000 -rates 10,100           # a leader and viewers, in another process
-//
-// The server and the clients run in separate processes so the memory figures are the
-// server's (the gateway plus the services, which hold nothing per socket beyond a practice
-// room's session) and nothing else.
 package main
+
+// The chat benchmarks measure the gateway's socket routes: deliveries per second and delivery
+// latency in one room with many sockets, and the server's memory per idle socket, for a chat
+// room (chat) and for a practice room with one leader (rooms). They run in two processes, so
+// the memory figures are the server's (the gateway plus the services, which hold nothing per
+// socket beyond a practice room's session) and nothing else:
+//
+//	vigilbench chat-server [--redis-url URL]              # chat, lobby, room + gateway, until interrupted
+//	vigilbench chat -sockets 1000 -rates 200,500,1000     # chat clients, in another process
+//	vigilbench rooms -viewers 1000 -rates 10,100          # a leader and viewers, in another process
 
 import (
 	"bufio"
@@ -21,12 +19,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
-	"os/signal"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -44,76 +40,61 @@ import (
 	roomservice "github.com/vigil-dev/vigil/services/room/service"
 )
 
-func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: chatbench server|load|rooms [flags]")
-		os.Exit(2)
-	}
-	var err error
-	switch os.Args[1] {
-	case "server":
-		err = server(os.Args[2:])
-	case "load":
-		err = load(os.Args[2:])
-	case "rooms":
-		err = rooms(os.Args[2:])
-	default:
-		err = fmt.Errorf("unknown mode %q", os.Args[1])
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "chatbench:", err)
-		os.Exit(1)
-	}
-}
-
-// server runs one chat replica, the Lobby, one Room replica and the gateway, plus /mem on the
-// stats address. A socket may send 10,000 frames a second (a leader at 100/s and more).
-func server(args []string) error {
-	fs := flag.NewFlagSet("server", flag.ExitOnError)
-	redisURL := fs.String("redis", "redis://127.0.0.1:6379/0", "Redis URL")
+// benchChatServer runs one chat replica, the Lobby, one Room replica and the gateway on fixed
+// addresses, plus /mem on the stats address, until interrupted; chat and rooms measure it from
+// another process. A socket may send 10,000 frames a second (a leader at 100/s and more).
+func benchChatServer(ctx context.Context, h *Harness, fs *flag.FlagSet, args []string) error {
+	redisURL := fs.String("redis", "", "Redis URL (the same as --redis-url); empty: a throwaway redis-server")
 	addr := fs.String("addr", "127.0.0.1:8089", "gateway address")
 	chatAddr := fs.String("chat", "127.0.0.1:7089", "chat gRPC address")
 	lobbyAddr := fs.String("lobby", "127.0.0.1:7091", "lobby gRPC address")
 	roomAddr := fs.String("room", "127.0.0.1:7092", "room gRPC address")
 	stats := fs.String("stats", "127.0.0.1:8090", "address of the /mem endpoint")
 	parts := fs.String("run", "all", `what this process runs: "all", "gateway" (the services run in another `+
-		`chatbench server -run services), or "services"; two processes measure the gateway alone`)
-	_ = fs.Parse(args)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	prefix := "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	errc := make(chan error, 5)
+		`vigilbench chat-server -run services), or "services"; two processes measure the gateway alone`)
+	if err := parseBenchFlags(fs, args); err != nil {
+		return err
+	}
+	switch *parts {
+	case "all", "gateway", "services":
+	default:
+		return fmt.Errorf("%w: -run %q: want all, gateway or services", errUsage, *parts)
+	}
+	if *redisURL != "" {
+		h.flags.redisURL = *redisURL
+	}
+	h.Report.Settings["run"] = *parts
+	h.Report.Settings["gateway"] = *addr
+	h.Report.Settings["stats"] = *stats
+	errc := make(chan error, 2)
 	if *parts != "gateway" {
-		go func() {
-			svc, err := chatservice.New(ctx, chatservice.Options{GRPCAddr: *chatAddr, Redis: redisx.Config{URL: *redisURL}, Prefix: prefix, Logger: log})
-			if err != nil {
-				errc <- err
-				return
-			}
-			errc <- svc.Serve(ctx)
-		}()
-		go func() {
-			svc, err := lobbyservice.New(ctx, lobbyservice.Options{GRPCAddr: *lobbyAddr, Redis: redisx.Config{URL: *redisURL}, Prefix: prefix + "-lobby", Logger: log})
-			if err != nil {
-				errc <- err
-				return
-			}
-			errc <- svc.Serve(ctx)
-		}()
-		go func() {
-			svc, err := roomservice.New(ctx, roomservice.Options{GRPCAddr: *roomAddr, Redis: redisx.Config{URL: *redisURL}, Prefix: prefix + "-room", LobbyAddr: *lobbyAddr, Logger: log})
-			if err != nil {
-				errc <- err
-				return
-			}
-			errc <- svc.Serve(ctx)
-		}()
+		r, err := h.Redis(ctx)
+		if err != nil {
+			return err
+		}
+		rc := redisx.Config{URL: r.url}
+		chat, err := chatservice.New(ctx, chatservice.Options{GRPCAddr: *chatAddr, Redis: rc, Prefix: h.Prefix, Logger: quiet("chat")})
+		if err != nil {
+			return fmt.Errorf("chat: %w", err)
+		}
+		h.Serve(ctx, "chat", chat)
+		lobby, err := lobbyservice.New(ctx, lobbyservice.Options{GRPCAddr: *lobbyAddr, Redis: rc, Prefix: h.Prefix + "-lobby", Logger: quiet("lobby")})
+		if err != nil {
+			return fmt.Errorf("lobby: %w", err)
+		}
+		h.Serve(ctx, "lobby", lobby)
+		room, err := roomservice.New(ctx, roomservice.Options{GRPCAddr: *roomAddr, Redis: rc, Prefix: h.Prefix + "-room", LobbyAddr: *lobbyAddr, Logger: quiet("room")})
+		if err != nil {
+			return fmt.Errorf("room: %w", err)
+		}
+		h.Serve(ctx, "room", room)
 	}
 	if *parts != "services" {
+		// The gateway listens on a fixed address the clients know, with the socket limits raised
+		// (h.Gateway is an ephemeral port with the default limits).
 		go func() {
 			errc <- gateway.Run(ctx, gateway.Options{
-				Addr: *addr, Backends: gateway.Backends{Chat: *chatAddr, Lobby: *lobbyAddr, Room: *roomAddr}, Logger: log,
+				Addr: *addr, Backends: gateway.Backends{Chat: *chatAddr, Lobby: *lobbyAddr, Room: *roomAddr}, Logger: quiet("gateway"),
 				Security: gateway.Security{Limits: gateway.Limits{SocketRate: 10_000, SocketBurst: 10_000}},
 			}, nil)
 		}()
@@ -137,15 +118,25 @@ func server(args []string) error {
 		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 		mux.Handle("GET /debug/pprof/heap", pprof.Handler("heap"))
-		errc <- http.ListenAndServe(*stats, mux)
+		srv := &http.Server{Addr: *stats, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			<-ctx.Done()
+			_ = srv.Close()
+		}()
+		if err := srv.ListenAndServe(); err != nil && ctx.Err() == nil {
+			errc <- fmt.Errorf("stats: %w", err)
+		}
 	}()
-	fmt.Fprintf(os.Stderr, "chatbench server (%s): gateway %s, chat %s, lobby %s, room %s, stats %s\n", *parts, *addr, *chatAddr, *lobbyAddr, *roomAddr, *stats)
+	benchStage("chat-server (%s): gateway %s, chat %s, lobby %s, room %s, stats %s; interrupt to stop", *parts, *addr, *chatAddr, *lobbyAddr, *roomAddr, *stats)
 	select {
 	case err := <-errc:
-		return err
+		if ctx.Err() == nil {
+			return err
+		}
 	case <-ctx.Done():
-		return nil
 	}
+	h.Report.note("chat-server ran until interrupted; the figures are chat's and rooms' (the client processes)")
+	return nil
 }
 
 // rss is the process's resident set in bytes, from /proc.
@@ -200,8 +191,10 @@ type client struct {
 	nextID    atomic.Int64
 }
 
-func load(args []string) error {
-	fs := flag.NewFlagSet("load", flag.ExitOnError)
+// benchChat measures a chat room through a running chat-server: the server's memory per idle
+// socket, then for each offered rate the deliveries per second, delivery latency (send →
+// received by every socket), the server's CPU time per delivery and sockets closed.
+func benchChat(ctx context.Context, h *Harness, fs *flag.FlagSet, args []string) error {
 	gw := fs.String("gw", "127.0.0.1:8089", "gateway address")
 	stats := fs.String("stats", "127.0.0.1:8090", "server's stats address")
 	n := fs.Int("sockets", 1000, "sockets in the room")
@@ -214,7 +207,24 @@ func load(args []string) error {
 		`client publishing allowed in the channel; -gw its address, -pid its process id)`)
 	pid := fs.Int("pid", 0, "for -target centrifugo: the server's process id, for RSS and CPU from /proc")
 	pack := fs.Bool("pack", false, "for -target vigil: ask the gateway to pack bursts into one frame (&pack=1)")
-	_ = fs.Parse(args)
+	if err := parseBenchFlags(fs, args); err != nil {
+		return err
+	}
+	if *n < 1 || *senders < 1 {
+		return fmt.Errorf("%w: -sockets and -senders must be at least 1", errUsage)
+	}
+	if *target != "vigil" && *target != "centrifugo" {
+		return fmt.Errorf("%w: -target %q: want vigil or centrifugo", errUsage, *target)
+	}
+	rateList, err := parseRates(*rates)
+	if err != nil {
+		return err
+	}
+	h.Report.Redis = "the chat-server's (not measured here)"
+	for k, v := range map[string]any{"gateway": *gw, "sockets": *n, "senders": min(*senders, *n), "duration": dur.String(),
+		"warmup": warm.String(), "target": *target, "pack": *pack} {
+		h.Report.Settings[k] = v
+	}
 	if *pack {
 		packQuery = "&pack=1"
 	}
@@ -226,8 +236,9 @@ func load(args []string) error {
 
 	before, err := readMem(memURL)
 	if err != nil {
-		return err
+		return fmt.Errorf("the server's stats (is vigilbench chat-server running?): %w", err)
 	}
+	benchStage("opening %d sockets", *n)
 	clients := make([]*client, *n)
 	for i := range clients {
 		var c *client
@@ -248,22 +259,21 @@ func load(args []string) error {
 	if err != nil {
 		return err
 	}
-	per := func(a, b uint64) float64 { return (float64(a) - float64(b)) / float64(*n) / 1024 }
-	fmt.Printf("idle sockets: %d (%s)\n", *n, *target)
-	fmt.Printf("  server process, per idle socket: heap+stack %.1f KiB (heap %.1f, stack %.1f), RSS %.1f KiB, goroutines %+d\n",
-		per(after.HeapInuse+after.StackInuse, before.HeapInuse+before.StackInuse), per(after.HeapInuse, before.HeapInuse),
-		per(after.StackInuse, before.StackInuse), per(after.RSS, before.RSS), int64(after.Goroutines)-int64(before.Goroutines))
+	addIdleMemory(h.Report, "socket", *n, before, after)
 
 	for _, c := range clients {
 		go c.readLoop()
 	}
-	fmt.Printf("\n| offered msg/s | delivered/s | p50 | p99 | max | p50 from store | server CPU per delivery | sockets closed |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, rs := range strings.Split(*rates, ",") {
-		rate, err := strconv.Atoi(strings.TrimSpace(rs))
-		if err != nil {
-			return err
+	t := h.Report.table("rates", fmt.Sprintf("chat room, %d sockets, %d senders (%s), per offered rate", *n, min(*senders, *n), *target),
+		benchColumn{"offered msg/s", "msg/s"}, benchColumn{"delivered/s", "deliveries/s"}, benchColumn{"p50", "ms"},
+		benchColumn{"p99", "ms"}, benchColumn{"max", "ms"}, benchColumn{"p50 from store", "ms"},
+		benchColumn{"server CPU per delivery (ns)", "ns"}, benchColumn{"sockets closed", "sockets"})
+	for _, rate := range rateList {
+		if ctx.Err() != nil {
+			break
 		}
-		run(clients[:min(*senders, *n)], clients, rate, *warm, *dur, memURL)
+		benchStage("chat: %d msg/s offered", rate)
+		runChatRate(t, clients[:min(*senders, *n)], clients, rate, *warm, *dur, memURL)
 	}
 	for _, c := range clients {
 		_ = c.conn.Close()
@@ -271,9 +281,9 @@ func load(args []string) error {
 	return nil
 }
 
-// run offers rate messages a second, spread over the senders, and reports what the sockets
+// runChatRate offers rate messages a second, spread over the senders, and reports what the sockets
 // received in dur after warm.
-func run(senders, all []*client, rate int, warm, dur time.Duration, memURL string) {
+func runChatRate(t *benchTable, senders, all []*client, rate int, warm, dur time.Duration, memURL string) {
 	// One pacer spreads the offered rate evenly over the senders, round-robin, so sends do not
 	// come in bursts.
 	stop := make(chan struct{})
@@ -364,7 +374,8 @@ func run(senders, all []*client, rate int, warm, dur time.Duration, memURL strin
 	if len(fromStore) > 0 {
 		storeP50 = fromStore[len(fromStore)/2].Round(time.Millisecond)
 	}
-	fmt.Printf("| %d | %.0f | %v | %v | %v | %v | %v | %d |\n", rate, float64(delivered)/elapsed.Seconds(), q(0.50), q(0.99), q(1), storeP50, perDelivery, closed)
+	t.row(strconv.Itoa(rate)+" msg/s", float64(rate), float64(delivered)/elapsed.Seconds(), ms(q(0.50)), ms(q(0.99)), ms(q(1)),
+		ms(storeP50), float64(perDelivery), float64(closed))
 	// Let the room drain before the next rate.
 	time.Sleep(2 * time.Second)
 }
@@ -577,4 +588,30 @@ func hasPingLine(data []byte) bool {
 		}
 	}
 	return false
+}
+
+// parseRates reads a comma-separated list of positive rates.
+func parseRates(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		rate, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || rate < 1 {
+			return nil, fmt.Errorf("%w: -rates %q: want positive whole numbers, comma-separated", errUsage, s)
+		}
+		out = append(out, rate)
+	}
+	return out, nil
+}
+
+// ms is a duration in milliseconds, the unit of the report's latency columns.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// addIdleMemory adds the server's growth per idle socket between before and after (n sockets).
+func addIdleMemory(r *benchReport, what string, n int, before, after memStats) {
+	per := func(a, b uint64) float64 { return (float64(a) - float64(b)) / float64(n) / 1024 }
+	r.add("idle_heap_stack_kib", "server heap+stack per idle "+what, per(after.HeapInuse+after.StackInuse, before.HeapInuse+before.StackInuse), "KiB")
+	r.add("idle_heap_kib", "server heap per idle "+what, per(after.HeapInuse, before.HeapInuse), "KiB")
+	r.add("idle_stack_kib", "server stack per idle "+what, per(after.StackInuse, before.StackInuse), "KiB")
+	r.add("idle_rss_kib", "server RSS per idle "+what, per(after.RSS, before.RSS), "KiB")
+	r.add("idle_goroutines", "server goroutines per idle "+what, (float64(after.Goroutines)-float64(before.Goroutines))/float64(n), "goroutines")
 }
