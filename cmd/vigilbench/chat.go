@@ -67,6 +67,7 @@ func benchChatServer(ctx context.Context, h *Harness, fs *flag.FlagSet, args []s
 	h.Report.Settings["gateway"] = *addr
 	h.Report.Settings["stats"] = *stats
 	errc := make(chan error, 2)
+	h.Report.Redis = "none in this process (-run gateway)"
 	if *parts != "gateway" {
 		r, err := h.Redis(ctx)
 		if err != nil {
