@@ -26,8 +26,11 @@ if docker inspect -f '{{range .Config.Env}}{{println .}}{{end}}' "$gateway" | gr
   base=https://127.0.0.1:$port
   key=${VIGIL_API_KEY:-$(cat secrets/admin-api-key 2>/dev/null || true)}
   if [ -z "$key" ]; then echo "the stack runs with API keys: set VIGIL_API_KEY or keep deploy/secrets/admin-api-key" >&2; exit 1; fi
+  # Closed by default: a request without a key is refused before it reaches a service.
+  anon=$(curl -sS --max-time 10 --cacert secrets/ca.pem -o /dev/null -w '%{http_code}' "$base/reservations/smoke-anonymous" 2>/dev/null) || anon=${anon:-000}
+  if [ "$anon" != 401 ]; then echo "GET without an API key: HTTP $anon, want 401" >&2; exit 1; fi
   curl_opts+=(--cacert secrets/ca.pem -H "Authorization: Bearer $key")
-  echo "secure stack: $base, CA deploy/secrets/ca.pem, admin key"
+  echo "secure stack: $base, CA deploy/secrets/ca.pem, admin key (without a key: 401)"
 else
   base=http://127.0.0.1:$port
   echo "open stack: $base"
