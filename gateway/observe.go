@@ -2,8 +2,6 @@ package gateway
 
 import (
 	"bufio"
-	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -11,6 +9,8 @@ import (
 
 	"github.com/felixge/httpsnoop"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vigil-dev/vigil/pkg/prom"
 
 	"github.com/vigil-dev/vigil/pkg/tracing"
 )
@@ -46,30 +46,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"reason"}),
 	}
 	var err error
-	if m.httpRequests, err = register(reg, m.httpRequests); err != nil {
+	if m.httpRequests, err = prom.Register(reg, m.httpRequests); err != nil {
 		return nil, err
 	}
-	if m.httpSeconds, err = register(reg, m.httpSeconds); err != nil {
+	if m.httpSeconds, err = prom.Register(reg, m.httpSeconds); err != nil {
 		return nil, err
 	}
-	if m.shedRequests, err = register(reg, m.shedRequests); err != nil {
+	if m.shedRequests, err = prom.Register(reg, m.shedRequests); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register registers c on reg, or returns the equal collector registered there before it.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if prev, ok := are.ExistingCollector.(C); ok {
-				return prev, nil
-			}
-		}
-		return c, fmt.Errorf("gateway metrics: %w", err)
-	}
-	return c, nil
 }
 
 // observe wraps the gateway's handler with its metrics and, when tracing is on, its spans.

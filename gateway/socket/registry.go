@@ -19,13 +19,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"sync"
 
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vigil-dev/vigil/pkg/prom"
 )
 
 // Key names a room: the route that serves it and its name.
@@ -89,28 +90,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"route"}),
 	}
 	var err error
-	if m.open, err = register(reg, m.open); err != nil {
+	if m.open, err = prom.Register(reg, m.open); err != nil {
 		return nil, err
 	}
-	if m.rooms, err = register(reg, m.rooms); err != nil {
+	if m.rooms, err = prom.Register(reg, m.rooms); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register registers c on reg, or returns the equal collector registered there before it
-// (a second registry on the same Registerer counts into the same series).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if prev, ok := are.ExistingCollector.(C); ok {
-				return prev, nil
-			}
-		}
-		return c, fmt.Errorf("socket metrics: %w", err)
-	}
-	return c, nil
 }
 
 // NewRegistry returns an empty registry, its metrics registered on o.Metrics.

@@ -1,10 +1,9 @@
 package alarm
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vigil-dev/vigil/pkg/prom"
 )
 
 // queueMetrics are one queue's series of the alarm metrics.
@@ -17,7 +16,7 @@ type queueMetrics struct {
 // metricsFor registers the alarm metrics on reg (or finds them there, registered by another
 // queue) and returns the series of namespace ns.
 func metricsFor(reg prometheus.Registerer, ns string) (*queueMetrics, error) {
-	lateness, err := register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	lateness, err := prom.Register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "vigil_alarm_lateness_seconds",
 		Help:    "How late alarms were claimed after their due time.",
 		Buckets: []float64{.0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
@@ -26,7 +25,7 @@ func metricsFor(reg prometheus.Registerer, ns string) (*queueMetrics, error) {
 		return nil, err
 	}
 	counter := func(name, help string) (*prometheus.CounterVec, error) {
-		return register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"ns"}))
+		return prom.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"ns"}))
 	}
 	m := &queueMetrics{lateness: lateness.WithLabelValues(ns)}
 	for _, c := range []struct {
@@ -46,19 +45,4 @@ func metricsFor(reg prometheus.Registerer, ns string) (*queueMetrics, error) {
 		*c.into = v.WithLabelValues(ns)
 	}
 	return m, nil
-}
-
-// register registers c on reg, or returns the collector of the same description already there.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		var zero C
-		return zero, fmt.Errorf("alarm metrics: %w", err)
-	}
-	return c, nil
 }

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/redis/go-redis/v9"
+	"github.com/vigil-dev/vigil/pkg/prom"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -36,13 +38,8 @@ func scriptHistogram(reg prometheus.Registerer) (*prometheus.HistogramVec, error
 		Help:    "Time from sending a Lua script to its answer, by script; a script sent in a pipeline counts the whole pipeline.",
 		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
 	}, []string{"script"})
-	if err := reg.Register(h); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(*prometheus.HistogramVec); ok {
-				return existing, nil
-			}
-		}
+	h, err := prom.Register(reg, h)
+	if err != nil {
 		return nil, fmt.Errorf("redis metrics: %w", err)
 	}
 	return h, nil

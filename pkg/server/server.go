@@ -16,8 +16,10 @@ import (
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
+	"github.com/vigil-dev/vigil/pkg/prom"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -96,27 +98,13 @@ func newMetrics(r prometheus.Registerer) (metrics, error) {
 		}, []string{"grpc_method"}),
 	}
 	var err error
-	if m.server, err = register(r, m.server); err != nil {
+	if m.server, err = prom.Register(r, m.server); err != nil {
 		return m, err
 	}
-	if m.shed, err = register(r, m.shed); err != nil {
+	if m.shed, err = prom.Register(r, m.shed); err != nil {
 		return m, err
 	}
 	return m, nil
-}
-
-// register registers c on r, or returns the equal collector registered before it.
-func register[C prometheus.Collector](r prometheus.Registerer, c C) (C, error) {
-	if err := r.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if prev, ok := are.ExistingCollector.(C); ok {
-				return prev, nil
-			}
-		}
-		return c, fmt.Errorf("server metrics: %w", err)
-	}
-	return c, nil
 }
 
 // New listens on o.GRPCAddr and builds the server. Register services on GRPC() before Serve.

@@ -2,10 +2,11 @@ package service
 
 import (
 	"context"
-	"errors"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vigil-dev/vigil/pkg/prom"
 
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
 )
@@ -21,16 +22,7 @@ func occupancyMetric(reg prometheus.Registerer) (*prometheus.CounterVec, error) 
 		Name: "vigil_lobby_occupancy_updates_total",
 		Help: "Occupancy updates from rooms by kind (delta, snapshot) and result (applied, stale, resync).",
 	}, []string{"kind", "result"})
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
-				return existing, nil
-			}
-		}
-		return nil, err
-	}
-	return c, nil
+	return prom.Register(reg, c)
 }
 
 // countedLobby counts the outcomes of the occupancy calls of the LobbyService it wraps.

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vigil-dev/vigil/pkg/prom"
 )
 
 // Metrics are the lock waits and hold times, for operators: how long callers that asked to
@@ -29,20 +31,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{.001, .005, .01, .05, .1, .5, 1, 5, 10, 30, 60, 300, 900, 3600},
 		}, []string{"ended"}),
 	}
-	m.wait = register(reg, m.wait)
-	m.hold = register(reg, m.hold)
-	return m
-}
-
-func register(reg prometheus.Registerer, h *prometheus.HistogramVec) *prometheus.HistogramVec {
-	if err := reg.Register(h); err != nil {
-		if are, ok := err.(prometheus.AlreadyRegisteredError); ok {
-			if prev, ok := are.ExistingCollector.(*prometheus.HistogramVec); ok {
-				return prev
-			}
-		}
+	// A collector that clashes is left unregistered: locks still work, unobserved.
+	if prev, err := prom.Register(reg, m.wait); err == nil {
+		m.wait = prev
 	}
-	return h
+	if prev, err := prom.Register(reg, m.hold); err == nil {
+		m.hold = prev
+	}
+	return m
 }
 
 func (m *Metrics) waited(acquired bool, d time.Duration) {
