@@ -43,7 +43,7 @@ func chatDomain(addr string) domain {
 		rest: func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
 			return chatv1.RegisterChatServiceHandler(ctx, mux, conn)
 		},
-		sockets: func(g *Gateway, mux *router, conn *grpc.ClientConn) {
+		own: func(g *Gateway, mux *router, conn *grpc.ClientConn) {
 			b := newChatBridge(conn, g.log, g.sockets, g.socketLimits(0))
 			mux.HandleFunc("GET /websocket", b.serveSocket)
 		},

@@ -88,9 +88,9 @@ type domain struct {
 	// them over several connections (measured in vigilbench: REST creates 0.56× gRPC on one
 	// connection, 0.51× on four).
 	rest func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error
-	// sockets adds the domain's own routes (WebSockets, hand-written answers) to mux, each
-	// under a pattern of routeScopes.
-	sockets func(g *Gateway, mux *router, conn *grpc.ClientConn)
+	// own adds the routes the domain answers itself (WebSockets, hand-written answers, the
+	// busiest REST rules as unaryRoutes) to mux, each under a pattern of routeScopes.
+	own func(g *Gateway, mux *router, conn *grpc.ClientConn)
 	// created maps full RPC method names to the HTTP status of their success (201, 204).
 	created map[string]int
 	// allowEmpty and fieldErrors tune the JSON dialect for the domain's request messages.
@@ -121,6 +121,12 @@ type Gateway struct {
 	sockets *socket.Registry
 	// metrics count the gateway's HTTP traffic (observe.go), registered on o.Metrics.
 	metrics *metrics
+	// json is the JSON dialect of every REST route (jsonapi.go).
+	json *apiMarshaler
+	// runtime is the grpc-gateway runtime behind limitBody: it serves the REST rules the
+	// domains do not answer themselves, and holds every rule, so the unary routes can be
+	// compared with it (unary_test.go).
+	runtime http.Handler
 }
 
 // New dials the configured backends (lazily: a backend that is down makes its routes answer
@@ -161,6 +167,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		return nil, err
 	}
 	m := &apiMarshaler{allowEmpty: map[protoreflect.FullName]bool{}, fieldErrors: map[protoreflect.FullName]string{}}
+	g.json = m
 	successCodes := map[string]int{}
 	var served []domain
 	for _, d := range o.domains() {
@@ -205,11 +212,12 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		}),
 	)
 	rest := g.limitBody(gw)
-	mux := newRouter()
+	g.runtime = rest
+	mux := newRouter(g.secure())
 	g.router = mux
 	for _, d := range served {
-		if d.sockets != nil {
-			d.sockets(g, mux, g.conns[d.name])
+		if d.own != nil {
+			d.own(g, mux, g.conns[d.name])
 		}
 		if d.rest != nil {
 			if err := d.rest(ctx, gw, g.conns[d.name]); err != nil {
@@ -241,8 +249,20 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		g.Close()
 		return nil, mux.err
 	}
-	g.handler = g.metrics.observe(g.secure(mux.mux))
+	g.handler = g.metrics.observe(utf8Only(mux.mux))
 	return g, nil
+}
+
+// utf8Only refuses a path or query that is not UTF-8 before anything routes it: gRPC refuses
+// such strings, and they would otherwise fail as 500s.
+func utf8Only(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !validUTF8(r) {
+			writeError(w, http.StatusBadRequest, "Use UTF-8 in the path and query.")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // metricsHandler serves /metrics from the registry the gateway's collectors are on (see

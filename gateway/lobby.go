@@ -27,7 +27,7 @@ func lobbyDomain(addr string) domain {
 		},
 		// GET /lobby/rooms is served directly (see serveRoomList); the grpc-gateway rule stays
 		// for the OpenAPI document and is shadowed by this more specific route.
-		sockets: func(g *Gateway, mux *router, conn *grpc.ClientConn) {
+		own: func(g *Gateway, mux *router, conn *grpc.ClientConn) {
 			mux.HandleFunc("GET /lobby/rooms", serveRoomList(g, lobbyv1.NewLobbyServiceClient(conn)))
 		},
 		created: map[string]int{

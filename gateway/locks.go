@@ -2,9 +2,11 @@ package gateway
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
@@ -19,6 +21,20 @@ func locksDomain(addr string) domain {
 		addr: backendTarget(addr),
 		rest: func(ctx context.Context, mux *runtime.ServeMux, cc *grpc.ClientConn) error {
 			return locksv1.RegisterLockServiceHandlerClient(ctx, mux, locksv1.NewLockServiceClient(cc))
+		},
+		// The writes skip the grpc-gateway runtime (unary.go); GET stays on it.
+		own: func(g *Gateway, mux *router, cc *grpc.ClientConn) {
+			c := locksv1.NewLockServiceClient(cc)
+			handleUnary(g, mux, "POST /locks/{resource}/acquire", http.StatusOK,
+				func(ctx context.Context, req *locksv1.AcquireRequest) (proto.Message, error) {
+					return c.Acquire(ctx, req)
+				})
+			handleUnary(g, mux, "POST /locks/{resource}/release", http.StatusOK,
+				func(ctx context.Context, req *locksv1.ReleaseRequest) (proto.Message, error) {
+					return c.Release(ctx, req)
+				})
+			handleUnary(g, mux, "POST /locks/{resource}/renew", http.StatusOK,
+				func(ctx context.Context, req *locksv1.RenewRequest) (proto.Message, error) { return c.Renew(ctx, req) })
 		},
 		fieldErrors: map[protoreflect.FullName]string{
 			"vigil.locks.v1.AcquireRequest.owner":   nameSentence("owner", 256),

@@ -41,7 +41,7 @@ func roomDomain(addr string) domain {
 		rest: func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
 			return roomv1.RegisterRoomServiceHandler(ctx, mux, conn)
 		},
-		sockets: func(g *Gateway, mux *router, conn *grpc.ClientConn) {
+		own: func(g *Gateway, mux *router, conn *grpc.ClientConn) {
 			b := &roomBridge{
 				conn: conn, client: roomv1.NewRoomServiceClient(conn), sockets: g.sockets, lim: g.socketLimits(24 << 10),
 				log: g.log, rooms: map[string]*practiceRoom{},

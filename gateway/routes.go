@@ -67,15 +67,18 @@ var routeScopes = map[string]string{
 	"GET /admin/{domain}/objects/{id}":              ScopeAdmin,
 }
 
-// router registers routes on one ServeMux, each under a pattern of routeScopes, and remembers
-// which it registered.
+// router registers routes on one ServeMux, each under a pattern of routeScopes and behind the
+// guard that checks that scope, and remembers which it registered.
 type router struct {
 	mux      *http.ServeMux
+	guard    func(route string, h http.Handler) http.Handler
 	patterns []string
 	err      error
 }
 
-func newRouter() *router { return &router{mux: http.NewServeMux()} }
+func newRouter(guard func(route string, h http.Handler) http.Handler) *router {
+	return &router{mux: http.NewServeMux(), guard: guard}
+}
 
 // Handle registers h under pattern, which must have a scope in routeScopes.
 func (rt *router) Handle(pattern string, h http.Handler) {
@@ -87,7 +90,7 @@ func (rt *router) Handle(pattern string, h http.Handler) {
 		rt.err = errors.Join(rt.err, fmt.Errorf("route %q is registered twice", pattern))
 		return
 	}
-	rt.mux.Handle(pattern, h)
+	rt.mux.Handle(pattern, rt.guard(pattern, h))
 	rt.patterns = append(rt.patterns, pattern)
 }
 
@@ -99,7 +102,8 @@ func (rt *router) HandleFunc(pattern string, h func(http.ResponseWriter, *http.R
 // registered reports whether pattern was registered.
 func (rt *router) registered(pattern string) bool { return slices.Contains(rt.patterns, pattern) }
 
-// route is the pattern a request matches, "" for none (a redirect to a cleaned path).
+// route is the pattern a request matches, "" for none (a redirect to a cleaned path, which
+// the ServeMux answers itself; the cleaned path is then routed and guarded like any other).
 func (rt *router) route(r *http.Request) string {
 	_, pattern := rt.mux.Handler(r)
 	return pattern

@@ -125,7 +125,7 @@ func TestRouteScopes(t *testing.T) {
 // TestUnlistedRouteIsRefused: a route missing from the table cannot be registered, and a
 // request the router cannot place is refused.
 func TestUnlistedRouteIsRefused(t *testing.T) {
-	rt := newRouter()
+	rt := newRouter(func(_ string, h http.Handler) http.Handler { return h })
 	rt.HandleFunc("GET /secret-thing", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(200) })
 	if rt.err == nil || !strings.Contains(rt.err.Error(), `"GET /secret-thing" has no scope`) {
 		t.Errorf("registering an unlisted route: err = %v, want it refused", rt.err)

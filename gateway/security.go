@@ -54,10 +54,11 @@ type Security struct {
 	Now func() time.Time
 }
 
-// secure wraps the gateway's routes in authentication and rate limits. WebSocket origins and
-// the sockets per room are checked by the socket layer (gateway/socket) when a route admits
-// an upgrade.
-func (g *Gateway) secure(next http.Handler) http.Handler {
+// secure builds the guard the router puts in front of every route: authentication, the
+// route's scope and rate limits. The route is known when it is registered, so a request is
+// routed once, by the ServeMux. WebSocket origins and the sockets per room are checked by the
+// socket layer (gateway/socket) when a route admits an upgrade.
+func (g *Gateway) secure() func(route string, next http.Handler) http.Handler {
 	s := g.o.Security
 	auth := len(s.Keys) > 0
 	lim := s.Limits.withDefaults(auth)
@@ -79,83 +80,73 @@ func (g *Gateway) secure(next http.Handler) http.Handler {
 	requests := newLimiterSet(lim.Rate, lim.Burst, now)
 	roomQuota := newLimiterSet(lim.RoomsPerHour/3600, int(math.Ceil(lim.RoomsPerHour)), now)
 
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !validUTF8(r) {
-			// gRPC refuses strings that are not UTF-8; without this they would fail as 500s.
-			writeError(w, http.StatusBadRequest, "Use UTF-8 in the path and query.")
-			return
+	return func(route string, next http.Handler) http.Handler {
+		want := routeScopes[route] // router.Handle registers only routes with a scope
+		if want == scopePublic {
+			return next
 		}
-		route := g.router.route(r)
-		want, known := routeScopes[route]
-		switch {
-		case !known:
-			// Closed by default: only a path cleaning redirect matches no pattern.
-			writeError(w, http.StatusNotFound, fmt.Sprintf("No route %s %s.", r.Method, r.URL.Path))
-			return
-		case want == scopePublic:
-			next.ServeHTTP(w, r)
-			return
-		}
-		p := &principal{name: "", scopes: []string{ScopeAdmin}}
-		var authErr error
-		if auth {
-			if p, authErr = a.identify(r, route); authErr != nil {
-				p = &principal{}
-			}
-		}
-		// The client's address and the limiter id are worked out only when something uses them:
-		// a limiter is on, or a refusal is logged.
-		client, id := "", ""
-		identify := func() {
-			if client == "" {
-				client = clientAddr(r, lim.TrustedProxies)
-				id = "addr:" + client
-				if authErr == nil && p.name != "" {
-					id = "key:" + p.name
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p := &principal{name: "", scopes: []string{ScopeAdmin}}
+			var authErr error
+			if auth {
+				if p, authErr = a.identify(r, route); authErr != nil {
+					p = &principal{}
 				}
 			}
-		}
-		refused := func(reason string) {
-			identify()
-			g.log.InfoContext(r.Context(), "request refused", "event", "refused", "reason", reason,
-				"method", r.Method, "path", r.URL.Path, "key", p.name, "client", client)
-		}
-		if requests != nil {
-			identify()
-		}
-		if ok, wait := requests.allow(id); !ok {
-			refused("rate")
-			tooMany(w, wait, "requests")
-			return
-		}
-		if authErr != nil {
-			refused("bad_credentials")
-			refuseUnauthenticated(w)
-			return
-		}
-		if auth && !p.allowed(want) {
-			if p.name == "" {
-				refused("no_key")
+			// The client's address and the limiter id are worked out only when something uses them:
+			// a limiter is on, or a refusal is logged.
+			client, id := "", ""
+			identify := func() {
+				if client == "" {
+					client = clientAddr(r, lim.TrustedProxies)
+					id = "addr:" + client
+					if authErr == nil && p.name != "" {
+						id = "key:" + p.name
+					}
+				}
+			}
+			refused := func(reason string) {
+				identify()
+				g.log.InfoContext(r.Context(), "request refused", "event", "refused", "reason", reason,
+					"method", r.Method, "path", r.URL.Path, "key", p.name, "client", client)
+			}
+			if requests != nil {
+				identify()
+			}
+			if ok, wait := requests.allow(id); !ok {
+				refused("rate")
+				tooMany(w, wait, "requests")
+				return
+			}
+			if authErr != nil {
+				refused("bad_credentials")
 				refuseUnauthenticated(w)
 				return
 			}
-			refused("scope")
-			refuseScope(w, want)
-			return
-		}
-		if route == "POST /auth/socket-token" {
-			r = r.WithContext(withPrincipal(r.Context(), p))
-		}
-		if route == "POST /lobby/rooms" && roomQuota != nil {
-			identify()
-			if ok, wait := roomQuota.allow(id); !ok {
-				refused("room_quota")
-				tooMany(w, wait, "rooms created by this key")
+			if auth && !p.allowed(want) {
+				if p.name == "" {
+					refused("no_key")
+					refuseUnauthenticated(w)
+					return
+				}
+				refused("scope")
+				refuseScope(w, want)
 				return
 			}
-		}
-		next.ServeHTTP(w, r)
-	})
+			if route == "POST /auth/socket-token" {
+				r = r.WithContext(withPrincipal(r.Context(), p))
+			}
+			if route == "POST /lobby/rooms" && roomQuota != nil {
+				identify()
+				if ok, wait := roomQuota.allow(id); !ok {
+					refused("room_quota")
+					tooMany(w, wait, "rooms created by this key")
+					return
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
 // validUTF8 reports whether the request's path and query values are UTF-8.

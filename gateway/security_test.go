@@ -61,7 +61,8 @@ func (c *clock) add(d time.Duration) {
 // secureOnly serves the security layer in front of next (no backends), the way New chains it.
 func secureOnly(t *testing.T, s Security, next http.Handler) *httptest.Server {
 	t.Helper()
-	g := &Gateway{o: Options{Security: s}, log: testLogger(t), router: newRouter()}
+	g := &Gateway{o: Options{Security: s}, log: testLogger(t)}
+	g.router = newRouter(g.secure())
 	for pattern := range routeScopes {
 		if pattern == "POST /auth/socket-token" {
 			g.router.HandleFunc(pattern, g.serveSocketToken)
@@ -69,7 +70,7 @@ func secureOnly(t *testing.T, s Security, next http.Handler) *httptest.Server {
 			g.router.Handle(pattern, next)
 		}
 	}
-	srv := httptest.NewServer(g.secure(g.router.mux))
+	srv := httptest.NewServer(utf8Only(g.router.mux))
 	t.Cleanup(srv.Close)
 	return srv
 }
