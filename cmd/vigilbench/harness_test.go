@@ -160,7 +160,7 @@ func TestBenchmarksRunOnTheRealStack(t *testing.T) {
 	t.Run("reservations", func(t *testing.T) {
 		t.Parallel()
 		got := runJSON(t, "reservations", "--count", "300", "--duration", "300ms", "--concurrency", "4", "--ceiling-requests", "0")
-		for _, k := range []string{"creates_grpc", "creates_rest", "creates_rest_vs_grpc", "queue_drain_throughput", "drain_throughput", "drain_vs_queue"} {
+		for _, k := range []string{"creates_grpc", "creates_rest", "creates_rest_vs_grpc", "creates_rest_nethttp", "creates_rest_nethttp_vs_grpc", "queue_drain_throughput", "drain_throughput", "drain_vs_queue"} {
 			if got[k] <= 0 {
 				t.Errorf("reservations result %s = %v, want it measured (%v)", k, got[k], got)
 			}
@@ -177,6 +177,11 @@ func TestBenchmarksRunOnTheRealStack(t *testing.T) {
 			}
 			if r := got[w+"/bsm/redislock (in-process)/× redislock"]; r != 1 {
 				t.Errorf("locks %s: redislock's ratio to itself = %v, want 1", w, r)
+			}
+			for _, k := range []string{w + "_rest_vs_grpc", w + "_rest_nethttp_vs_grpc"} {
+				if got[k] <= 0 {
+					t.Errorf("locks %s = %v, want the REST / gRPC ratio measured", k, got[k])
+				}
 			}
 		}
 	})

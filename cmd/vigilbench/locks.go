@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	_ "embed"
@@ -9,10 +8,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,7 +53,7 @@ type locksBench struct {
 // locksClients are the rows of every workload, in order; the ratios are to the last row (the
 // raw ceiling) and to bsm/redislock.
 var locksClients = []string{
-	"vigil gRPC unary", "vigil session", "vigil REST (gateway)",
+	"vigil gRPC unary", "vigil session", "vigil REST (gateway)", "vigil REST, Go http.Client",
 	"redsync (in-process)", "bsm/redislock (in-process)", "raw EVALSHA pair (ceiling)",
 }
 
@@ -97,7 +96,8 @@ func benchLocks(ctx context.Context, h *Harness, fs *flag.FlagSet, args []string
 	if o.warmup > 0 {
 		benchStage("warming up for %v per Vigil client kind", o.warmup)
 		l.measure(ctx, "warmup", o.clients, o.warmup, l.grpcPair(l.many("w"), 0))
-		l.measure(ctx, "warmup", o.clients, o.warmup, l.restPair(l.many("w"), 0))
+		l.measure(ctx, "warmup", o.clients, o.warmup, l.restPair(l.rest, l.many("w"), 0))
+		l.measure(ctx, "warmup", o.clients, o.warmup, l.restPair(l.netHTTP, l.many("w"), 0))
 		l.measure(ctx, "warmup", o.clients, o.warmup, l.sessionPair(l.many("ws"), false))
 	}
 
@@ -129,7 +129,8 @@ func benchLocks(ctx context.Context, h *Harness, fs *flag.FlagSet, args []string
 			pairs := []locksPair{
 				l.grpcPair(res("grpc"), wait),
 				l.sessionPair(res("session"), w.contended),
-				l.restPair(res("rest"), wait),
+				l.restPair(l.rest, res("rest"), wait),
+				l.restPair(l.netHTTP, res("resth"), wait),
 				l.redsyncPair(res("rs"), w.contended),
 				l.redislockPair(res("rl"), w.contended),
 				l.rawPair(res("raw"), w.contended),
@@ -165,12 +166,21 @@ func locksTable(rep *benchReport, key, title string, rows []locksResult) {
 		benchColumn{"pairs/s", "pairs/s"}, benchColumn{"p50", "ms"}, benchColumn{"p99", "ms"}, benchColumn{"max", "ms"},
 		benchColumn{"CPU/pair", "ms"}, benchColumn{"× raw ceiling", "x"}, benchColumn{"× redislock", "x"}, benchColumn{"errors", "pairs"})
 	var ceiling, redislockRate float64
+	rates := map[string]float64{}
 	for _, r := range rows {
+		rates[r.name] = r.rate()
 		switch r.name {
 		case locksClients[len(locksClients)-1]:
 			ceiling = r.rate()
 		case "bsm/redislock (in-process)":
 			redislockRate = r.rate()
+		}
+	}
+	if grpc := rates["vigil gRPC unary"]; grpc > 0 {
+		for _, rest := range []struct{ key, name string }{{"rest", "vigil REST (gateway)"}, {"rest_nethttp", "vigil REST, Go http.Client"}} {
+			if rates[rest.name] > 0 {
+				rep.ratio(key+"_"+rest.key+"_vs_grpc", title+": "+rest.name+" / gRPC unary", rates[rest.name], grpc)
+			}
 		}
 	}
 	ratio := func(a, b float64) float64 {
@@ -217,8 +227,8 @@ type locksStack struct {
 	clients  int
 	lcs      []locksv1.LockServiceClient
 	sessions []*lockclient.Client
-	restBase string
-	http     *http.Client
+	rest     *restClient   // the load tool's REST client (restclient.go)
+	netHTTP  netHTTPClient // Go's http.Client, reported beside it
 	rdb      *redis.Client
 	rs       *redsync.Redsync
 	rl       *redislock.Client
@@ -234,9 +244,10 @@ func startLocksStack(ctx context.Context, h *Harness, b *benchRedis, o locksBenc
 	}
 	addr := h.Serve(ctx, "locks", svc)
 	l := &locksStack{redis: b, prefix: h.Prefix, clients: o.clients}
-	if l.restBase, l.http, err = h.Gateway(ctx, gateway.Backends{Locks: addr}); err != nil {
+	if l.netHTTP.base, l.netHTTP.c, err = h.Gateway(ctx, gateway.Backends{Locks: addr}); err != nil {
 		return nil, err
 	}
+	l.rest = newRestClient(l.netHTTP.base, 2*o.clients)
 	var closers []func()
 	// Unary clients and session clients (one lockclient.Client, so one stream, per
 	// connection) share the same connections.
@@ -256,7 +267,7 @@ func startLocksStack(ctx context.Context, h *Harness, b *benchRedis, o locksBenc
 	}
 	opt.PoolSize = 2 * o.clients
 	l.rdb = redis.NewClient(opt)
-	closers = append(closers, func() { _ = l.rdb.Close() }, l.http.CloseIdleConnections)
+	closers = append(closers, func() { _ = l.rdb.Close() }, l.netHTTP.c.CloseIdleConnections, l.rest.close)
 	h.stack.mu.Lock()
 	h.stack.cancels = append(h.stack.cancels, func() {
 		for _, c := range closers {
@@ -268,7 +279,7 @@ func startLocksStack(ctx context.Context, h *Harness, b *benchRedis, o locksBenc
 	l.rl = redislock.New(l.rdb)
 	l.acquire = redisx.NewScript("ceiling_lock_acquire.lua", ceilingLockAcquireLua)
 	l.release = redisx.NewScript("ceiling_lock_release.lua", ceilingLockReleaseLua)
-	benchStage("lock service on %s, gateway on %s (in process)", addr, l.restBase)
+	benchStage("lock service on %s, gateway on %s (in process)", addr, l.netHTTP.base)
 	return l, nil
 }
 
@@ -365,41 +376,44 @@ func (l *locksStack) sessionPair(resource func(c, i int) string, contended bool)
 	}
 }
 
-func (l *locksStack) post(ctx context.Context, path string, body any) (map[string]any, error) {
-	b, err := json.Marshal(body)
+// post sends a JSON body to the gateway with client and decodes the 200 answer into out.
+func post(ctx context.Context, client restDoer, path, body string, out any) error {
+	code, raw, err := client.do(ctx, http.MethodPost, path, body)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.restBase+path, bytes.NewReader(b))
-	if err != nil {
-		return nil, err
+	if code != http.StatusOK {
+		return fmt.Errorf("%s: %d %s", path, code, raw)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	res, err := l.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	if res.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: %d %s", path, res.StatusCode, raw)
-	}
-	var m map[string]any
-	return m, json.Unmarshal(raw, &m)
+	return json.Unmarshal(raw, out)
 }
 
-func (l *locksStack) restPair(resource func(c, i int) string, wait int64) locksPair {
+// restPair is the pair over REST, the bodies written and the answers read as a client would:
+// JSON into typed structs.
+func (l *locksStack) restPair(client restDoer, resource func(c, i int) string, wait int64) locksPair {
 	return func(ctx context.Context, c, i int) error {
-		r := url.PathEscape(resource(c, i))
-		m, err := l.post(ctx, "/locks/"+r+"/acquire", map[string]any{"owner": owner(c), "ttlMs": locksTTLMs, "waitMs": wait})
-		if err != nil {
+		r := "/locks/" + url.PathEscape(resource(c, i))
+		owner := strconv.Quote(owner(c))
+		var acquired struct {
+			Acquired bool `json:"acquired"`
+		}
+		body := `{"owner":` + owner + `,"ttlMs":` + strconv.FormatInt(locksTTLMs, 10) + `,"waitMs":` + strconv.FormatInt(wait, 10) + `}`
+		if err := post(ctx, client, r+"/acquire", body, &acquired); err != nil {
 			return err
 		}
-		if m["acquired"] != true {
+		if !acquired.Acquired {
 			return errors.New("not acquired")
 		}
-		_, err = l.post(ctx, "/locks/"+r+"/release", map[string]any{"owner": owner(c)})
-		return err
+		var released struct {
+			Released bool `json:"released"`
+		}
+		if err := post(ctx, client, r+"/release", `{"owner":`+owner+`}`, &released); err != nil {
+			return err
+		}
+		if !released.Released {
+			return errors.New("not released")
+		}
+		return nil
 	}
 }
 

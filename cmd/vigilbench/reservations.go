@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -33,6 +32,7 @@ type reservationsBench struct {
 	concurrency int
 	duration    time.Duration
 	queue       bool
+	via         string
 	ceiling     ceilingFlags
 }
 
@@ -47,6 +47,7 @@ func benchReservations(ctx context.Context, h *Harness, fs *flag.FlagSet, args [
 	fs.IntVar(&o.concurrency, "concurrency", 32, "concurrent callers creating reservations")
 	fs.DurationVar(&o.duration, "duration", 5*time.Second, "length of each creates-per-second run (0 skips them)")
 	fs.BoolVar(&o.queue, "queue", true, "also drain --count alarms through the bare queue, in the same run")
+	fs.StringVar(&o.via, "via", "grpc,rest,rest_nethttp", "the creates-per-second runs, comma-separated: grpc, rest (the load tool's HTTP/1.1 client), rest_nethttp (Go's http.Client)")
 	o.ceiling.register(fs)
 	if err := parseBenchFlags(fs, args); err != nil {
 		return err
@@ -68,7 +69,7 @@ func benchReservations(ctx context.Context, h *Harness, fs *flag.FlagSet, args [
 		return err
 	}
 
-	var grpcRate, restRate float64
+	var grpcRate, restRate, restNetRate float64
 	if o.duration > 0 {
 		for _, via := range []struct {
 			key, name string
@@ -76,8 +77,12 @@ func benchReservations(ctx context.Context, h *Harness, fs *flag.FlagSet, args [
 			rate      *float64
 		}{
 			{"grpc", "gRPC", st.grpcCreate("grpc-"), &grpcRate},
-			{"rest", "REST", st.restCreate("rest-"), &restRate},
+			{"rest", "REST", st.restCreate(st.rest, "rest-"), &restRate},
+			{"rest_nethttp", "REST with Go's http.Client", st.restCreate(st.netHTTP, "resth-"), &restNetRate},
 		} {
+			if !strings.Contains(","+o.via+",", ","+via.key+",") {
+				continue
+			}
 			r, err := benchCreateRate(ctx, via.name, o.duration, o.concurrency, via.create)
 			if err != nil {
 				return err
@@ -86,7 +91,12 @@ func benchReservations(ctx context.Context, h *Harness, fs *flag.FlagSet, args [
 			rep.add("creates_"+via.key, "creates over "+via.name, r.rate, "creates/s")
 			rep.addLatencies("creates_"+via.key+"_latency", "create over "+via.name+" latency", r.latency)
 		}
-		rep.ratio("creates_rest_vs_grpc", "creates: REST / gRPC", restRate, grpcRate)
+		if grpcRate > 0 && restRate > 0 {
+			rep.ratio("creates_rest_vs_grpc", "creates: REST / gRPC", restRate, grpcRate)
+		}
+		if grpcRate > 0 && restNetRate > 0 {
+			rep.ratio("creates_rest_nethttp_vs_grpc", "creates: REST with Go's http.Client / gRPC", restNetRate, grpcRate)
+		}
 	}
 
 	if o.count > 0 {
@@ -151,8 +161,8 @@ func benchReservations(ctx context.Context, h *Harness, fs *flag.FlagSet, args [
 type reservationsStack struct {
 	clock   *benchClock
 	client  reservationsv1.ReservationServiceClient
-	http    *http.Client
-	baseURL string
+	rest    *restClient   // the load tool's client (restclient.go)
+	netHTTP netHTTPClient // Go's http.Client, reported beside it
 	shards  int
 	retries atomic.Int64 // calls repeated after Unavailable
 	// alarmLines counts the service's reservation-alarm lines.
@@ -189,18 +199,19 @@ func startReservationsStack(ctx context.Context, h *Harness, redisURL string) (*
 		return nil, fmt.Errorf("reservations service: %w", err)
 	}
 	grpcAddr := h.Serve(ctx, "reservations", svc)
-	if st.baseURL, st.http, err = h.Gateway(ctx, gateway.Backends{Reservations: grpcAddr}); err != nil {
+	if st.netHTTP.base, st.netHTTP.c, err = h.Gateway(ctx, gateway.Backends{Reservations: grpcAddr}); err != nil {
 		return nil, err
 	}
+	st.rest = newRestClient(st.netHTTP.base, 256)
 	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return nil, err
 	}
 	h.stack.mu.Lock()
-	h.stack.cancels = append(h.stack.cancels, func() { _ = conn.Close() })
+	h.stack.cancels = append(h.stack.cancels, func() { _ = conn.Close(); st.rest.close() })
 	h.stack.mu.Unlock()
 	st.client = reservationsv1.NewReservationServiceClient(conn)
-	benchStage("reservations service on %s, gateway on %s (in process)", grpcAddr, st.baseURL)
+	benchStage("reservations service on %s, gateway on %s (in process)", grpcAddr, st.netHTTP.base)
 	return st, nil
 }
 
@@ -232,32 +243,23 @@ func (st *reservationsStack) retryUnavailable(ctx context.Context, call func() e
 }
 
 // restCreate creates reservations prefix+<n> for an hour over the gateway's REST API.
-func (st *reservationsStack) restCreate(prefix string) func(ctx context.Context, id string) error {
+func (st *reservationsStack) restCreate(client restDoer, prefix string) func(ctx context.Context, id string) error {
 	return func(ctx context.Context, id string) error {
-		return st.retryUnavailable(ctx, func() error { return st.restPost(ctx, "/reservations/"+prefix+id, `{"ttlSeconds":3600}`) })
+		return st.retryUnavailable(ctx, func() error {
+			path := "/reservations/" + prefix + id
+			code, msg, err := client.do(ctx, http.MethodPost, path, `{"ttlSeconds":3600}`)
+			switch {
+			case err != nil:
+				return err
+			case code == http.StatusServiceUnavailable:
+				// Unavailable, as gRPC would say: repeated like a gRPC create.
+				return status.Error(codes.Unavailable, string(msg))
+			case code != http.StatusCreated:
+				return fmt.Errorf("POST %s: %d %s", path, code, msg)
+			}
+			return nil
+		})
 	}
-}
-
-// restPost posts a JSON body to the gateway; a 503 is Unavailable, as gRPC would say.
-func (st *reservationsStack) restPost(ctx context.Context, path, body string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, st.baseURL+path, strings.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := st.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	msg, _ := io.ReadAll(resp.Body)
-	switch {
-	case resp.StatusCode == http.StatusServiceUnavailable:
-		return status.Error(codes.Unavailable, string(msg))
-	case resp.StatusCode/100 != 2:
-		return fmt.Errorf("POST %s: %s %s", path, resp.Status, msg)
-	}
-	return nil
 }
 
 // benchRate is a creates-per-second run.
