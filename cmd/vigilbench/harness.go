@@ -322,6 +322,17 @@ func (l *benchLatencies) add(d time.Duration) {
 	l.mu.Unlock()
 }
 
+// merge adds o's latencies to l.
+func (l *benchLatencies) merge(o *benchLatencies) {
+	o.mu.Lock()
+	ms := slices.Clone(o.ms)
+	o.mu.Unlock()
+	l.mu.Lock()
+	l.ms = append(l.ms, ms...)
+	l.sorted = false
+	l.mu.Unlock()
+}
+
 func (l *benchLatencies) len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -33,6 +33,7 @@ type reservationsBench struct {
 	duration    time.Duration
 	queue       bool
 	via         string
+	rounds      int
 	ceiling     ceilingFlags
 }
 
@@ -45,15 +46,16 @@ func benchReservations(ctx context.Context, h *Harness, fs *flag.FlagSet, args [
 	var o reservationsBench
 	fs.IntVar(&o.count, "count", 100_000, "holds expiring at the same instant in the drain (0 skips the drains)")
 	fs.IntVar(&o.concurrency, "concurrency", 32, "concurrent callers creating reservations")
-	fs.DurationVar(&o.duration, "duration", 5*time.Second, "length of each creates-per-second run (0 skips them)")
+	fs.DurationVar(&o.duration, "duration", 3*time.Second, "length of each creates-per-second run (0 skips them)")
+	fs.IntVar(&o.rounds, "rounds", 3, "rounds of creates-per-second runs, interleaving gRPC and REST")
 	fs.BoolVar(&o.queue, "queue", true, "also drain --count alarms through the bare queue, in the same run")
 	fs.StringVar(&o.via, "via", "grpc,rest,rest_nethttp", "the creates-per-second runs, comma-separated: grpc, rest (the load tool's HTTP/1.1 client), rest_nethttp (Go's http.Client)")
 	o.ceiling.register(fs)
 	if err := parseBenchFlags(fs, args); err != nil {
 		return err
 	}
-	if o.concurrency <= 0 || o.count < 0 {
-		return fmt.Errorf("%w: --concurrency must be positive and --count not negative", errUsage)
+	if o.concurrency <= 0 || o.count < 0 || o.rounds <= 0 {
+		return fmt.Errorf("%w: --concurrency and --rounds must be positive and --count not negative", errUsage)
 	}
 	b, err := h.Redis(ctx)
 	if err != nil {
@@ -63,6 +65,7 @@ func benchReservations(ctx context.Context, h *Harness, fs *flag.FlagSet, args [
 	rep.Settings["count"] = o.count
 	rep.Settings["concurrency"] = o.concurrency
 	rep.Settings["duration"] = o.duration.String()
+	rep.Settings["rounds"] = o.rounds
 
 	st, err := startReservationsStack(ctx, h, b.url)
 	if err != nil {
@@ -71,25 +74,43 @@ func benchReservations(ctx context.Context, h *Harness, fs *flag.FlagSet, args [
 
 	var grpcRate, restRate, restNetRate float64
 	if o.duration > 0 {
-		for _, via := range []struct {
+		vias := []struct {
 			key, name string
 			create    func(ctx context.Context, id string) error
 			rate      *float64
+			n         int
+			elapsed   time.Duration
+			latency   benchLatencies
 		}{
-			{"grpc", "gRPC", st.grpcCreate("grpc-"), &grpcRate},
-			{"rest", "REST", st.restCreate(st.rest, "rest-"), &restRate},
-			{"rest_nethttp", "REST with Go's http.Client", st.restCreate(st.netHTTP, "resth-"), &restNetRate},
-		} {
-			if !strings.Contains(","+o.via+",", ","+via.key+",") {
+			{key: "grpc", name: "gRPC", create: st.grpcCreate("grpc-"), rate: &grpcRate},
+			{key: "rest", name: "REST", create: st.restCreate(st.rest, "rest-"), rate: &restRate},
+			{key: "rest_nethttp", name: "REST with Go's http.Client", create: st.restCreate(st.netHTTP, "resth-"), rate: &restNetRate},
+		}
+		// Rounds interleave the clients, so a change in the machine's speed during the run
+		// (a neighbour, a frequency step) falls on them alike; each rate is over all rounds.
+		for round := range o.rounds {
+			for i := range vias {
+				via := &vias[i]
+				if !strings.Contains(","+o.via+",", ","+via.key+",") {
+					continue
+				}
+				r, err := benchCreateRate(ctx, fmt.Sprintf("%s (round %d of %d)", via.name, round+1, o.rounds), o.duration, o.concurrency, via.create)
+				if err != nil {
+					return err
+				}
+				via.n += r.latency.len()
+				via.elapsed += r.elapsed
+				via.latency.merge(r.latency)
+			}
+		}
+		for i := range vias {
+			via := &vias[i]
+			if via.n == 0 {
 				continue
 			}
-			r, err := benchCreateRate(ctx, via.name, o.duration, o.concurrency, via.create)
-			if err != nil {
-				return err
-			}
-			*via.rate = r.rate
-			rep.add("creates_"+via.key, "creates over "+via.name, r.rate, "creates/s")
-			rep.addLatencies("creates_"+via.key+"_latency", "create over "+via.name+" latency", r.latency)
+			*via.rate = float64(via.n) / via.elapsed.Seconds()
+			rep.add("creates_"+via.key, "creates over "+via.name, *via.rate, "creates/s")
+			rep.addLatencies("creates_"+via.key+"_latency", "create over "+via.name+" latency", &via.latency)
 		}
 		if grpcRate > 0 && restRate > 0 {
 			rep.ratio("creates_rest_vs_grpc", "creates: REST / gRPC", restRate, grpcRate)
@@ -265,6 +286,7 @@ func (st *reservationsStack) restCreate(client restDoer, prefix string) func(ctx
 // benchRate is a creates-per-second run.
 type benchRate struct {
 	rate    float64
+	elapsed time.Duration
 	latency *benchLatencies
 }
 
@@ -303,7 +325,7 @@ func benchCreateRate(ctx context.Context, name string, d time.Duration, concurre
 	if firstEr != nil {
 		return benchRate{}, fmt.Errorf("creates over %s: %w", name, firstEr)
 	}
-	return benchRate{rate: float64(lat.len()) / elapsed.Seconds(), latency: &lat}, nil
+	return benchRate{rate: float64(lat.len()) / elapsed.Seconds(), elapsed: elapsed, latency: &lat}, nil
 }
 
 // reservationsDrain is what the drain measured.

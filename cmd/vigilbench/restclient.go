@@ -2,10 +2,13 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"strconv"
 	"strings"
 	"time"
@@ -56,9 +59,10 @@ type restClient struct {
 }
 
 type restConn struct {
-	c   net.Conn
-	r   *bufio.Reader
-	buf []byte
+	c        net.Conn
+	r        *bufio.Reader
+	buf      []byte
+	deadline time.Time
 }
 
 // newRestClient keeps up to n connections to the gateway at base (http://host:port).
@@ -108,20 +112,77 @@ func (c *restConn) roundTrip(host, method, path, body string) (code int, res []b
 	b = append(b, "\r\n\r\n"...)
 	b = append(b, body...)
 	c.buf = b
-	_ = c.c.SetDeadline(time.Now().Add(30 * time.Second))
+	if now := time.Now(); c.deadline.Sub(now) < 20*time.Second {
+		// A stuck gateway fails the call within 30 s; the deadline moves every 10 s, not on
+		// every call.
+		c.deadline = now.Add(30 * time.Second)
+		_ = c.c.SetDeadline(c.deadline)
+	}
 	if _, err := c.c.Write(b); err != nil {
 		return 0, nil, false, err
 	}
-	resp, err := http.ReadResponse(c.r, nil)
+	return c.readResponse()
+}
+
+// readResponse reads an HTTP/1.1 answer: the status line, the headers it needs
+// (Content-Length, Transfer-Encoding, Connection) and the body.
+func (c *restConn) readResponse() (code int, body []byte, keep bool, err error) {
+	line, err := c.r.ReadSlice('\n')
 	if err != nil {
 		return 0, nil, false, err
 	}
-	raw, err := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
+	// "HTTP/1.1 201 Created\r\n"
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) {
+		return 0, nil, false, fmt.Errorf("not an HTTP/1.x status line: %q", line)
+	}
+	if code, err = strconv.Atoi(string(line[9:12])); err != nil {
+		return 0, nil, false, fmt.Errorf("bad status line %q", line)
+	}
+	keep = line[7] == '1' // HTTP/1.1 keeps the connection unless told otherwise
+	length, chunked := -1, false
+	for {
+		line, err := c.r.ReadSlice('\n')
+		if err != nil {
+			return 0, nil, false, err
+		}
+		h := bytes.TrimRight(line, "\r\n")
+		if len(h) == 0 {
+			break
+		}
+		name, value, ok := bytes.Cut(h, []byte(":"))
+		if !ok {
+			return 0, nil, false, fmt.Errorf("bad header line %q", h)
+		}
+		value = bytes.TrimSpace(value)
+		switch {
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			if length, err = strconv.Atoi(string(value)); err != nil || length < 0 {
+				return 0, nil, false, fmt.Errorf("bad Content-Length %q", value)
+			}
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+			chunked = bytes.EqualFold(value, []byte("chunked"))
+		case bytes.EqualFold(name, []byte("Connection")):
+			keep = !bytes.EqualFold(value, []byte("close"))
+		}
+	}
+	switch {
+	case chunked:
+		body, err = io.ReadAll(httputil.NewChunkedReader(c.r))
+		if err == nil {
+			// The chunked body ends with a last chunk and an empty trailer line.
+			_, err = c.r.ReadSlice('\n')
+		}
+	case length >= 0:
+		body = make([]byte, length)
+		_, err = io.ReadFull(c.r, body)
+	default:
+		body, err = io.ReadAll(c.r) // delimited by the end of the connection
+		keep = false
+	}
 	if err != nil {
 		return 0, nil, false, err
 	}
-	return resp.StatusCode, raw, !resp.Close, nil
+	return code, body, keep, nil
 }
 
 // close closes the idle connections.
