@@ -142,6 +142,7 @@ func benchLocks(ctx context.Context, h *Harness, fs *flag.FlagSet, args []string
 				runs[i] = append(runs[i], l.measure(ctx, locksClients[i], w.clients, o.duration, pair))
 			}
 		}
+		restVsGRPC(rep, w.key, w.title, runs)
 		rows := make([]locksResult, 0, len(locksClients))
 		for _, rs := range runs {
 			if len(rs) == 0 {
@@ -160,27 +161,42 @@ func benchLocks(ctx context.Context, h *Harness, fs *flag.FlagSet, args []string
 	return nil
 }
 
+// restVsGRPC reports, for each REST client, the median over the rounds of its pairs/s over
+// gRPC unary's in the same round: the machine's speed drifts between rounds, and a ratio taken
+// within a round compares the paths, not the drift. runs are by locksClients, in round order.
+func restVsGRPC(rep *benchReport, key, title string, runs [][]locksResult) {
+	grpc := runs[slices.Index(locksClients, "vigil gRPC unary")]
+	for _, rest := range []struct{ key, name string }{{"rest", "vigil REST (gateway)"}, {"rest_nethttp", "vigil REST, Go http.Client"}} {
+		rs := runs[slices.Index(locksClients, rest.name)]
+		if len(rs) == 0 || len(rs) != len(grpc) {
+			continue
+		}
+		ratios := make([]float64, 0, len(rs))
+		for i := range rs {
+			if g := grpc[i].rate(); g > 0 {
+				ratios = append(ratios, rs[i].rate()/g)
+			}
+		}
+		if len(ratios) == 0 {
+			continue
+		}
+		slices.Sort(ratios)
+		rep.add(key+"_"+rest.key+"_vs_grpc", title+": "+rest.name+" / gRPC unary, median of the rounds' ratios", ratios[len(ratios)/2], "x")
+	}
+}
+
 // locksTable adds a workload's rows with their ratios to the raw ceiling and to bsm/redislock.
 func locksTable(rep *benchReport, key, title string, rows []locksResult) {
 	t := rep.table(key, title,
 		benchColumn{"pairs/s", "pairs/s"}, benchColumn{"p50", "ms"}, benchColumn{"p99", "ms"}, benchColumn{"max", "ms"},
 		benchColumn{"CPU/pair", "ms"}, benchColumn{"× raw ceiling", "x"}, benchColumn{"× redislock", "x"}, benchColumn{"errors", "pairs"})
 	var ceiling, redislockRate float64
-	rates := map[string]float64{}
 	for _, r := range rows {
-		rates[r.name] = r.rate()
 		switch r.name {
 		case locksClients[len(locksClients)-1]:
 			ceiling = r.rate()
 		case "bsm/redislock (in-process)":
 			redislockRate = r.rate()
-		}
-	}
-	if grpc := rates["vigil gRPC unary"]; grpc > 0 {
-		for _, rest := range []struct{ key, name string }{{"rest", "vigil REST (gateway)"}, {"rest_nethttp", "vigil REST, Go http.Client"}} {
-			if rates[rest.name] > 0 {
-				rep.ratio(key+"_"+rest.key+"_vs_grpc", title+": "+rest.name+" / gRPC unary", rates[rest.name], grpc)
-			}
 		}
 	}
 	ratio := func(a, b float64) float64 {
