@@ -15,17 +15,18 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
-// The busiest REST routes (creating a hold, taking and giving back a lock) skip the
-// grpc-gateway runtime. Through it a request is routed twice (the ServeMux, then the runtime's
-// own mux), its context is annotated with metadata no service reads, and the answer passes
-// through the runtime's forwarding hooks. A unary route (handleUnary) is the same HTTP rule answered straight
-// from the ServeMux's match: body decoded by the gateway's JSON dialect, path bound from the
-// pattern, one gRPC call, the answer marshalled once. What it writes is what the runtime writes
-// for the same rule, status, headers and body alike (TestUnaryRoutesMatchTheRuntime drives both
-// with the same requests); every other route stays on the runtime.
+// The busiest REST routes (creating, confirming and releasing a hold; taking, giving back and
+// renewing a lock) skip the grpc-gateway runtime. Through it a request is routed twice (the
+// ServeMux, then the runtime's own mux), its context is annotated with metadata no service
+// reads, and the answer passes through the runtime's forwarding hooks. A unary route
+// (handleUnary) is the same HTTP rule answered straight from the ServeMux's match: body decoded
+// by the gateway's JSON dialect, path bound from the pattern, one gRPC call, the answer
+// marshalled once. What it writes is what the runtime writes for the same rule, status, headers
+// and body alike (TestUnaryRoutesMatchTheRuntime drives both with the same requests); every
+// other route stays on the runtime.
 
 // handleUnary registers pattern, an HTTP rule whose body is the whole request message
-// ("body: *"), as a unaryRoute: call is the gRPC method (returning the rule's response_body),
+// ("body: *"), as a unary route: call is the gRPC method (returning the rule's response_body),
 // success the status of a successful answer. Each {wildcard} of pattern sets the request field
 // of that JSON name, after the body, so the path wins as it does in the runtime.
 func handleUnary[R any, Req interface {
