@@ -36,17 +36,35 @@ func (q *Queue) Run(ctx context.Context, h Handler) error {
 		q.mu.Unlock()
 	}()
 
+	// Subscribe before the first drain. A hint published after a shard's drain found nothing
+	// but before the subscription was live would be lost, and the shard would sleep up to
+	// MaxSleep past an alarm set just then.
+	sub := q.subscribe(ctx)
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { q.listenForHints(ctx); return nil })
+	g.Go(func() error { q.listenForHints(ctx, sub); return nil })
 	for shard := range q.o.Shards {
 		g.Go(func() error { q.runShard(ctx, shard, wakes[shard], h); return nil })
 	}
 	return g.Wait()
 }
 
-// listenForHints relays other processes' wake-up hints to the local shard loops.
-func (q *Queue) listenForHints(ctx context.Context) {
+// subscribeWait bounds how long Run waits for Redis to confirm the hints subscription.
+const subscribeWait = 5 * time.Second
+
+// subscribe subscribes to the queue's wake-up hints and waits, up to subscribeWait, until Redis
+// has confirmed it (Subscribe alone returns before). If Redis does not answer, the shards start
+// anyway: the subscription is completed or retried as the hints are read, and until then the
+// shards wake every MaxSleep.
+func (q *Queue) subscribe(ctx context.Context) *redis.PubSub {
 	sub := q.rdb.Subscribe(ctx, wakeChannel(q.o.Prefix, q.o.Namespace))
+	if _, err := sub.ReceiveTimeout(ctx, subscribeWait); err != nil && ctx.Err() == nil {
+		q.o.Logger.Warn("alarm wake-up hints not subscribed yet; shards poll until they are", "event", "alarm_subscribe_error", "ns", q.o.Namespace, "err", err)
+	}
+	return sub
+}
+
+// listenForHints relays other processes' wake-up hints to the local shard loops.
+func (q *Queue) listenForHints(ctx context.Context, sub *redis.PubSub) {
 	defer sub.Close()
 	ch := sub.Channel()
 	for {

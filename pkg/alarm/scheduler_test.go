@@ -132,6 +132,11 @@ func TestUnacknowledgedAlarmFiresAgainAfterLease(t *testing.T) {
 		})
 		run(t, q, rec.handler())
 		run(t, twin(t, q, rdb, opts), rec.handler())
+		// Cleanups run last-registered first: a failing check below still lets the blocked
+		// handlers return before the schedulers are stopped.
+		var released [3]sync.Once
+		unblock := func(i int) { released[i].Do(func() { close(release[i]) }) }
+		t.Cleanup(func() { unblock(1); unblock(2) })
 
 		if err := q.Set(ctx, "a", time.Now()); err != nil {
 			t.Fatalf("Set: %v", err)
@@ -146,12 +151,12 @@ func TestUnacknowledgedAlarmFiresAgainAfterLease(t *testing.T) {
 		}
 
 		// The first handler finishes late: its ack must leave the second claim's lease alone.
-		close(release[1])
+		unblock(1)
 		wait.Until(t, "the late ack", func() bool { return acked(q) == 1 })
 		if _, ok, _ := q.Get(ctx, "a"); !ok {
 			t.Fatalf("a late ack removed an alarm another scheduler holds")
 		}
-		close(release[2])
+		unblock(2)
 		wait.Until(t, "the second ack", func() bool { return pending(t, q) == 0 })
 		select {
 		case f := <-rec.ch:
