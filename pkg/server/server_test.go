@@ -109,7 +109,19 @@ func TestServeRecoverDrain(t *testing.T) {
 		t.Fatalf("metrics do not count the failed call:\n%s", body)
 	}
 
-	// Drain: a call in flight finishes; health turns NOT_SERVING; background tasks stop.
+	// Drain: a call in flight finishes; health turns NOT_SERVING; background tasks stop. The
+	// drain stops taking new calls right after it marks health NOT_SERVING, so a Check sent
+	// then may find the server already closed; a Watch opened before the drain is in flight
+	// and hears the change.
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	watch, err := health.Watch(watchCtx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := watch.Recv(); err != nil || r.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("health watch = %v, %v; want SERVING first", r, err)
+	}
 	slowDone := make(chan error, 1)
 	go func() {
 		slowDone <- conn.Invoke(context.Background(), "/vigil.test.Probe/Slow", new(emptypb.Empty), new(emptypb.Empty))
@@ -117,10 +129,10 @@ func TestServeRecoverDrain(t *testing.T) {
 	<-probe.entered
 	cancel()
 	<-taskStopped
-	wait.Until(t, "health NOT_SERVING during the drain", func() bool {
-		r, err := health.Check(context.Background(), &healthpb.HealthCheckRequest{})
-		return err == nil && r.GetStatus() == healthpb.HealthCheckResponse_NOT_SERVING
-	})
+	if r, err := watch.Recv(); err != nil || r.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Fatalf("health watch during the drain = %v, %v; want NOT_SERVING", r, err)
+	}
+	stopWatch() // the drain waits for calls in flight, the watch among them
 	close(probe.release)
 	if err := <-slowDone; err != nil {
 		t.Fatalf("in-flight call during drain = %v, want it to finish", err)
