@@ -80,7 +80,7 @@ func (m *apiMarshaler) NewEncoder(w io.Writer) runtime.Encoder {
 
 func (m *apiMarshaler) decode(data []byte, msg proto.Message) error {
 	md := msg.ProtoReflect().Descriptor()
-	if len(bytes.TrimSpace(data)) == 0 {
+	if len(trimJSONSpace(data)) == 0 {
 		if m.allowEmpty[md.FullName()] {
 			return nil
 		}
@@ -90,7 +90,7 @@ func (m *apiMarshaler) decode(data []byte, msg proto.Message) error {
 	dec.UseNumber()
 	var v any
 	// Nothing but space may follow the value (Decoder.More is false before a stray "}").
-	if err := dec.Decode(&v); err != nil || len(bytes.TrimSpace(data[dec.InputOffset():])) > 0 {
+	if err := dec.Decode(&v); err != nil || len(trimJSONSpace(data[dec.InputOffset():])) > 0 {
 		return errors.New(errSendJSON)
 	}
 	obj, ok := v.(map[string]any)
@@ -112,6 +112,10 @@ func (m *apiMarshaler) decode(data []byte, msg proto.Message) error {
 	}
 	return nil
 }
+
+// trimJSONSpace trims what JSON counts as white space (space, tab, CR, LF), and nothing else:
+// a vertical tab after the object is not JSON, and protojson refuses it too.
+func trimJSONSpace(b []byte) []byte { return bytes.Trim(b, " \t\r\n") }
 
 // check verifies the JSON types of the fields obj sets, recursively.
 func (m *apiMarshaler) check(md protoreflect.MessageDescriptor, obj map[string]any) error {
