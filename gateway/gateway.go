@@ -113,6 +113,8 @@ type Gateway struct {
 	o       Options
 	handler http.Handler
 	conns   map[string]*grpc.ClientConn
+	// closers end what the domains opened on conns (lock sessions), before conns close.
+	closers []func()
 	log     *slog.Logger
 	// router holds every route under its pattern (routes.go); auth checks keys (auth.go).
 	router *router
@@ -284,6 +286,9 @@ func (g *Gateway) CloseSockets(ctx context.Context) error { return g.sockets.Shu
 
 // Close closes the backend connections.
 func (g *Gateway) Close() {
+	for _, c := range g.closers {
+		c()
+	}
 	for _, c := range g.conns {
 		_ = c.Close()
 	}

@@ -8,12 +8,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"log/slog"
 
+	"github.com/prometheus/client_golang/prometheus"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -23,6 +25,7 @@ import (
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/tracing"
 	"github.com/vigil-dev/vigil/pkg/wait"
+	locks "github.com/vigil-dev/vigil/services/locks/service"
 	reservations "github.com/vigil-dev/vigil/services/reservations/service"
 )
 
@@ -64,7 +67,15 @@ func TestTraceFollowsARequestAcrossServices(t *testing.T) {
 		ready(svc.Addr())
 		return svc.Serve(ctx)
 	})
-	g, err := gateway.New(context.Background(), gateway.Options{Backends: gateway.Backends{Reservations: addr}, Logger: logger})
+	locksAddr := start(t, "locks", func(ctx context.Context, ready func(net.Addr)) error {
+		svc, err := locks.New(ctx, locks.Options{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Logger: logger, Registerer: prometheus.NewRegistry()})
+		if err != nil {
+			return err
+		}
+		ready(svc.Addr())
+		return svc.Serve(ctx)
+	})
+	g, err := gateway.New(context.Background(), gateway.Options{Backends: gateway.Backends{Reservations: addr, Locks: locksAddr}, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,47 +90,20 @@ func TestTraceFollowsARequestAcrossServices(t *testing.T) {
 	if res.StatusCode != http.StatusCreated {
 		t.Fatalf("POST /reservations/traced-seat = %d, want 201", res.StatusCode)
 	}
+	root := traceOf(t, rec, "POST /reservations/{reservationId}",
+		"vigil.reservations.v1.ReservationService/CreateReservation", "create.lua")
 
-	// The HTTP span ends last, once the handler has returned. It is named by the route pattern,
-	// not the path, so a span name never carries user input.
-	var root sdktrace.ReadOnlySpan
-	wait.For(t, "the HTTP server span", func() error {
-		for _, s := range rec.Ended() {
-			if s.SpanKind() == trace.SpanKindServer && s.Name() == "POST /reservations/{reservationId}" {
-				root = s
-				return nil
-			}
-		}
-		return fmt.Errorf("spans: %v", names(rec.Ended()))
-	})
-	byParent := map[trace.SpanID][]sdktrace.ReadOnlySpan{}
-	for _, s := range rec.Ended() {
-		if s.SpanContext().TraceID() == root.SpanContext().TraceID() {
-			byParent[s.Parent().SpanID()] = append(byParent[s.Parent().SpanID()], s)
-		}
+	// A traced lock write is its own gRPC call too, though untraced ones ride the gateway's
+	// lock sessions.
+	res, err = http.Post(srv.URL+"/locks/traced-lock/acquire", "application/json", strings.NewReader(`{"owner": "tracer"}`))
+	if err != nil {
+		t.Fatal(err)
 	}
-	// Walk down: HTTP server → gRPC client → gRPC server → Redis script.
-	want := []struct {
-		kind trace.SpanKind
-		name string
-	}{
-		{trace.SpanKindClient, "vigil.reservations.v1.ReservationService/CreateReservation"},
-		{trace.SpanKindServer, "vigil.reservations.v1.ReservationService/CreateReservation"},
-		{trace.SpanKindClient, "redis evalsha create.lua"},
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("POST /locks/traced-lock/acquire = %d, want 200", res.StatusCode)
 	}
-	parent := root
-	for _, w := range want {
-		var found sdktrace.ReadOnlySpan
-		for _, c := range byParent[parent.SpanContext().SpanID()] {
-			if c.SpanKind() == w.kind && (c.Name() == w.name || w.name == "redis evalsha create.lua" && c.Name() == "redis eval create.lua") {
-				found = c
-			}
-		}
-		if found == nil {
-			t.Fatalf("no %v span %q under %q; the trace holds %v", w.kind, w.name, parent.Name(), names(rec.Ended()))
-		}
-		parent = found
-	}
+	traceOf(t, rec, "POST /locks/{resource}/acquire", "vigil.locks.v1.LockService/Acquire", "")
 
 	traceID := root.SpanContext().TraceID().String()
 	var logged bool
@@ -132,6 +116,56 @@ func TestTraceFollowsARequestAcrossServices(t *testing.T) {
 	if !logged {
 		t.Fatalf("no rpc log line carries traceId %s; logs:\n%s", traceID, logs.String())
 	}
+}
+
+// traceOf finds the HTTP server span named route (the route pattern, not the path, so a span
+// name never carries user input) and walks down its trace: HTTP server → gRPC client → gRPC
+// server → the Redis script (unless script is empty: the lock store batches its scripts, so
+// they are not children of the call). It returns the HTTP span.
+func traceOf(t *testing.T, rec *tracetest.SpanRecorder, route, method, script string) sdktrace.ReadOnlySpan {
+	t.Helper()
+	// The HTTP span ends last, once the handler has returned.
+	var root sdktrace.ReadOnlySpan
+	wait.For(t, "the HTTP server span "+route, func() error {
+		for _, s := range rec.Ended() {
+			if s.SpanKind() == trace.SpanKindServer && s.Name() == route {
+				root = s
+				return nil
+			}
+		}
+		return fmt.Errorf("spans: %v", names(rec.Ended()))
+	})
+	byParent := map[trace.SpanID][]sdktrace.ReadOnlySpan{}
+	for _, s := range rec.Ended() {
+		if s.SpanContext().TraceID() == root.SpanContext().TraceID() {
+			byParent[s.Parent().SpanID()] = append(byParent[s.Parent().SpanID()], s)
+		}
+	}
+	want := []struct {
+		kind  trace.SpanKind
+		names []string
+	}{
+		{trace.SpanKindClient, []string{method}},
+		{trace.SpanKindServer, []string{method}},
+		{trace.SpanKindClient, []string{"redis evalsha " + script, "redis eval " + script}},
+	}
+	if script == "" {
+		want = want[:2]
+	}
+	parent := root
+	for _, w := range want {
+		var found sdktrace.ReadOnlySpan
+		for _, c := range byParent[parent.SpanContext().SpanID()] {
+			if c.SpanKind() == w.kind && slices.Contains(w.names, c.Name()) {
+				found = c
+			}
+		}
+		if found == nil {
+			t.Fatalf("no %v span %q under %q; the trace holds %v", w.kind, w.names[0], parent.Name(), names(rec.Ended()))
+		}
+		parent = found
+	}
+	return root
 }
 
 func names(spans []sdktrace.ReadOnlySpan) []string {

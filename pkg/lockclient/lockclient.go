@@ -10,6 +10,10 @@
 //	defer m.Unlock(context.Background())
 //	store.Write(data, m.FencingToken()) // the store refuses tokens smaller than one it has seen
 //	select { case <-m.Lost(): ... }      // the lease ran out or was taken: stop writing
+//
+// A caller that relays independent calls (the gateway relays REST) uses Client.Acquire,
+// Release and Renew instead: the unary calls, over the same stream. When a replica drains, the
+// calls it did not run are sent again on a new session, to another replica.
 package lockclient
 
 import (

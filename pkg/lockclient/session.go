@@ -3,11 +3,14 @@ package lockclient
 import (
 	"context"
 	"errors"
+	"io"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
 )
@@ -30,6 +33,15 @@ type session struct {
 
 // errSessionClosed is a call's answer after Client.Close.
 var errSessionClosed = status.Error(codes.Canceled, "lockclient: client closed")
+
+// errDrained fails the calls a session left unanswered when it ended cleanly: its replica
+// drained, and promises that none of them ran. call and waitingAcquire send them again on a
+// new session, up to maxResends times.
+var errDrained = status.Error(codes.Unavailable, "lockclient: the lock service replica shut down before running the call")
+
+// maxResends bounds how often one call is sent again after a drain (a new session may land on
+// a replica that drains too).
+const maxResends = 4
 
 // opening is a session being opened; callers wait for it or for their own context.
 type opening struct {
@@ -91,8 +103,9 @@ func (c *Client) open(op *opening) {
 	close(op.done)
 }
 
-// receive hands each answer to its call until the stream breaks, then fails every call still
-// waiting with UNAVAILABLE (retryable: the next call opens a new session).
+// receive hands each answer to its call until the stream ends, then fails every call still
+// waiting with UNAVAILABLE (retryable: the next call opens a new session): errDrained when the
+// stream ended cleanly, so the calls did not run.
 func (s *session) receive() {
 	for {
 		resp, err := s.stream.Recv()
@@ -100,6 +113,8 @@ func (s *session) receive() {
 			s.mu.Lock()
 			if st, ok := status.FromError(err); ok && st.Code() == codes.Canceled {
 				s.err = errSessionClosed
+			} else if errors.Is(err, io.EOF) {
+				s.err = errDrained
 			} else {
 				s.err = status.Errorf(codes.Unavailable, "lockclient: lock session ended: %v", err)
 			}
@@ -176,23 +191,46 @@ func (s *session) answer(ctx context.Context, id int64, ch chan *locksv1.Session
 	}
 }
 
-// call sends req and waits for its answer.
-func (c *Client) call(ctx context.Context, req *locksv1.SessionRequest) (*locksv1.SessionResponse, error) {
-	s, err := c.session(ctx)
-	if err != nil {
-		return nil, err
+// call sends req and waits for its answer; a call its session's drain left unanswered (so not
+// run) is sent again on a new session.
+func (c *Client) call(ctx context.Context, req *locksv1.SessionRequest) (resp *locksv1.SessionResponse, err error) {
+	for range maxResends + 1 {
+		var s *session
+		if s, err = c.session(ctx); err != nil {
+			return nil, err
+		}
+		var id int64
+		var ch chan *locksv1.SessionResponse
+		if id, ch, err = s.start(req); err == nil {
+			resp, err = s.answer(ctx, id, ch)
+		}
+		if !errors.Is(err, errDrained) {
+			return resp, err
+		}
 	}
-	id, ch, err := s.start(req)
-	if err != nil {
-		return nil, err
-	}
-	return s.answer(ctx, id, ch)
+	return nil, err
 }
 
 // waitingAcquire sends a waiting acquire. When ctx ends first it cancels the acquire on the
 // service and waits for the final answer, so a grant that crossed the cancel is not missed:
-// granted is then true with ctx's error, and the caller gives the lock back.
+// granted is then true with ctx's error, and the caller gives the lock back. An acquire its
+// session's drain took out of the queue is sent again on a new session, for what is left of
+// its wait, at the back of the queue.
 func (c *Client) waitingAcquire(ctx context.Context, req *locksv1.AcquireRequest) (res *locksv1.AcquireResponse, err error) {
+	deadline := time.Now().Add(time.Duration(req.GetWaitMs()) * time.Millisecond)
+	for range maxResends + 1 {
+		if res, err = c.waitOnce(ctx, req); !errors.Is(err, errDrained) {
+			return res, err
+		}
+		left := max(time.Until(deadline).Milliseconds(), 1)
+		req = proto.CloneOf(req)
+		req.WaitMs = &left
+	}
+	return nil, err
+}
+
+// waitOnce is waitingAcquire on one session.
+func (c *Client) waitOnce(ctx context.Context, req *locksv1.AcquireRequest) (*locksv1.AcquireResponse, error) {
 	s, err := c.session(ctx)
 	if err != nil {
 		return nil, err

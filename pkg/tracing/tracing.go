@@ -85,6 +85,10 @@ func Use(tp trace.TracerProvider) {
 // Enabled reports whether spans are being recorded.
 func Enabled() bool { return enabled.Load() }
 
+// Sampled reports whether ctx carries a span that is being recorded and exported: a call
+// made for it should keep its own spans rather than ride a shared stream.
+func Sampled(ctx context.Context) bool { return trace.SpanContextFromContext(ctx).IsSampled() }
+
 // Flush exports the spans still buffered; servers call it as they stop.
 func Flush(ctx context.Context) {
 	if provider != nil {

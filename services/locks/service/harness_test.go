@@ -137,6 +137,23 @@ func (e *env) queueLen(t *testing.T, resource string) int64 {
 	return n
 }
 
+// queue reads resource's queue entries, straight from Redis; each names its replica's waiter.
+func (e *env) queue(t *testing.T, resource string) []string {
+	t.Helper()
+	keys, err := e.rdb.Keys(context.Background(), e.prefix+":{locks:*}:queue:"+redisx.Tag(resource)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	entries, err := e.rdb.LRange(context.Background(), keys[0], 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return entries
+}
+
 func ms(v int64) *int64 { return &v }
 
 // testClock is a settable clock for the service (lease ends, waiter deadlines, alarms), so

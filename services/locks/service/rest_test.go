@@ -3,16 +3,24 @@ package service_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vigil-dev/vigil/gateway"
+	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/wait"
+	"github.com/vigil-dev/vigil/services/locks/service"
 )
 
 // startREST serves the gateway in-process in front of the test's lock service.
@@ -214,6 +222,106 @@ func TestRESTNamesInPaths(t *testing.T) {
 		code, g := call(t, srv, "GET", path, "")
 		if code != 200 || g["resource"] != name || g["owner"] != "worker/7" {
 			t.Errorf("GET %s = %d %v, want resource %q held by worker/7", path, code, g, name)
+		}
+	}
+}
+
+// The gateway relays REST lock writes over session streams. A lock service replica that drains
+// under REST traffic costs its callers nothing: calls in flight are answered, waiters it took
+// out of their queues are sent again to the other replica and get their locks, and the calls
+// that follow go to the other replica. Nothing is answered 5xx.
+func TestLockWritesSurviveADrain(t *testing.T) {
+	t.Parallel()
+	e := startLocks(t) // replica B, which stays
+	o := service.Options{Redis: redisx.Config{URL: redistest.URL(t), Timeout: testRedisTimeout}, Prefix: e.prefix, Shards: 4,
+		Logger: testLogger(t), Replica: "drainer", Registerer: prometheus.NewRegistry()}
+	addrA, stopA := runStoppable(t, o)
+	t.Cleanup(stopA)
+	g, err := gateway.New(context.Background(), gateway.Options{Backends: gateway.Backends{Locks: addrA + "," + e.addr}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatalf("gateway.New: %v", err)
+	}
+	srv := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { srv.Close(); g.Close() })
+	// Reads ride unary calls, round-robin: after a few, both replicas are connected and the
+	// relay's sessions open on both.
+	for range 20 {
+		if code, m := call(t, srv, "GET", "/locks/warm-up", ""); code != 200 {
+			t.Fatalf("GET /locks/warm-up = %d %v", code, m)
+		}
+	}
+
+	// Waiters, one per lock, until one waits on the replica that will drain.
+	type answer struct {
+		code int
+		m    map[string]any
+	}
+	var waiters []chan answer
+	onA := false
+	for i := 0; !onA; i++ {
+		if i == 16 {
+			t.Fatal("16 waiters, none on the replica that drains: the relay's sessions are not spread over the replicas")
+		}
+		r := fmt.Sprintf("drain-rest-%d", i)
+		acquire(t, e.locks, r, "holder", 30000, 0)
+		got := make(chan answer, 1)
+		waiters = append(waiters, got)
+		go func() {
+			code, m := call(t, srv, "POST", "/locks/"+r+"/acquire", `{"owner":"waiter","waitMs":30000}`)
+			got <- answer{code, m}
+		}()
+		wait.Until(t, r+"'s waiter to queue", func() bool { return e.queueLen(t, r) == 1 })
+		onA = strings.Contains(strings.Join(e.queue(t, r), " "), "\ndrainer-")
+	}
+
+	// REST pairs from four callers, through the drain and after it.
+	var pairs atomic.Int64
+	failures := make(chan string, 100)
+	stopLoad := make(chan struct{})
+	var load sync.WaitGroup
+	for c := range 4 {
+		load.Add(1)
+		go func() {
+			defer load.Done()
+			r := fmt.Sprintf("/locks/drain-load-%d", c)
+			for {
+				select {
+				case <-stopLoad:
+					return
+				default:
+				}
+				if code, m := call(t, srv, "POST", r+"/acquire", `{"owner":"loader"}`); code != 200 || m["acquired"] != true {
+					failures <- fmt.Sprintf("acquire: %d %v", code, m)
+					return
+				}
+				if code, m := call(t, srv, "POST", r+"/release", `{"owner":"loader"}`); code != 200 || m["released"] != true {
+					failures <- fmt.Sprintf("release: %d %v", code, m)
+					return
+				}
+				pairs.Add(1)
+			}
+		}()
+	}
+	wait.Until(t, "REST pairs before the drain", func() bool { return pairs.Load() >= 20 })
+	stopA()
+	after := pairs.Load()
+	wait.Until(t, "REST pairs after the drain", func() bool { return pairs.Load() >= after+50 || len(failures) > 0 })
+	close(stopLoad)
+	load.Wait()
+	close(failures)
+	for f := range failures {
+		t.Errorf("REST lock pair during a replica drain: %s, want 200 and success", f)
+	}
+
+	for i := range waiters {
+		r := fmt.Sprintf("drain-rest-%d", i)
+		if !release(t, e.locks, r, "holder") {
+			t.Fatalf("holder of %s lost it", r)
+		}
+	}
+	for i, got := range waiters {
+		if a := <-got; a.code != 200 || a.m["acquired"] != true {
+			t.Errorf("waiter %d across the drain = %d %v, want 200 acquired", i, a.code, a.m)
 		}
 	}
 }

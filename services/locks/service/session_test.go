@@ -326,8 +326,9 @@ func TestSessionWaitersServedInArrivalOrder(t *testing.T) {
 	}
 }
 
-// A draining replica ends its sessions (so clients reopen them elsewhere) and takes their
-// waiters out of the queues instead of holding up the drain.
+// A draining replica ends its sessions cleanly (so clients reopen them elsewhere) and takes
+// their waiters out of the queues instead of holding up the drain. Every call it answered ran;
+// the waiter, taken out of its queue, gets no answer, which tells the client it did not run.
 func TestDrainingReplicaEndsSessions(t *testing.T) {
 	t.Parallel()
 	e := startLocks(t) // a second replica on the same keys, which outlives the first
@@ -335,13 +336,24 @@ func TestDrainingReplicaEndsSessions(t *testing.T) {
 	addr, stop := runStoppable(t, o)
 	acquire(t, e.locks, "drain-session", "holder", 30000, 0)
 	s := openSession(t, locksv1.NewLockServiceClient(dial(t, addr)))
-	s.start(t, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Acquire{Acquire: &locksv1.AcquireRequest{Resource: "drain-session", Owner: "w", WaitMs: ms(60000)}}})
+	if a := s.do(t, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Acquire{Acquire: &locksv1.AcquireRequest{Resource: "drain-ran", Owner: "w"}}}); !a.GetAcquire().GetAcquired() {
+		t.Fatalf("acquire of a free lock on the session = %v, want acquired", a)
+	}
+	_, waiter := s.start(t, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Acquire{Acquire: &locksv1.AcquireRequest{Resource: "drain-session", Owner: "w", WaitMs: ms(60000)}}})
 	wait.Until(t, "the session's waiter queued", func() bool { return e.queueLen(t, "drain-session") == 1 })
 	stop()
 	if err := <-s.ended; !errors.Is(err, io.EOF) {
 		t.Errorf("the session on a drained replica ended with %v, want a clean end (EOF)", err)
 	}
+	select {
+	case a := <-waiter:
+		t.Errorf("the waiter taken out by the drain was answered %v; want no answer (it did not run)", a)
+	default:
+	}
 	if n := e.queueLen(t, "drain-session"); n != 0 {
 		t.Errorf("queue holds %d waiters after their replica drained, want 0", n)
+	}
+	if !release(t, e.locks, "drain-ran", "w") {
+		t.Error("the lock acquired on the session before the drain is not held; an answered call must have run")
 	}
 }

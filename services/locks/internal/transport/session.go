@@ -11,6 +11,7 @@ import (
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
 	"github.com/vigil-dev/vigil/pkg/input"
 	"github.com/vigil-dev/vigil/pkg/usererr"
+	"github.com/vigil-dev/vigil/services/locks/internal/domain"
 )
 
 // MaxSessionCalls bounds the calls one session may have in flight at once (waiting acquires
@@ -19,24 +20,29 @@ const MaxSessionCalls = 4096
 
 // Session implements LockService.Session: every request runs in its own goroutine, so a
 // waiting acquire holds up nothing else on the stream, and answers go out in the order they
-// are ready. When the stream ends, the calls still running are cancelled: waiting acquires
+// are ready. When the stream breaks, the calls still running are cancelled: waiting acquires
 // leave their queues (the store gives back a lock granted to one meanwhile), and nothing held
 // is released.
+//
+// When the replica drains, the session ends cleanly (status OK) with a promise the client can
+// act on: every call it answered ran, and every call it did not answer did not run. Calls
+// already running finish and are answered; waiting acquires leave their queues unanswered (one
+// granted before it left is answered); requests read after the drain began are not started.
+// The client sends the unanswered ones again, on a session with another replica.
 func (s *Server) Session(stream locksv1.LockService_SessionServer) error {
 	ctx, cancel := context.WithCancel(stream.Context())
-	ss := &session{srv: s, stream: stream, ctx: ctx, calls: map[int64]context.CancelFunc{}}
+	ss := &session{srv: s, stream: stream, ctx: ctx, calls: map[int64]*call{}}
 	recvErr := make(chan error, 1)
 	go func() { recvErr <- ss.receive() }()
 	var err error
 	select {
 	case err = <-recvErr:
+		if err == nil {
+			// The client closed its side: the calls in flight finish and are answered.
+			ss.wg.Wait()
+		}
 	case <-s.stopping:
-		// The replica drains: the stream ends with status OK (a normal end, not an error in
-		// the logs) once the calls in flight are cancelled; clients open a new session, on
-		// another replica.
-	}
-	if err == nil && !stopping(s.stopping) {
-		// The client closed its side: the calls in flight finish and are answered.
+		ss.drain()
 		ss.wg.Wait()
 	}
 	ss.mu.Lock()
@@ -50,12 +56,16 @@ func (s *Server) Session(stream locksv1.LockService_SessionServer) error {
 	return err
 }
 
-func stopping(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
+// drain stops the session taking calls and takes its waiting acquires out of their queues.
+func (ss *session) drain() {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.done = true
+	for _, c := range ss.calls {
+		if c.waits {
+			c.drained = true
+			c.stop()
+		}
 	}
 }
 
@@ -70,8 +80,15 @@ type session struct {
 	closed bool       // under sendMu: Session has returned
 
 	mu    sync.Mutex
-	calls map[int64]context.CancelFunc // in flight, by request id
-	done  bool                         // under mu: Session is returning; no call starts
+	calls map[int64]*call // in flight, by request id
+	done  bool            // under mu: the session drains or returns; no call starts
+}
+
+// call is one request running on a session.
+type call struct {
+	stop    context.CancelFunc
+	waits   bool // an acquire that may wait in a queue
+	drained bool // under session.mu: stopped by the drain, so it is not answered unless it ran
 }
 
 // receive reads requests until the client closes its side (nil) or the stream breaks.
@@ -91,10 +108,10 @@ func (ss *session) receive() error {
 		}
 		if c, ok := req.GetCall().(*locksv1.SessionRequest_Cancel); ok {
 			ss.mu.Lock()
-			stop := ss.calls[c.Cancel.GetId()]
+			running := ss.calls[c.Cancel.GetId()]
 			ss.mu.Unlock()
-			if stop != nil {
-				stop()
+			if running != nil {
+				running.stop()
 			}
 			continue
 		}
@@ -105,14 +122,16 @@ func (ss *session) receive() error {
 		ctx, stop := context.WithCancel(ss.ctx)
 		ss.mu.Lock()
 		if ss.done {
+			// Draining: the request is not run, and its missing answer says so.
 			ss.mu.Unlock()
 			stop()
-			return nil
+			continue
 		}
 		_, dup := ss.calls[id]
 		full := len(ss.calls) >= MaxSessionCalls
+		c := &call{stop: stop, waits: req.GetAcquire().GetWaitMs() > 0}
 		if !dup && !full {
-			ss.calls[id] = stop
+			ss.calls[id] = c
 			ss.wg.Add(1)
 		}
 		ss.mu.Unlock()
@@ -126,37 +145,43 @@ func (ss *session) receive() error {
 			ss.fail(id, usererr.New(usererr.ErrExhausted, "This session has %d calls in flight; wait for some answers.", MaxSessionCalls))
 			continue
 		}
-		go ss.handle(ctx, stop, req)
+		go ss.handle(ctx, c, req)
 	}
 }
 
 // handle runs one call and sends its answer.
-func (ss *session) handle(ctx context.Context, stop context.CancelFunc, req *locksv1.SessionRequest) {
+func (ss *session) handle(ctx context.Context, c *call, req *locksv1.SessionRequest) {
 	defer ss.wg.Done()
 	id := req.GetId()
 	resp := &locksv1.SessionResponse{Id: id}
 	var err error
-	switch c := req.GetCall().(type) {
+	switch r := req.GetCall().(type) {
 	case *locksv1.SessionRequest_Acquire:
-		var r *locksv1.AcquireResponse
-		if r, err = ss.srv.acquire(ctx, c.Acquire); err == nil {
-			resp.Result = &locksv1.SessionResponse_Acquire{Acquire: r}
+		var a *locksv1.AcquireResponse
+		if a, err = ss.srv.acquire(ctx, r.Acquire); err == nil {
+			resp.Result = &locksv1.SessionResponse_Acquire{Acquire: a}
 		}
 	case *locksv1.SessionRequest_Release:
-		var r *locksv1.ReleaseResponse
-		if r, err = ss.srv.release(ctx, c.Release); err == nil {
-			resp.Result = &locksv1.SessionResponse_Release{Release: r}
+		var rel *locksv1.ReleaseResponse
+		if rel, err = ss.srv.release(ctx, r.Release); err == nil {
+			resp.Result = &locksv1.SessionResponse_Release{Release: rel}
 		}
 	case *locksv1.SessionRequest_Renew:
-		var r *locksv1.RenewResponse
-		if r, err = ss.srv.renew(ctx, c.Renew); err == nil {
-			resp.Result = &locksv1.SessionResponse_Renew{Renew: r}
+		var ren *locksv1.RenewResponse
+		if ren, err = ss.srv.renew(ctx, r.Renew); err == nil {
+			resp.Result = &locksv1.SessionResponse_Renew{Renew: ren}
 		}
 	}
 	ss.mu.Lock()
 	delete(ss.calls, id)
+	drained := c.drained
 	ss.mu.Unlock()
-	stop()
+	c.stop()
+	if err != nil && (drained || errors.Is(err, domain.ErrShuttingDown)) {
+		// Taken out of its queue by the drain (the session's, or the store's stopping first):
+		// it did not run, and goes unanswered.
+		return
+	}
 	if err != nil {
 		ss.fail(id, err)
 		return

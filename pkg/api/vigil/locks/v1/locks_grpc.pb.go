@@ -50,7 +50,10 @@ type LockServiceClient interface {
 	// ready. Each request means exactly what the unary call of the same name means. When the
 	// stream ends (the client closes it, cancels it or goes away), its waiting acquires leave
 	// their queues and a lock granted to one of them meanwhile is given back; locks it already
-	// holds stay held until released or their lease ends, as with the unary calls.
+	// holds stay held until released or their lease ends, as with the unary calls. When the
+	// replica drains, the stream ends with status OK and a promise: every call answered ran, and
+	// every call left unanswered did not (calls running finish and are answered; waiting
+	// acquires leave their queues unanswered), so the client sends those again on a new stream.
 	Session(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[SessionRequest, SessionResponse], error)
 }
 
@@ -139,7 +142,10 @@ type LockServiceServer interface {
 	// ready. Each request means exactly what the unary call of the same name means. When the
 	// stream ends (the client closes it, cancels it or goes away), its waiting acquires leave
 	// their queues and a lock granted to one of them meanwhile is given back; locks it already
-	// holds stay held until released or their lease ends, as with the unary calls.
+	// holds stay held until released or their lease ends, as with the unary calls. When the
+	// replica drains, the stream ends with status OK and a promise: every call answered ran, and
+	// every call left unanswered did not (calls running finish and are answered; waiting
+	// acquires leave their queues unanswered), so the client sends those again on a new stream.
 	Session(grpc.BidiStreamingServer[SessionRequest, SessionResponse]) error
 	mustEmbedUnimplementedLockServiceServer()
 }

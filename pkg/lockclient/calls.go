@@ -1,0 +1,52 @@
+package lockclient
+
+import (
+	"context"
+	"time"
+
+	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
+)
+
+// Acquire, Release and Renew are the unary calls of LockService, made over the Client's
+// session stream: each means exactly what the unary call means and fails with the status it
+// would fail with. They suit a caller that relays many independent calls, as the gateway
+// relays REST: one message each way instead of a gRPC call each.
+
+// Acquire is LockService.Acquire. When ctx ends while the acquire waits in the lock's queue,
+// the wait is cancelled on the service and a lock granted meanwhile is given back, as the
+// unary call does when its caller goes away.
+func (c *Client) Acquire(ctx context.Context, req *locksv1.AcquireRequest) (*locksv1.AcquireResponse, error) {
+	if req.GetWaitMs() > 0 {
+		res, err := c.waitingAcquire(ctx, req)
+		if err != nil && res.GetAcquired() {
+			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_, _ = c.Release(rctx, &locksv1.ReleaseRequest{Resource: req.GetResource(), Owner: req.GetOwner()})
+			cancel()
+			return nil, err
+		}
+		return res, err
+	}
+	resp, err := c.call(ctx, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Acquire{Acquire: req}})
+	return answer(resp.GetAcquire(), err)
+}
+
+// Release is LockService.Release.
+func (c *Client) Release(ctx context.Context, req *locksv1.ReleaseRequest) (*locksv1.ReleaseResponse, error) {
+	resp, err := c.call(ctx, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Release{Release: req}})
+	return answer(resp.GetRelease(), err)
+}
+
+// Renew is LockService.Renew.
+func (c *Client) Renew(ctx context.Context, req *locksv1.RenewRequest) (*locksv1.RenewResponse, error) {
+	resp, err := c.call(ctx, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Renew{Renew: req}})
+	return answer(resp.GetRenew(), err)
+}
+
+// answer is a session call's result, or errNoAnswer when the service sent none.
+func answer[T comparable](res T, err error) (T, error) {
+	var zero T
+	if err == nil && res == zero {
+		err = errNoAnswer
+	}
+	return res, err
+}
