@@ -142,7 +142,7 @@ func benchLocks(ctx context.Context, h *Harness, fs *flag.FlagSet, args []string
 				runs[i] = append(runs[i], l.measure(ctx, locksClients[i], w.clients, o.duration, pair))
 			}
 		}
-		restVsGRPC(rep, w.key, w.title, runs)
+		roundRatios(rep, w.key, w.title, runs)
 		rows := make([]locksResult, 0, len(locksClients))
 		for _, rs := range runs {
 			if len(rs) == 0 {
@@ -161,27 +161,31 @@ func benchLocks(ctx context.Context, h *Harness, fs *flag.FlagSet, args []string
 	return nil
 }
 
-// restVsGRPC reports, for each REST client, the median over the rounds of its pairs/s over
-// gRPC unary's in the same round: the machine's speed drifts between rounds, and a ratio taken
-// within a round compares the paths, not the drift. runs are by locksClients, in round order.
-func restVsGRPC(rep *benchReport, key, title string, runs [][]locksResult) {
-	grpc := runs[slices.Index(locksClients, "vigil gRPC unary")]
-	for _, rest := range []struct{ key, name string }{{"rest", "vigil REST (gateway)"}, {"rest_nethttp", "vigil REST, Go http.Client"}} {
-		rs := runs[slices.Index(locksClients, rest.name)]
-		if len(rs) == 0 || len(rs) != len(grpc) {
+// roundRatios reports the ratios the aims are stated in, each as the median over the rounds of
+// one client's pairs/s over another's in the same round: the machine's speed drifts between
+// rounds, and a ratio taken within a round compares the clients, not the drift. runs are by
+// locksClients, in round order.
+func roundRatios(rep *benchReport, key, title string, runs [][]locksResult) {
+	for _, r := range []struct{ key, num, den, title string }{
+		{"rest_vs_grpc", "vigil REST (gateway)", "vigil gRPC unary", "vigil REST (gateway) / gRPC unary"},
+		{"rest_nethttp_vs_grpc", "vigil REST, Go http.Client", "vigil gRPC unary", "vigil REST, Go http.Client / gRPC unary"},
+		{"session_vs_redislock", "vigil session", "bsm/redislock (in-process)", "vigil session / bsm/redislock"},
+	} {
+		num, den := runs[slices.Index(locksClients, r.num)], runs[slices.Index(locksClients, r.den)]
+		if len(num) == 0 || len(num) != len(den) {
 			continue
 		}
-		ratios := make([]float64, 0, len(rs))
-		for i := range rs {
-			if g := grpc[i].rate(); g > 0 {
-				ratios = append(ratios, rs[i].rate()/g)
+		ratios := make([]float64, 0, len(num))
+		for i := range num {
+			if d := den[i].rate(); d > 0 {
+				ratios = append(ratios, num[i].rate()/d)
 			}
 		}
 		if len(ratios) == 0 {
 			continue
 		}
 		slices.Sort(ratios)
-		rep.add(key+"_"+rest.key+"_vs_grpc", title+": "+rest.name+" / gRPC unary, median of the rounds' ratios", ratios[len(ratios)/2], "x")
+		rep.add(key+"_"+r.key, title+": "+r.title+", median of the rounds' ratios", ratios[len(ratios)/2], "x")
 	}
 }
 
