@@ -310,23 +310,14 @@ func runChatRate(t *benchTable, senders, all []*client, rate int, warm, dur time
 			}
 		}()
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(time.Second / time.Duration(rate))
-		defer t.Stop()
-		for i := 0; ; i++ {
+	wg.Go(func() {
+		atRate(context.Background(), rate, stop, func(i int) {
 			select {
-			case <-stop:
-				return
-			case <-t.C:
-				select {
-				case queues[i%len(queues)] <- struct{}{}:
-				default:
-				}
+			case queues[i%len(queues)] <- struct{}{}:
+			default:
 			}
-		}
-	}()
+		})
+	})
 	time.Sleep(warm) // a benchmark's warm-up, not a test's wait
 	for _, c := range all {
 		c.mu.Lock()
@@ -340,13 +331,10 @@ func runChatRate(t *benchTable, senders, all []*client, rate int, warm, dur time
 	start := time.Now()
 	time.Sleep(dur)
 	cpu1, _ := readMem(memURL + "?gc=0")
-	var delivered int64
-	var lat, fromStore []time.Duration
+	got := gather(all)
+	var fromStore []time.Duration
 	for _, c := range all {
-		c.record.Store(false)
-		delivered += c.delivered.Load()
 		c.mu.Lock()
-		lat = append(lat, c.lat...)
 		fromStore = append(fromStore, c.fromStore...)
 		c.mu.Unlock()
 	}
@@ -354,31 +342,71 @@ func runChatRate(t *benchTable, senders, all []*client, rate int, warm, dur time
 	elapsed := time.Since(start)
 	close(stop)
 	wg.Wait()
-	slices.Sort(lat)
-	q := func(p float64) time.Duration {
-		if len(lat) == 0 {
-			return 0
-		}
-		return lat[min(len(lat)-1, int(p*float64(len(lat))))].Round(10 * time.Microsecond)
-	}
-	perDelivery := time.Duration(0)
-	if delivered > 0 {
-		perDelivery = time.Duration((cpu1.CPUNanos - cpu0.CPUNanos) / uint64(delivered))
-	}
-	closed := 0
-	for _, c := range all {
-		if c.closed.Load() {
-			closed++
-		}
-	}
+	q, perDelivery, closed := got.summary(cpu0, cpu1, all)
 	storeP50 := time.Duration(0)
 	if len(fromStore) > 0 {
 		storeP50 = fromStore[len(fromStore)/2].Round(time.Millisecond)
 	}
-	t.row(strconv.Itoa(rate)+" msg/s", float64(rate), float64(delivered)/elapsed.Seconds(), ms(q(0.50)), ms(q(0.99)), ms(q(1)),
+	t.row(strconv.Itoa(rate)+" msg/s", float64(rate), float64(got.n)/elapsed.Seconds(), ms(q(0.50)), ms(q(0.99)), ms(q(1)),
 		ms(storeP50), float64(perDelivery), float64(closed))
 	// Let the room drain before the next rate.
 	time.Sleep(2 * time.Second)
+}
+
+// delivered is what the sockets of a room received while recording, during one measured rate.
+type delivered struct {
+	n   int64
+	lat []time.Duration // each delivery's latency, sorted
+}
+
+// gather stops the sockets recording and collects what they received.
+func gather(clients []*client) delivered {
+	var d delivered
+	for _, c := range clients {
+		c.record.Store(false)
+		d.n += c.delivered.Load()
+		c.mu.Lock()
+		d.lat = append(d.lat, c.lat...)
+		c.mu.Unlock()
+	}
+	slices.Sort(d.lat)
+	return d
+}
+
+// summary is the latency quantile function of d, the server's CPU per delivery between two
+// readings, and how many of clients were closed as slow consumers.
+func (d delivered) summary(cpu0, cpu1 memStats, clients []*client) (q func(p float64) time.Duration, perDelivery time.Duration, closed int) {
+	q = func(p float64) time.Duration {
+		if len(d.lat) == 0 {
+			return 0
+		}
+		return d.lat[min(len(d.lat)-1, int(p*float64(len(d.lat))))].Round(10 * time.Microsecond)
+	}
+	if d.n > 0 {
+		perDelivery = time.Duration((cpu1.CPUNanos - cpu0.CPUNanos) / uint64(d.n))
+	}
+	for _, c := range clients {
+		if c.closed.Load() {
+			closed++
+		}
+	}
+	return q, perDelivery, closed
+}
+
+// atRate calls f(0), f(1), ... rate times a second until stop closes or ctx ends.
+func atRate(ctx context.Context, rate int, stop <-chan struct{}, f func(i int)) {
+	t := time.NewTicker(time.Second / time.Duration(rate))
+	defer t.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			f(i)
+		}
+	}
 }
 
 var (
@@ -386,7 +414,9 @@ var (
 	tsMark   = []byte(`"ts":`)
 )
 
-func (c *client) readLoop() {
+// eachFrame reads the socket's frames until it closes, answering pings, and hands every other
+// frame to f; the socket counts as closed once it returns.
+func (c *client) eachFrame(f func(data []byte)) {
 	defer c.closed.Store(true)
 	for {
 		op, data, err := c.readFrame()
@@ -397,43 +427,50 @@ func (c *client) readLoop() {
 			_ = c.write(opPong, data)
 			continue
 		}
-		if centrifugo && hasPingLine(data) {
-			_ = c.write(opText, []byte("{}")) // Centrifugo's application-level ping
+		f(data)
+	}
+}
+
+func (c *client) readLoop() { c.eachFrame(c.recordMessages) }
+
+// recordMessages records the delivery latency of each chat message in a frame.
+func (c *client) recordMessages(data []byte) {
+	if centrifugo && hasPingLine(data) {
+		_ = c.write(opText, []byte("{}")) // Centrifugo's application-level ping
+	}
+	if !c.record.Load() {
+		return
+	}
+	now := time.Now()
+	// A frame may hold several messages (Centrifugo batches them, one JSON per line).
+	for rest := data; ; {
+		i := bytes.Index(rest, bodyMark)
+		if i < 0 {
+			break
 		}
-		if !c.record.Load() {
+		rest = rest[i+len(bodyMark):]
+		j := bytes.IndexByte(rest, '"')
+		if j < 0 {
+			break
+		}
+		sent, err := strconv.ParseInt(string(rest[:j]), 10, 64)
+		if err != nil {
 			continue
 		}
-		now := time.Now()
-		// A frame may hold several messages (Centrifugo batches them, one JSON per line).
-		for rest := data; ; {
-			i := bytes.Index(rest, bodyMark)
-			if i < 0 {
-				break
-			}
-			rest = rest[i+len(bodyMark):]
-			j := bytes.IndexByte(rest, '"')
-			if j < 0 {
-				break
-			}
-			sent, err := strconv.ParseInt(string(rest[:j]), 10, 64)
-			if err != nil {
-				continue
-			}
-			var fs time.Duration
-			if k := bytes.Index(rest, tsMark); k >= 0 && !centrifugo {
-				ts := rest[k+len(tsMark):]
-				if e := bytes.IndexByte(ts, '}'); e > 0 {
-					if v, err := strconv.ParseInt(string(ts[:e]), 10, 64); err == nil {
-						fs = now.Sub(time.UnixMilli(v))
-					}
+		var fs time.Duration
+		if k := bytes.Index(rest, tsMark); k >= 0 && !centrifugo {
+			ts := rest[k+len(tsMark):]
+			if e := bytes.IndexByte(ts, '}'); e > 0 {
+				if v, err := strconv.ParseInt(string(ts[:e]), 10, 64); err == nil {
+					fs = now.Sub(time.UnixMilli(v))
 				}
 			}
-			c.delivered.Add(1)
-			c.mu.Lock()
-			c.lat = append(c.lat, now.Sub(time.Unix(0, sent)))
-			c.fromStore = append(c.fromStore, fs)
-			c.mu.Unlock()
 		}
+		c.delivered.Add(1)
+		c.mu.Lock()
+		c.lat = append(c.lat, now.Sub(time.Unix(0, sent)))
+		c.fromStore = append(c.fromStore, fs)
+		c.mu.Unlock()
 	}
 }
 

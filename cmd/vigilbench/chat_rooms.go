@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -160,36 +159,12 @@ func runLeader(t *benchTable, leader *client, viewers []*client, sent *sendTimes
 	start := time.Now()
 	time.Sleep(dur)
 	cpu1, _ := readMem(memURL + "?gc=0")
-	var delivered int64
-	var lat []time.Duration
-	for _, c := range viewers {
-		c.record.Store(false)
-		delivered += c.delivered.Load()
-		c.mu.Lock()
-		lat = append(lat, c.lat...)
-		c.mu.Unlock()
-	}
+	got := gather(viewers)
 	elapsed := time.Since(start)
 	close(stop)
 	<-done
-	slices.Sort(lat)
-	q := func(p float64) time.Duration {
-		if len(lat) == 0 {
-			return 0
-		}
-		return lat[min(len(lat)-1, int(p*float64(len(lat))))].Round(10 * time.Microsecond)
-	}
-	perDelivery := time.Duration(0)
-	if delivered > 0 {
-		perDelivery = time.Duration((cpu1.CPUNanos - cpu0.CPUNanos) / uint64(delivered))
-	}
-	closed := 0
-	for _, c := range viewers {
-		if c.closed.Load() {
-			closed++
-		}
-	}
-	t.row(strconv.Itoa(rate)+" frames/s", float64(rate), float64(delivered)/elapsed.Seconds(), ms(q(0.50)), ms(q(0.99)), ms(q(1)),
+	q, perDelivery, closed := got.summary(cpu0, cpu1, viewers)
+	t.row(strconv.Itoa(rate)+" frames/s", float64(rate), float64(got.n)/elapsed.Seconds(), ms(q(0.50)), ms(q(0.99)), ms(q(1)),
 		float64(perDelivery), float64(closed))
 	time.Sleep(2 * time.Second) // let the room drain before the next rate
 }
@@ -198,32 +173,23 @@ var positionMark = []byte(`"positionMs":`)
 
 // readSyncs reads a viewer's frames and records each sync's delivery latency.
 func (c *client) readSyncs(sent *sendTimes) {
-	defer c.closed.Store(true)
-	for {
-		op, data, err := c.readFrame()
-		if err != nil {
-			return
-		}
-		if op == opPing {
-			_ = c.write(opPong, data)
-			continue
-		}
+	c.eachFrame(func(data []byte) {
 		if !c.record.Load() || !bytes.HasPrefix(data, []byte(`{"type":"sync"`)) {
-			continue
+			return
 		}
 		now := time.Now()
 		i := bytes.Index(data, positionMark)
 		if i < 0 {
-			continue
+			return
 		}
 		rest := data[i+len(positionMark):]
 		j := bytes.IndexAny(rest, ",}")
 		if j < 0 {
-			continue
+			return
 		}
 		n, err := strconv.Atoi(string(rest[:j]))
 		if err != nil {
-			continue
+			return
 		}
 		if at, ok := sent.get(n); ok {
 			c.delivered.Add(1)
@@ -231,20 +197,9 @@ func (c *client) readSyncs(sent *sendTimes) {
 			c.lat = append(c.lat, now.Sub(at))
 			c.mu.Unlock()
 		}
-	}
+	})
 }
 
 // drain reads and drops a socket's frames (answering pings), so the server never sees it as
 // a slow consumer.
-func (c *client) drain() {
-	defer c.closed.Store(true)
-	for {
-		op, data, err := c.readFrame()
-		if err != nil {
-			return
-		}
-		if op == opPing {
-			_ = c.write(opPong, data)
-		}
-	}
-}
+func (c *client) drain() { c.eachFrame(func([]byte) {}) }

@@ -220,18 +220,9 @@ func allCodes(ctx context.Context, lobby lobbyv1.LobbyServiceClient) ([]string, 
 // touchAtRate reports leader activity in rooms at rate per second until stop closes: every
 // touch is a change the listing has to pick up.
 func touchAtRate(ctx context.Context, lobby lobbyv1.LobbyServiceClient, codes []string, rate int, stop <-chan struct{}) {
-	t := time.NewTicker(time.Second / time.Duration(rate))
-	defer t.Stop()
-	for i := 0; ; i++ {
-		select {
-		case <-stop:
-			return
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	atRate(ctx, rate, stop, func(i int) {
 		_, _ = lobby.TouchRoom(ctx, &lobbyv1.TouchRoomRequest{Code: codes[(i*7919)%len(codes)], At: time.Now().UnixMilli()})
-	}
+	})
 }
 
 // timeGRPCList times n ListRooms calls; a call that fails (timed out under the machine's
