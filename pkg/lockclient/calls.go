@@ -2,14 +2,18 @@ package lockclient
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"google.golang.org/grpc/status"
 
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
 )
 
 // Acquire, Release and Renew are the unary calls of LockService, made over the Client's
 // session stream: each means exactly what the unary call means and fails with the status it
-// would fail with. They suit a caller that relays many independent calls, as the gateway
+// would fail with (a call whose ctx ends fails CANCELLED or DEADLINE_EXCEEDED, as a gRPC call
+// does). They suit a caller that relays many independent calls, as the gateway
 // relays REST: one message each way instead of a gRPC call each.
 
 // Acquire is LockService.Acquire. When ctx ends while the acquire waits in the lock's queue,
@@ -22,9 +26,9 @@ func (c *Client) Acquire(ctx context.Context, req *locksv1.AcquireRequest) (*loc
 			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			_, _ = c.Release(rctx, &locksv1.ReleaseRequest{Resource: req.GetResource(), Owner: req.GetOwner()})
 			cancel()
-			return nil, err
+			return nil, asStatus(err)
 		}
-		return res, err
+		return res, asStatus(err)
 	}
 	resp, err := c.call(ctx, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Acquire{Acquire: req}})
 	return answer(resp.GetAcquire(), err)
@@ -48,5 +52,14 @@ func answer[T comparable](res T, err error) (T, error) {
 	if err == nil && res == zero {
 		err = errNoAnswer
 	}
-	return res, err
+	return res, asStatus(err)
+}
+
+// asStatus is err as a gRPC status error: the context's own errors become CANCELLED and
+// DEADLINE_EXCEEDED, as a unary call reports them.
+func asStatus(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return status.FromContextError(err).Err()
+	}
+	return err
 }

@@ -154,3 +154,55 @@ func TestLockClientCloseEndsItsSession(t *testing.T) {
 		t.Errorf("TryLock on a closed Client = %v, want Canceled", err)
 	}
 }
+
+// Client.Acquire, Release and Renew are the unary calls over the session: the same answers,
+// and the same statuses when the caller's context ends or the request is bad.
+func TestLockClientUnaryCalls(t *testing.T) {
+	t.Parallel()
+	e := startLocks(t)
+	ctx := context.Background()
+	c := lockclient.New(e.conn)
+	t.Cleanup(func() { _ = c.Close() })
+	ttl := int64(30000)
+
+	a, err := c.Acquire(ctx, &locksv1.AcquireRequest{Resource: "relayed", Owner: "one", TtlMs: &ttl})
+	if err != nil || !a.GetAcquired() || a.GetFencingToken() <= 0 {
+		t.Fatalf("Acquire of a free lock = %v, %v; want acquired with a token", a, err)
+	}
+	if r, err := c.Renew(ctx, &locksv1.RenewRequest{Resource: "relayed", Owner: "one", TtlMs: &ttl}); err != nil || !r.GetRenewed() {
+		t.Errorf("Renew by the holder = %v, %v; want renewed", r, err)
+	}
+	if b, err := c.Acquire(ctx, &locksv1.AcquireRequest{Resource: "relayed", Owner: "two"}); err != nil || b.GetAcquired() || b.GetHolder() != "one" {
+		t.Errorf("Acquire of a held lock = %v, %v; want not acquired, holder one", b, err)
+	}
+	if _, err := c.Acquire(ctx, &locksv1.AcquireRequest{Resource: "relayed", Owner: ""}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("Acquire with no owner = %v, want INVALID_ARGUMENT", err)
+	}
+
+	// A waiting acquire whose caller goes away fails CANCELLED and leaves the queue.
+	gone, cancel := context.WithCancel(ctx)
+	failed := make(chan error, 1)
+	go func() {
+		_, err := c.Acquire(gone, &locksv1.AcquireRequest{Resource: "relayed", Owner: "two", WaitMs: ms(30000)})
+		failed <- err
+	}()
+	wait.Until(t, "the relayed waiter to queue", func() bool { return e.queueLen(t, "relayed") == 1 })
+	cancel()
+	if err := <-failed; status.Code(err) != codes.Canceled {
+		t.Errorf("waiting Acquire whose context was cancelled = %v, want CANCELLED", err)
+	}
+	wait.Until(t, "the cancelled waiter to leave the queue", func() bool { return e.queueLen(t, "relayed") == 0 })
+	short, cancelShort := context.WithTimeout(ctx, 100*time.Millisecond)
+	_, err = c.Acquire(short, &locksv1.AcquireRequest{Resource: "relayed", Owner: "two", WaitMs: ms(30000)})
+	cancelShort()
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Errorf("waiting Acquire past its context's deadline = %v, want DEADLINE_EXCEEDED", err)
+	}
+
+	if r, err := c.Release(ctx, &locksv1.ReleaseRequest{Resource: "relayed", Owner: "one"}); err != nil || !r.GetReleased() {
+		t.Errorf("Release by the holder = %v, %v; want released", r, err)
+	}
+	if r, err := c.Release(ctx, &locksv1.ReleaseRequest{Resource: "relayed", Owner: "one"}); err != nil || r.GetReleased() {
+		t.Errorf("second Release = %v, %v; want not released", r, err)
+	}
+}
