@@ -10,8 +10,9 @@ import (
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
 )
 
-// histogramCount is how many observations a histogram series holds in the default registry.
-func histogramCount(t *testing.T, name, label, value string) uint64 {
+// histogramCount is how many observations a histogram series holds in the default registry;
+// labels are name, value pairs the series must all carry.
+func histogramCount(t *testing.T, name string, labels ...string) uint64 {
 	t.Helper()
 	mfs, err := prometheus.DefaultGatherer.Gather()
 	if err != nil {
@@ -22,10 +23,16 @@ func histogramCount(t *testing.T, name, label, value string) uint64 {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
+			has := map[string]string{}
 			for _, lp := range m.GetLabel() {
-				if lp.GetName() == label && lp.GetValue() == value {
-					return m.GetHistogram().GetSampleCount()
-				}
+				has[lp.GetName()] = lp.GetValue()
+			}
+			match := true
+			for i := 0; i+1 < len(labels); i += 2 {
+				match = match && has[labels[i]] == labels[i+1]
+			}
+			if match {
+				return m.GetHistogram().GetSampleCount()
 			}
 		}
 	}

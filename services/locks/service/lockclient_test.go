@@ -164,6 +164,9 @@ func TestLockClientUnaryCalls(t *testing.T) {
 	c := lockclient.New(e.conn)
 	t.Cleanup(func() { _ = c.Close() })
 	ttl := int64(30000)
+	const timed = "vigil_lock_session_call_seconds"
+	okBefore := histogramCount(t, timed, "call", "acquire", "grpc_code", "OK")
+	badBefore := histogramCount(t, timed, "call", "acquire", "grpc_code", "InvalidArgument")
 
 	a, err := c.Acquire(ctx, &locksv1.AcquireRequest{Resource: "relayed", Owner: "one", TtlMs: &ttl})
 	if err != nil || !a.GetAcquired() || a.GetFencingToken() <= 0 {
@@ -177,6 +180,14 @@ func TestLockClientUnaryCalls(t *testing.T) {
 	}
 	if _, err := c.Acquire(ctx, &locksv1.AcquireRequest{Resource: "relayed", Owner: ""}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("Acquire with no owner = %v, want INVALID_ARGUMENT", err)
+	}
+
+	// Each call on the session is timed, by call and code (gRPC's metrics see only the stream).
+	if n := histogramCount(t, timed, "call", "acquire", "grpc_code", "OK"); n < okBefore+2 {
+		t.Errorf("%s{call=acquire,grpc_code=OK} went from %d to %d after two answered acquires", timed, okBefore, n)
+	}
+	if n := histogramCount(t, timed, "call", "acquire", "grpc_code", "InvalidArgument"); n < badBefore+1 {
+		t.Errorf("%s{call=acquire,grpc_code=InvalidArgument} went from %d to %d after a refused acquire", timed, badBefore, n)
 	}
 
 	// A waiting acquire whose caller goes away fails CANCELLED and leaves the queue.

@@ -163,9 +163,10 @@ func build(ctx context.Context, rdb redis.UniversalClient, o Options) (*Service,
 	if err != nil {
 		return nil, fmt.Errorf("locks: %w", err)
 	}
-	a := app.New(st, app.Options{Logger: o.Logger, Now: o.Now, Metrics: app.NewMetrics(o.Registerer)})
+	m := app.NewMetrics(o.Registerer)
+	a := app.New(st, app.Options{Logger: o.Logger, Now: o.Now, Metrics: m})
 	stopping := make(chan struct{})
-	ls := transport.New(a, o.Logger, stopping)
+	ls := transport.New(a, o.Logger, stopping, m)
 	locksv1.RegisterLockServiceServer(srv.GRPC(), ls)
 	alarmadmin.Register(srv.GRPC(), q, lockLookup(ls), o.Logger)
 	return &Service{rdb: rdb, q: q, st: st, app: a, srv: srv, stopping: stopping}, nil

@@ -12,8 +12,9 @@ import (
 // wait waited, and how long locks stayed held from grant to release (timed by the replica
 // that granted them).
 type Metrics struct {
-	wait *prometheus.HistogramVec
-	hold *prometheus.HistogramVec
+	wait    *prometheus.HistogramVec
+	hold    *prometheus.HistogramVec
+	session *prometheus.HistogramVec
 }
 
 // NewMetrics registers the lock metrics on reg. A registry that already holds them (several
@@ -30,6 +31,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time a lock was held from its grant to its release, measured by the granting replica.",
 			Buckets: []float64{.001, .005, .01, .05, .1, .5, 1, 5, 10, 30, 60, 300, 900, 3600},
 		}, []string{"ended"}),
+		session: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "vigil_lock_session_call_seconds",
+			Help: "Time to answer a call on a Session stream (the gateway's REST lock writes ride these), " +
+				"by call (acquire, release, renew) and gRPC code; gRPC's own metrics count only the stream.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"call", "grpc_code"}),
 	}
 	// A collector that clashes is left unregistered: locks still work, unobserved.
 	if prev, err := prom.Register(reg, m.wait); err == nil {
@@ -37,6 +44,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if prev, err := prom.Register(reg, m.hold); err == nil {
 		m.hold = prev
+	}
+	if prev, err := prom.Register(reg, m.session); err == nil {
+		m.session = prev
 	}
 	return m
 }
@@ -57,4 +67,12 @@ func (m *Metrics) held(d time.Duration) {
 		return
 	}
 	m.hold.WithLabelValues("released").Observe(d.Seconds())
+}
+
+// SessionCall records one answered call of a Session stream.
+func (m *Metrics) SessionCall(call, code string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.session.WithLabelValues(call, code).Observe(d.Seconds())
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"time"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
@@ -154,19 +156,24 @@ func (ss *session) handle(ctx context.Context, c *call, req *locksv1.SessionRequ
 	defer ss.wg.Done()
 	id := req.GetId()
 	resp := &locksv1.SessionResponse{Id: id}
+	start := time.Now()
 	var err error
+	var kind string
 	switch r := req.GetCall().(type) {
 	case *locksv1.SessionRequest_Acquire:
+		kind = "acquire"
 		var a *locksv1.AcquireResponse
 		if a, err = ss.srv.acquire(ctx, r.Acquire); err == nil {
 			resp.Result = &locksv1.SessionResponse_Acquire{Acquire: a}
 		}
 	case *locksv1.SessionRequest_Release:
+		kind = "release"
 		var rel *locksv1.ReleaseResponse
 		if rel, err = ss.srv.release(ctx, r.Release); err == nil {
 			resp.Result = &locksv1.SessionResponse_Release{Release: rel}
 		}
 	case *locksv1.SessionRequest_Renew:
+		kind = "renew"
 		var ren *locksv1.RenewResponse
 		if ren, err = ss.srv.renew(ctx, r.Renew); err == nil {
 			resp.Result = &locksv1.SessionResponse_Renew{Renew: ren}
@@ -182,18 +189,21 @@ func (ss *session) handle(ctx context.Context, c *call, req *locksv1.SessionRequ
 		// it did not run, and goes unanswered.
 		return
 	}
+	code := codes.OK
 	if err != nil {
-		ss.fail(id, err)
-		return
+		code = ss.fail(id, err)
+	} else {
+		ss.send(resp)
 	}
-	ss.send(resp)
+	ss.srv.metrics.SessionCall(kind, code.String(), time.Since(start))
 }
 
-// fail answers request id with err's status, as the unary call would have.
-func (ss *session) fail(id int64, err error) {
+// fail answers request id with err's status, as the unary call would have, and returns its code.
+func (ss *session) fail(id int64, err error) codes.Code {
 	st := status.Convert(usererr.Status(ss.ctx, ss.srv.log, storeName, err))
 	ss.send(&locksv1.SessionResponse{Id: id, Result: &locksv1.SessionResponse_Error{
 		Error: &locksv1.SessionError{Code: int32(st.Code()), Message: st.Message()}}})
+	return st.Code()
 }
 
 // send writes one answer. A failed send means the stream is gone; Session's return ends the

@@ -27,13 +27,16 @@ type Server struct {
 	// stopping is closed when the service drains: open sessions end, so their clients
 	// reconnect (to another replica) instead of holding up the drain.
 	stopping <-chan struct{}
+	// metrics time the calls on sessions, which gRPC's metrics see only as one long stream.
+	metrics *app.Metrics
 }
 
 var _ locksv1.LockServiceServer = (*Server)(nil)
 
-// New returns a Server on a; sessions end when stopping is closed.
-func New(a *app.App, log *slog.Logger, stopping <-chan struct{}) *Server {
-	return &Server{app: a, log: log, stopping: stopping}
+// New returns a Server on a; sessions end when stopping is closed, and their calls are timed
+// on m (nil: not timed).
+func New(a *app.App, log *slog.Logger, stopping <-chan struct{}, m *app.Metrics) *Server {
+	return &Server{app: a, log: log, stopping: stopping, metrics: m}
 }
 
 // Acquire implements LockService.Acquire.
