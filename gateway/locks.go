@@ -73,8 +73,8 @@ func nameSentence(field string, maxBytes int) string { return input.Name(field, 
 // The gateway relays the REST lock writes of all its callers to the lock service over a few
 // LockService.Session streams (pkg/lockclient) rather than a gRPC call each: a call is one
 // message each way on a stream already open, which costs the gateway and the service less CPU
-// per call than a unary call's stream set-up and teardown (measured in docs/BENCHMARKS.md:
-// REST lock pairs went from 0.73x to 0.83-0.85x the throughput of unary gRPC). A session call means
+// per call than a unary call's stream set-up and teardown (measured in docs/BENCHMARKS.md: REST
+// lock pairs went from 0.73x to 0.80-0.85x the throughput of unary gRPC). A session call means
 // exactly what the unary call means (TestUnaryRoutesMatchTheRuntime compares the answers), a
 // caller who goes away mid-wait leaves the queue as with a unary call, and a replica that
 // drains hands back the calls it did not run, which lockclient sends again on a new session
