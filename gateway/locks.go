@@ -31,29 +31,11 @@ func locksDomain(addr string) domain {
 			r := newLockRelay(cc)
 			g.closers = append(g.closers, r.close)
 			handleUnary(g, mux, "POST /locks/{resource}/acquire", http.StatusOK,
-				func(ctx context.Context, req *locksv1.AcquireRequest) (proto.Message, error) {
-					if s, done := r.session(ctx); s != nil {
-						defer done()
-						return s.Acquire(ctx, req)
-					}
-					return r.unary.Acquire(ctx, req)
-				})
+				relayed(r, (*lockclient.Client).Acquire, r.unary.Acquire))
 			handleUnary(g, mux, "POST /locks/{resource}/release", http.StatusOK,
-				func(ctx context.Context, req *locksv1.ReleaseRequest) (proto.Message, error) {
-					if s, done := r.session(ctx); s != nil {
-						defer done()
-						return s.Release(ctx, req)
-					}
-					return r.unary.Release(ctx, req)
-				})
+				relayed(r, (*lockclient.Client).Release, r.unary.Release))
 			handleUnary(g, mux, "POST /locks/{resource}/renew", http.StatusOK,
-				func(ctx context.Context, req *locksv1.RenewRequest) (proto.Message, error) {
-					if s, done := r.session(ctx); s != nil {
-						defer done()
-						return s.Renew(ctx, req)
-					}
-					return r.unary.Renew(ctx, req)
-				})
+				relayed(r, (*lockclient.Client).Renew, r.unary.Renew))
 		},
 		fieldErrors: map[protoreflect.FullName]string{
 			"vigil.locks.v1.AcquireRequest.owner":   nameSentence("owner", 256),
@@ -118,6 +100,21 @@ func (r *lockRelay) session(ctx context.Context) (*lockclient.Client, func()) {
 		return nil, nil
 	}
 	return r.sessions[r.next.Add(1)%lockSessions], func() { r.inFlight.Add(-1) }
+}
+
+// relayed is a unary route's call that goes over one of r's sessions (onSession) or, when
+// session says so, as a unary call.
+func relayed[Req, Res proto.Message](r *lockRelay,
+	onSession func(*lockclient.Client, context.Context, Req) (Res, error),
+	unary func(context.Context, Req, ...grpc.CallOption) (Res, error),
+) func(context.Context, Req) (proto.Message, error) {
+	return func(ctx context.Context, req Req) (proto.Message, error) {
+		if s, done := r.session(ctx); s != nil {
+			defer done()
+			return onSession(s, ctx, req)
+		}
+		return unary(ctx, req)
+	}
 }
 
 func (r *lockRelay) close() {

@@ -3,7 +3,6 @@ package lockclient
 import (
 	"context"
 	"errors"
-	"time"
 
 	"google.golang.org/grpc/status"
 
@@ -22,12 +21,6 @@ import (
 func (c *Client) Acquire(ctx context.Context, req *locksv1.AcquireRequest) (*locksv1.AcquireResponse, error) {
 	if req.GetWaitMs() > 0 {
 		res, err := c.waitingAcquire(ctx, req)
-		if err != nil && res.GetAcquired() {
-			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_, _ = c.Release(rctx, &locksv1.ReleaseRequest{Resource: req.GetResource(), Owner: req.GetOwner()})
-			cancel()
-			return nil, asStatus(err)
-		}
 		return res, asStatus(err)
 	}
 	resp, err := c.call(ctx, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Acquire{Acquire: req}})

@@ -189,13 +189,6 @@ func (m *Mutex) acquire(ctx context.Context, wait time.Duration) (bool, error) {
 	var err error
 	if wait > 0 {
 		res, err = m.c.waitingAcquire(ctx, req)
-		if err != nil && res.GetAcquired() {
-			// Granted as the wait was cancelled: give it back, as the caller no longer waits.
-			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_, _ = m.c.call(rctx, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Release{Release: &locksv1.ReleaseRequest{Resource: m.resource, Owner: m.o.Owner}}})
-			cancel()
-			res = nil
-		}
 	} else {
 		var resp *locksv1.SessionResponse
 		resp, err = m.c.call(ctx, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Acquire{Acquire: req}})

@@ -213,7 +213,7 @@ func (c *Client) call(ctx context.Context, req *locksv1.SessionRequest) (resp *l
 
 // waitingAcquire sends a waiting acquire. When ctx ends first it cancels the acquire on the
 // service and waits for the final answer, so a grant that crossed the cancel is not missed:
-// granted is then true with ctx's error, and the caller gives the lock back. An acquire its
+// it gives that lock back and returns ctx's error. An acquire its
 // session's drain took out of the queue is sent again on a new session, for what is left of
 // its wait, at the back of the queue.
 func (c *Client) waitingAcquire(ctx context.Context, req *locksv1.AcquireRequest) (res *locksv1.AcquireResponse, err error) {
@@ -257,8 +257,11 @@ func (c *Client) waitOnce(ctx context.Context, req *locksv1.AcquireRequest) (*lo
 		case <-s.done:
 			return nil, ctx.Err()
 		}
-		if a := resp.GetAcquire(); a != nil {
-			return a, ctx.Err()
+		if resp.GetAcquire().GetAcquired() {
+			// Granted as the wait was cancelled: give it back, as the caller no longer waits.
+			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_, _ = c.call(rctx, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Release{Release: &locksv1.ReleaseRequest{Resource: req.GetResource(), Owner: req.GetOwner()}}})
+			cancel()
 		}
 		return nil, ctx.Err()
 	}

@@ -123,18 +123,7 @@ func dial(t *testing.T, addr string) *grpc.ClientConn {
 // queueLen counts resource's queued waiters, read straight from Redis.
 func (e *env) queueLen(t *testing.T, resource string) int64 {
 	t.Helper()
-	keys, err := e.rdb.Keys(context.Background(), e.prefix+":{locks:*}:queue:"+redisx.Tag(resource)).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(keys) == 0 {
-		return 0
-	}
-	n, err := e.rdb.LLen(context.Background(), keys[0]).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return int64(len(e.queue(t, resource)))
 }
 
 // queue reads resource's queue entries, straight from Redis; each names its replica's waiter.
