@@ -193,7 +193,7 @@ func roundRatios(rep *benchReport, key, title string, runs [][]locksResult) {
 func locksTable(rep *benchReport, key, title string, rows []locksResult) {
 	t := rep.table(key, title,
 		benchColumn{"pairs/s", "pairs/s"}, benchColumn{"p50", "ms"}, benchColumn{"p99", "ms"}, benchColumn{"max", "ms"},
-		benchColumn{"CPU/pair", "ms"}, benchColumn{"× raw ceiling", "x"}, benchColumn{"× redislock", "x"}, benchColumn{"errors", "pairs"})
+		benchColumn{"CPU/pair", "ms"}, benchColumn{"Redis CPU/pair", "ms"}, benchColumn{"× raw ceiling", "x"}, benchColumn{"× redislock", "x"}, benchColumn{"errors", "pairs"})
 	var ceiling, redislockRate float64
 	for _, r := range rows {
 		switch r.name {
@@ -211,7 +211,7 @@ func locksTable(rep *benchReport, key, title string, rows []locksResult) {
 	}
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	for _, r := range rows {
-		t.row(r.name, r.rate(), ms(r.p50), ms(r.p99), ms(r.max), ms(r.cpuPerPair()),
+		t.row(r.name, r.rate(), ms(r.p50), ms(r.p99), ms(r.max), ms(r.cpuPerPair()), ms(r.perPair(r.redisCPU)),
 			ratio(r.rate(), ceiling), ratio(r.rate(), redislockRate), float64(r.errors))
 	}
 }
@@ -228,15 +228,18 @@ type locksResult struct {
 	p50, p99 time.Duration
 	max      time.Duration
 	cpu      time.Duration // this process's and redis-server's
+	redisCPU time.Duration // redis-server's alone
 }
 
 func (r locksResult) rate() float64 { return float64(r.pairs) / r.elapsed.Seconds() }
 
-func (r locksResult) cpuPerPair() time.Duration {
+func (r locksResult) cpuPerPair() time.Duration { return r.perPair(r.cpu) }
+
+func (r locksResult) perPair(d time.Duration) time.Duration {
 	if r.pairs == 0 {
 		return 0
 	}
-	return r.cpu / time.Duration(r.pairs)
+	return d / time.Duration(r.pairs)
 }
 
 // locksStack is the lock service and the gateway started by the harness, the clients that
@@ -303,10 +306,11 @@ func startLocksStack(ctx context.Context, h *Harness, b *benchRedis, o locksBenc
 	return l, nil
 }
 
-// cpu is the CPU time used so far by this process and by redis-server.
-func (l *locksStack) cpu(ctx context.Context) time.Duration {
+// cpu is the CPU time used so far by this process and by redis-server, and by redis-server
+// alone.
+func (l *locksStack) cpu(ctx context.Context) (all, redis time.Duration) {
 	r, _ := l.redis.serverCPU(ctx)
-	return processCPU() + r
+	return processCPU() + r, r
 }
 
 // measure runs pair from each client in a loop for d and collects pair latencies. A pair
@@ -316,7 +320,7 @@ func (l *locksStack) measure(ctx context.Context, name string, clients int, d ti
 	lat := make([][]time.Duration, clients)
 	var errs atomic.Int64
 	var wg sync.WaitGroup
-	cpu0 := l.cpu(ctx)
+	cpu0, redis0 := l.cpu(ctx)
 	start := time.Now()
 	deadline := start.Add(d)
 	for c := range clients {
@@ -336,10 +340,10 @@ func (l *locksStack) measure(ctx context.Context, name string, clients int, d ti
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu := l.cpu(context.WithoutCancel(ctx)) - cpu0
+	cpu, redisCPU := l.cpu(context.WithoutCancel(ctx))
 	all := slices.Concat(lat...)
 	slices.Sort(all)
-	r := locksResult{name: name, pairs: int64(len(all)), errors: errs.Load(), elapsed: elapsed, cpu: cpu}
+	r := locksResult{name: name, pairs: int64(len(all)), errors: errs.Load(), elapsed: elapsed, cpu: cpu - cpu0, redisCPU: redisCPU - redis0}
 	if len(all) > 0 {
 		r.p50, r.p99, r.max = all[len(all)/2], all[len(all)*99/100], all[len(all)-1]
 	}

@@ -23,6 +23,18 @@ local function alarm_set(key, id, due)
   return 0
 end
 
+-- alarm_set_before sets object id's alarm as alarm_set does, but looks at the shard's head only
+-- when due is before soon (whole ms): it returns 1 when due < soon and the alarm is now the
+-- earliest of its shard, else 0. A caller that wakes the scheduler only for alarms due soon
+-- (a later one is found by the scheduler's capped sleep) spares that lookup for the rest.
+local function alarm_set_before(key, id, due, soon)
+  if due < soon then
+    return alarm_set(key, id, due)
+  end
+  redis.call('ZADD', key, due, id)
+  return 0
+end
+
 -- alarm_clear removes object id's alarm, leased or not; its ack then finds nothing to remove.
 local function alarm_clear(key, id)
   redis.call('ZREM', key, id)

@@ -22,14 +22,15 @@ if type(ARGV[1]) ~= 'string' or not int(ARGV[2]) then
   return redis.error_reply('ERR lock script: want a resource and a time in ms')
 end
 -- armed is the lease end this script set as the resource's alarm when it became its shard's
--- earliest (0 otherwise, or when the alarm was cleared since).
+-- earliest and is due within wake_within ms (0 otherwise, or when the alarm was cleared since).
+-- wake_within is store.Options.WakeWithin, which New puts in front of this file.
 local armed = 0
 -- quiet_channel: a grant to a waiter on this channel is not published, because the calling
 -- replica answers that waiter itself from the script's reply (release.lua sets it).
 local quiet_channel = false
 
 local function arm(exp)
-  if alarm_set(alarms_key, resource, exp) == 1 then
+  if alarm_set_before(alarms_key, resource, exp, now + wake_within) == 1 then
     armed = exp
   else
     armed = 0
@@ -75,15 +76,16 @@ local function handoff()
 end
 
 -- settle returns the holder (owner, token, exp, wid) after handing off a lock past its expiry;
--- nil when the lock is free.
+-- nil when the lock is free. A free lock has no waiters: only acquire.lua queues, and only
+-- while the lock is held, and handoff deletes the lock only once its queue is empty.
 local function settle()
   local cur = redis.call('HMGET', lock_key, 'owner', 'token', 'exp', 'wid')
-  if cur[1] and tonumber(cur[3]) > now then
+  if not cur[1] then
+    return nil
+  end
+  if tonumber(cur[3]) > now then
     return cur[1], tonumber(cur[2]), tonumber(cur[3]), cur[4]
   end
-  if cur[1] or redis.call('LLEN', queue_key) > 0 then
-    return handoff()
-  end
-  return nil
+  return handoff()
 end
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"testing"
+	"time"
 
 	"github.com/vigil-dev/vigil/pkg/alarm"
 	"github.com/vigil-dev/vigil/pkg/redistest"
@@ -15,7 +16,7 @@ const fuzzEntry = "1700000060000\n30000\nw1\nvigil:locks:grants:r1\nowner-b"
 // halfway through its writes.
 func FuzzLuaArguments(f *testing.F) {
 	const now = "1700000000000"
-	scripts := redistest.LoadScripts(f, "lib.lua",
+	scripts := redistest.LoadScripts(f, "",
 		map[string]int{"acquire.lua": 4, "release.lua": 4, "renew.lua": 4, "get.lua": 4, "expire.lua": 4, "leave.lua": 4},
 		map[string][][]string{
 			"acquire.lua": {{"res", now, "owner-a", "30000", "", "0", "0"}, {"res", now, "owner-b", "30000", fuzzEntry, "65000", "0"},
@@ -27,7 +28,7 @@ func FuzzLuaArguments(f *testing.F) {
 			"leave.lua":   {{"res", now, fuzzEntry, "w1", "0"}, {"res", "1", "x", "w1", "2"}},
 		})
 	for i := range scripts {
-		scripts[i].Src = alarm.Lua() + scripts[i].Src // as New builds them
+		scripts[i].Src = alarm.Lua() + libFor(2*time.Second) + scripts[i].Src // as New builds them
 	}
 	redistest.FuzzScripts(f, scripts...)
 }

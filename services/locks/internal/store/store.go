@@ -135,7 +135,8 @@ func New(rdb redis.UniversalClient, o Options) (*Store, error) {
 		o.MaxWaitersPerLock = 1000
 	}
 	// Every lock script is pkg/alarm's contract, then lib.lua, then its own body.
-	script := func(name, src string) *redisx.Script { return alarm.NewScript(name, libLua+src) }
+	lib := libFor(o.WakeWithin)
+	script := func(name, src string) *redisx.Script { return alarm.NewScript(name, lib+src) }
 	s := &Store{
 		rdb:     rdb,
 		q:       o.Alarms,
@@ -153,6 +154,12 @@ func New(rdb redis.UniversalClient, o Options) (*Store, error) {
 	s.scripts = []*redisx.Script{s.acquire, s.release, s.renew, s.get, s.expire, s.leave}
 	s.pipe = &pipeliner{rdb: rdb, scripts: s.scripts, max: o.Pipelines}
 	return s, nil
+}
+
+// libFor is lib.lua with the WakeWithin it reads in front: a script looks up its shard's
+// earliest alarm only for a lease ending sooner, since only then is the scheduler woken.
+func libFor(wakeWithin time.Duration) string {
+	return "local wake_within = " + strconv.FormatInt(wakeWithin.Milliseconds(), 10) + "\n" + libLua
 }
 
 // Subscribe listens on this replica's grant channel; call it before serving, then run Listen.

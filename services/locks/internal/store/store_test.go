@@ -161,7 +161,7 @@ func TestWaiterGrantedByExpiry(t *testing.T) {
 	}
 }
 
-func mustNew(t *testing.T, rdb redis.UniversalClient, o Options) *Store {
+func mustNew(t testing.TB, rdb redis.UniversalClient, o Options) *Store {
 	t.Helper()
 	s, err := New(rdb, o)
 	if err != nil {
