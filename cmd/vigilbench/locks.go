@@ -66,7 +66,7 @@ func benchLocks(ctx context.Context, h *Harness, fs *flag.FlagSet, args []string
 	fs.IntVar(&o.clients, "clients", 32, "concurrent clients of the 32-client workloads")
 	fs.DurationVar(&o.duration, "duration", 5*time.Second, "measuring time per client, workload and round")
 	fs.DurationVar(&o.warmup, "warmup", time.Second, "warm-up of connections and scripts per Vigil client kind before measuring")
-	fs.IntVar(&o.conns, "grpc-conns", 4, "gRPC connections the Vigil clients share (one session stream each)")
+	fs.IntVar(&o.conns, "grpc-conns", 1, "gRPC connections the Vigil clients share, one session stream each (1, as one client process runs; measured fastest on 2 cores)")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds per workload, interleaving the clients; each row is its median round by pairs/s")
 	fs.StringVar(&o.only, "only", "", "measure only the clients whose name contains this")
 	if err := parseBenchFlags(fs, args); err != nil {
