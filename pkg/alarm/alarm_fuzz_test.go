@@ -10,7 +10,7 @@ import (
 // holds, a script answers or refuses, and never faults halfway through its writes.
 func FuzzLuaArguments(f *testing.F) {
 	redistest.FuzzScripts(f, redistest.LoadScripts(f, "lib.lua",
-		map[string]int{"claim.lua": 2, "ack.lua": 2, "retry.lua": 4, "revive.lua": 4, "set.lua": 1},
+		map[string]int{"claim.lua": 3, "ack.lua": 3, "retry.lua": 5, "revive.lua": 4, "set.lua": 1},
 		map[string][][]string{
 			"claim.lua":  {{"1700000000000", "1700000015000.5", "256"}, {"x", "1.5", "-1"}},
 			"ack.lua":    {{"1700000015000.5", "a", "b"}, {"nan"}},

@@ -175,6 +175,18 @@ func TestClaimLeasesOnlyDueAlarms(t *testing.T) {
 	}
 }
 
+// split parts batch into the firings of object id and the rest.
+func split(batch []Firing, id string) (of, rest []Firing) {
+	for _, f := range batch {
+		if f.ID == id {
+			of = append(of, f)
+		} else {
+			rest = append(rest, f)
+		}
+	}
+	return of, rest
+}
+
 // TestClaimBatchLargerThanLuaUnpackLimit claims more members than Lua's unpack can take at once.
 func TestClaimBatchLargerThanLuaUnpackLimit(t *testing.T) {
 	t.Parallel()
@@ -234,9 +246,10 @@ func TestAckTouchesOnlyItsOwnBatch(t *testing.T) {
 		redis.Z{Score: 1900000020000, Member: "re-armed"},      // re-armed while handled: kept
 		redis.Z{Score: 1900000030000.25, Member: "re-claimed"}, // claimed again after the lease: kept
 	)
-	rdb.HSet(ctx, k.Attempts, "mine", 1, "same-score", 1, "re-armed", 1, "re-claimed", 2, "deleted", 1)
+	rdb.HSet(ctx, k.Attempts, "same-score", 1, "re-claimed", 2)
+	rdb.Set(ctx, k.InFlight, 5, 0) // the four of this batch and same-score
 
-	n, err := q.ack.Run(ctx, rdb, []string{k.Alarms, k.Attempts}, lease, "mine", "re-armed", "re-claimed", "deleted").Int()
+	n, err := q.ack.Run(ctx, rdb, []string{k.Alarms, k.Attempts, k.InFlight}, lease, "mine", "re-armed", "re-claimed", "deleted").Int()
 	if err != nil || n != 1 {
 		t.Fatalf("ack = %d, %v; want 1 removed", n, err)
 	}
@@ -249,6 +262,158 @@ func TestAckTouchesOnlyItsOwnBatch(t *testing.T) {
 	if len(attempts) != 2 || attempts["same-score"] != "1" || attempts["re-claimed"] != "2" {
 		t.Fatalf("attempts after ack = %v, want same-score:1 re-claimed:2", attempts)
 	}
+	// mine, re-armed and deleted landed; re-claimed (counted, so re-claimed after its lease)
+	// and same-score are still in flight.
+	if n := rdb.Get(ctx, k.InFlight).Val(); n != "2" {
+		t.Fatalf("in-flight count after ack = %q, want 2", n)
+	}
+}
+
+// TestAttemptCountsStartAtTheSecondClaim: a first claim writes no count (so draining fresh
+// alarms costs the attempts hash nothing), later claims count 2, 3, ..., and a count left by an
+// earlier round does not survive the alarm being set afresh.
+func TestAttemptCountsStartAtTheSecondClaim(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := &fakeClock{t: t0}
+	const lease = 5 * time.Second
+	q, rdb := testQueue(t, Options{Shards: 1, Lease: lease, Now: clock.Now})
+	attempts := q.Keys(0).Attempts
+	rdb.HSet(ctx, attempts, "b", 5) // left behind by an earlier round of b's alarm
+	for _, id := range []string{"a", "b"} {
+		if err := q.Set(ctx, id, t0); err != nil {
+			t.Fatalf("Set %s: %v", id, err)
+		}
+	}
+	for want := 1; want <= 3; want++ {
+		clock.Set(t0.Add(time.Duration(want-1) * (lease + time.Millisecond)))
+		batch, _, _, err := q.claimDue(ctx, 0)
+		if err != nil || len(batch) != 2 {
+			t.Fatalf("claim %d = %v, %v; want a and b", want, batch, err)
+		}
+		for _, f := range batch {
+			if f.Attempt != want || f.RetryCount() != want-1 {
+				t.Fatalf("claim %d: firing %+v, want attempt %d", want, f, want)
+			}
+			a, ok, err := q.Alarm(ctx, f.ID)
+			if err != nil || !ok || !a.InFlight || a.Attempts != want {
+				t.Fatalf("claim %d: Alarm(%s) = %+v, %v, %v; want in flight, attempt %d", want, f.ID, a, ok, err, want)
+			}
+		}
+		counts := rdb.HGetAll(ctx, attempts).Val()
+		if want == 1 && len(counts) != 0 {
+			t.Fatalf("counts after a first claim = %v, want none", counts)
+		}
+		if want > 1 && (len(counts) != 2 || counts["a"] != strconv.Itoa(want) || counts["b"] != strconv.Itoa(want)) {
+			t.Fatalf("counts after claim %d = %v, want a and b at %d", want, counts, want)
+		}
+	}
+}
+
+// TestInFlightCountFollowsEveryFlight drives alarms through each way a flight ends (ack,
+// retry then ack, dead letter, cleared or re-armed while handled, re-claimed after a lease ran
+// out, claimed afresh before a late ack) and checks Inspect's in-flight count at every step.
+func TestInFlightCountFollowsEveryFlight(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := &fakeClock{t: t0}
+	const lease = 5 * time.Second
+	q, rdb := testQueue(t, Options{Shards: 1, Lease: lease, MaxRetries: 1, RetryBase: time.Second, Now: clock.Now})
+	k := q.Keys(0)
+	inFlight := func(step string, want int64) {
+		t.Helper()
+		_, shards, err := q.Inspect(ctx, 0)
+		if err != nil || shards[0].InFlight != want {
+			t.Fatalf("%s: in flight %+v, %v; want %d", step, shards, err, want)
+		}
+	}
+	ok := HandlerFunc(func(context.Context, Firing) error { return nil })
+	failing := HandlerFunc(func(context.Context, Firing) error { return errors.New("down") })
+	claim := func(step string, n int) ([]Firing, string) {
+		t.Helper()
+		batch, lease, _, err := q.claimDue(ctx, 0)
+		if err != nil || len(batch) != n {
+			t.Fatalf("%s: claimed %v, %v; want %d", step, batch, err, n)
+		}
+		return batch, lease
+	}
+	set := func(id string, at time.Time) {
+		t.Helper()
+		if err := q.Set(ctx, id, at); err != nil {
+			t.Fatalf("Set %s: %v", id, err)
+		}
+	}
+	// settle runs h on batch and acknowledges or retries as a scheduler does, then checks the
+	// count.
+	settle := func(step string, batch []Firing, lease string, h Handler, want int64) {
+		t.Helper()
+		if _, err := q.handle(ctx, 0, batch, lease, h); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		inFlight(step, want)
+	}
+
+	inFlight("nothing claimed", 0)
+	for _, id := range []string{"acked", "retried", "cleared", "re-armed"} {
+		set(id, t0)
+	}
+	batch, l1 := claim("first claim", 4)
+	inFlight("four claimed", 4)
+	if err := q.Delete(ctx, "cleared"); err != nil { // its object went while it was handled
+		t.Fatalf("Delete: %v", err)
+	}
+	set("re-armed", t0.Add(time.Minute))
+	bad, good := split(batch, "retried")
+	settle("acked, cleared and re-armed landed", good, l1, ok, 1)
+	settle("retried waits for its retry, still in flight", bad, l1, failing, 1)
+
+	clock.Set(t0.Add(time.Second + time.Millisecond))
+	batch, l2 := claim("the retry", 1)
+	if batch[0].Attempt != 2 {
+		t.Fatalf("retry firing = %+v, want attempt 2", batch[0])
+	}
+	inFlight("retry claimed: the same flight", 1)
+	settle("past MaxRetries: dead-lettered", batch, l2, failing, 0)
+	if d, ok, _ := q.DeadLetter(ctx, "retried"); !ok || d.Attempts != 2 {
+		t.Fatalf("DeadLetter(retried) = %+v, %v; want 2 attempts", d, ok)
+	}
+
+	// A handler outlives its lease: another scheduler re-claims "slow" and "other" and acks
+	// "slow" first; then the first handler's ack of "slow" comes. That flight is taken off
+	// twice (documented on ShardKeys.InFlight): one low while "other" flies, right once idle.
+	set("slow", clock.Now())
+	set("other", clock.Now())
+	batch, stale := claim("slow and other", 2)
+	clock.Set(clock.Now().Add(lease + time.Millisecond))
+	again, l3 := claim("both after their lease", 2)
+	inFlight("re-claimed: the same flights", 2)
+	slow, other := split(again, "slow")
+	settle("the re-claimer acked slow", slow, l3, ok, 1)
+	lateSlow, _ := split(batch, "slow")
+	settle("the late ack of slow: one low", lateSlow, stale, ok, 0)
+	settle("idle again", other, l3, ok, 0)
+	set("other", clock.Now())
+	batch, l6 := claim("other afresh", 1)
+	inFlight("counting from zero again", 1)
+	settle("other acked", batch, l6, ok, 0)
+
+	// "twice" is re-armed while handled and claimed afresh before the first claim's ack.
+	set("twice", clock.Now())
+	first, l4 := claim("twice", 1)
+	set("twice", clock.Now())
+	second, l5 := claim("twice afresh", 1)
+	inFlight("two flights of one object", 2)
+	settle("the first flight's late ack", first, l4, ok, 1)
+	settle("both acked", second, l5, ok, 0)
+	if n := rdb.Exists(ctx, k.InFlight, k.Attempts).Val(); n != 0 {
+		t.Fatalf("%d of the in-flight count and attempts keys left with nothing in flight, want none", n)
+	}
+
+	// Bury, the operators' drill, leaves the count as it was.
+	if err := q.Bury(ctx, "drill", 3, "drill"); err != nil {
+		t.Fatalf("Bury: %v", err)
+	}
+	inFlight("after Bury", 0)
 }
 
 // TestDomainScriptsUseTheContract runs a domain-style script built with NewScript: the alarm it

@@ -27,7 +27,8 @@ type AlarmState struct {
 	// InFlight is true while a scheduler holds the alarm (leased) or it waits for a retry: its
 	// score is fractional, which only a claim or a retry writes.
 	InFlight bool
-	// Attempts made so far; 0 for an alarm never claimed.
+	// Attempts made so far in its current flight: 1 on its first claim, 0 while it waits for
+	// one.
 	Attempts int
 }
 
@@ -40,7 +41,8 @@ type ShardState struct {
 	// Overdue counts alarms due at or before the instant: not yet claimed, or in flight with an
 	// ended lease (a crashed scheduler) or a due retry.
 	Overdue int64
-	// InFlight counts alarms claimed and not yet acknowledged, or waiting for a retry.
+	// InFlight counts alarms claimed and not yet acknowledged, or waiting for a retry (the
+	// shard's count, ShardKeys.InFlight).
 	InFlight int64
 	// Dead counts the shard's dead letters.
 	Dead int64
@@ -58,8 +60,9 @@ func (q *Queue) Inspect(ctx context.Context, next int) (now time.Time, shards []
 	now = q.o.Now()
 	nowMs := strconv.FormatInt(now.UnixMilli(), 10)
 	type shardCmds struct {
-		card, overdue, inflight, dead *redis.IntCmd
-		head                          *redis.ZSliceCmd
+		card, overdue, dead *redis.IntCmd
+		inflight            *redis.SliceCmd
+		head                *redis.ZSliceCmd
 	}
 	cmds := make([]shardCmds, q.o.Shards)
 	_, err = q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -68,7 +71,7 @@ func (q *Queue) Inspect(ctx context.Context, next int) (now time.Time, shards []
 			cmds[s] = shardCmds{
 				card:     p.ZCard(ctx, k.Alarms),
 				overdue:  p.ZCount(ctx, k.Alarms, "-inf", nowMs),
-				inflight: p.HLen(ctx, k.Attempts),
+				inflight: p.MGet(ctx, k.InFlight), // MGET: an absent count is nil, not an error
 				dead:     p.ZCard(ctx, k.Dead),
 			}
 			if next > 0 {
@@ -84,7 +87,11 @@ func (q *Queue) Inspect(ctx context.Context, next int) (now time.Time, shards []
 	attempts := make([]*redis.SliceCmd, q.o.Shards)
 	_, err = q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for s, c := range cmds {
-			st := ShardState{Shard: s, Pending: c.card.Val(), Overdue: c.overdue.Val(), InFlight: c.inflight.Val(), Dead: c.dead.Val()}
+			st := ShardState{Shard: s, Pending: c.card.Val(), Overdue: c.overdue.Val(), Dead: c.dead.Val()}
+			if v, _ := c.inflight.Val()[0].(string); v != "" {
+				st.InFlight, _ = strconv.ParseInt(v, 10, 64)
+				st.InFlight = max(st.InFlight, 0)
+			}
 			if c.head != nil {
 				ids := make([]string, 0, len(c.head.Val()))
 				for _, z := range c.head.Val() {
@@ -108,8 +115,9 @@ func (q *Queue) Inspect(ctx context.Context, next int) (now time.Time, shards []
 			continue
 		}
 		for i, v := range c.Val() {
-			if str, ok := v.(string); ok && i < len(shards[s].Next) {
-				shards[s].Next[i].Attempts, _ = strconv.Atoi(str)
+			if i < len(shards[s].Next) {
+				str, _ := v.(string)
+				shards[s].Next[i].setAttempts(str)
 			}
 		}
 	}
@@ -133,7 +141,7 @@ func (q *Queue) Alarm(ctx context.Context, id string) (a AlarmState, ok bool, er
 		return AlarmState{}, false, nil
 	}
 	a = stateOf(id, q.ShardOf(id), score.Val())
-	a.Attempts, _ = strconv.Atoi(attempts.Val())
+	a.setAttempts(attempts.Val())
 	return a, true, nil
 }
 
@@ -165,4 +173,15 @@ func (q *Queue) DeadLetter(ctx context.Context, id string) (d DeadLetter, ok boo
 func stateOf(id string, shard int, score float64) AlarmState {
 	inFlight := score != math.Floor(score)
 	return AlarmState{ID: id, Shard: shard, Due: time.UnixMilli(int64(math.Ceil(score))), InFlight: inFlight}
+}
+
+// setAttempts reads the alarm's count in the attempts hash (raw, "" when it has none). The
+// hash counts only alarms claimed more than once (claim.lua), so an alarm in flight without a
+// count is on its first attempt, and one not in flight has made none since it was last set.
+func (a *AlarmState) setAttempts(raw string) {
+	a.Attempts = 0
+	if a.InFlight {
+		a.Attempts, _ = strconv.Atoi(raw)
+		a.Attempts = max(a.Attempts, 1)
+	}
 }

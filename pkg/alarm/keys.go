@@ -14,8 +14,15 @@ type ShardKeys struct {
 	Tag string
 	// Alarms is the sorted set of alarms: member = object id, score = due time in ms.
 	Alarms string
-	// Attempts counts attempts per object id while its alarm is leased or retrying.
+	// Attempts counts attempts per object id while its alarm is leased or retrying, from its
+	// second claim on (an alarm in flight without a count is on its first attempt).
 	Attempts string
+	// InFlight counts the shard's alarms claimed and not yet acknowledged, or waiting for a
+	// retry (a string; absent at zero): claim.lua adds its fresh members, and ack.lua and
+	// retry.lua take off each flight that ends. A late ack of an alarm that another scheduler
+	// re-claimed after the lease and acknowledged first takes it off twice; the count never
+	// goes below zero, so it is right again once the shard has nothing in flight.
+	InFlight string
 	// Dead is the dead-letter sorted set: member = object id, score = when it died (ms).
 	Dead string
 	// DeadInfo holds each dead letter's last error and attempt count as JSON.
@@ -28,6 +35,7 @@ func shardKeys(prefix, ns string, shard int) ShardKeys {
 		Tag:      tag,
 		Alarms:   tag + ":alarms",
 		Attempts: tag + ":attempts",
+		InFlight: tag + ":inflight",
 		Dead:     tag + ":dead",
 		DeadInfo: tag + ":deadinfo",
 	}

@@ -38,7 +38,7 @@ func TestShardKeysShareOneHashTag(t *testing.T) {
 	if k.Tag != "vigil:{reservations:3}" {
 		t.Fatalf("Tag = %q, want vigil:{reservations:3}", k.Tag)
 	}
-	for _, key := range []string{k.Alarms, k.Attempts, k.Dead, k.DeadInfo} {
+	for _, key := range []string{k.Alarms, k.Attempts, k.InFlight, k.Dead, k.DeadInfo} {
 		if !strings.HasPrefix(key, k.Tag+":") || strings.Count(key, "{") != 1 {
 			t.Errorf("key %q does not carry exactly the shard's hash tag %q", key, k.Tag)
 		}

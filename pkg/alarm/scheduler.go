@@ -154,7 +154,7 @@ func (q *Queue) claimDue(ctx context.Context, shard int) (batch []Firing, lease 
 	now := q.o.Now()
 	lease = q.fractionalScore(now.Add(q.o.Lease))
 	k := q.Keys(shard)
-	res, err := q.claim.Run(ctx, q.rdb, []string{k.Alarms, k.Attempts}, now.UnixMilli(), lease, q.o.BatchSize).Slice()
+	res, err := q.claim.Run(ctx, q.rdb, []string{k.Alarms, k.Attempts, k.InFlight}, now.UnixMilli(), lease, q.o.BatchSize).Slice()
 	if err != nil {
 		return nil, "", time.Time{}, fmt.Errorf("claim shard %d: %w", shard, err)
 	}
@@ -208,7 +208,7 @@ func (q *Queue) handle(ctx context.Context, shard int, batch []Firing, lease str
 		ackArgs = append(ackArgs, f.ID)
 	}
 	if len(ackArgs) > 1 {
-		if err := q.ack.Run(ctx, q.rdb, []string{k.Alarms, k.Attempts}, ackArgs...).Err(); err != nil {
+		if err := q.ack.Run(ctx, q.rdb, []string{k.Alarms, k.Attempts, k.InFlight}, ackArgs...).Err(); err != nil {
 			// The lease will run out and the alarms fire again; handlers are idempotent.
 			return time.Time{}, fmt.Errorf("ack shard %d: %w", shard, err)
 		}
@@ -269,7 +269,7 @@ func (q *Queue) fail(ctx context.Context, k ShardKeys, f Firing, lease string, c
 		deadFlag = "1"
 	}
 	retryAt := now.Add(backoff)
-	res, err := q.retry.Run(ctx, q.rdb, []string{k.Alarms, k.Attempts, k.Dead, k.DeadInfo},
+	res, err := q.retry.Run(ctx, q.rdb, []string{k.Alarms, k.Attempts, k.Dead, k.DeadInfo, k.InFlight},
 		lease, f.ID, q.fractionalScore(retryAt), deadFlag, now.UnixMilli(), info).Int()
 	if err != nil {
 		return time.Time{}, fmt.Errorf("retry %q: %w", f.ID, err)
@@ -304,10 +304,15 @@ func (q *Queue) Bury(ctx context.Context, id string, attempts int, cause string)
 	now := q.o.Now()
 	lease := q.fractionalScore(now.Add(time.Hour)) // out of every claim's reach meanwhile
 	score, _ := strconv.ParseFloat(lease, 64)
-	if err := q.rdb.ZAdd(ctx, k.Alarms, redis.Z{Score: score, Member: id}).Err(); err != nil {
+	// Leased as a claim would lease it, and counted in flight, which the dead-lettering ends.
+	if _, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZAdd(ctx, k.Alarms, redis.Z{Score: score, Member: id})
+		p.Incr(ctx, k.InFlight)
+		return nil
+	}); err != nil {
 		return fmt.Errorf("bury %q: %w", id, err)
 	}
-	err := q.retry.Run(ctx, q.rdb, []string{k.Alarms, k.Attempts, k.Dead, k.DeadInfo},
+	err := q.retry.Run(ctx, q.rdb, []string{k.Alarms, k.Attempts, k.Dead, k.DeadInfo, k.InFlight},
 		lease, id, lease, "1", now.UnixMilli(), deadInfo(id, q.ShardOf(id), attempts, cause)).Err()
 	if err != nil {
 		return fmt.Errorf("bury %q: %w", id, err)
