@@ -2,12 +2,12 @@ package redisx_test
 
 import (
 	"context"
-	"github.com/vigil-dev/vigil/pkg/redisx"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/redisx"
 )
 
 // TestPipelinedResendsOnlyNoScript queues a loaded script and one Redis has never seen: the
@@ -39,5 +39,31 @@ func TestPipelinedResendsOnlyNoScript(t *testing.T) {
 	}
 	if v := rdb.Get(ctx, a).Val(); v != "1" {
 		t.Fatalf("%s = %s after one pipeline, want 1: the loaded script ran twice", a, v)
+	}
+}
+
+// TestPipelinedSurvivesAFlushAfterItsLoad: Redis forgets its scripts again between Pipelined
+// loading them and re-sending the calls that met NOSCRIPT. The re-sent calls still run, once.
+func TestPipelinedSurvivesAFlushAfterItsLoad(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.Client(t)
+	ctx := context.Background()
+	flushes := redistest.ForgetScriptsAfterLoad(t, rdb)
+	unseen := redisx.NewScript("unseen.lua", "return redis.call('INCRBY', KEYS[1], 10) -- flushed "+prefix)
+	key := prefix + ":n"
+	var cmd *redis.Cmd
+	if _, err := redisx.Pipelined(ctx, rdb, []*redisx.Script{unseen}, func(p redis.Pipeliner) {
+		cmd = unseen.Queue(ctx, p, []string{key})
+	}); err != nil {
+		t.Fatalf("Pipelined with a flush after its load: %v", err)
+	}
+	if flushes.Load() == 0 {
+		t.Fatal("the hook never flushed: Pipelined did not load the script it found missing")
+	}
+	if v, err := cmd.Int(); v != 10 || err != nil {
+		t.Fatalf("script answered %d, %v; want 10, nil", v, err)
+	}
+	if v := rdb.Get(ctx, key).Val(); v != "10" {
+		t.Fatalf("%s = %s, want 10: the script ran %s times", key, v, v)
 	}
 }

@@ -159,13 +159,14 @@ func Open(ctx context.Context, cfg Config) (redis.UniversalClient, error) {
 // Script is a Lua script run by its SHA, loaded on demand.
 type Script struct {
 	name string
+	src  string
 	s    *redis.Script
 }
 
 // NewScript wraps Lua source under a name (its file name, "create.lua"), which labels its
 // latency metric and its trace spans. Construct scripts once, at store construction.
 func NewScript(name, src string) *Script {
-	s := &Script{name: name, s: redis.NewScript(src)}
+	s := &Script{name: name, src: src, s: redis.NewScript(src)}
 	scriptNames.Store(s.s.Hash(), name)
 	return s
 }
@@ -182,6 +183,14 @@ func (s *Script) Run(ctx context.Context, c redis.Scripter, keys []string, args 
 // so pipelines run through Pipelined, which loads the scripts and retries once.
 func (s *Script) Queue(ctx context.Context, p redis.Pipeliner, keys []string, args ...any) *redis.Cmd {
 	return s.s.EvalSha(ctx, p, keys, args...)
+}
+
+// QueueSource adds an EVAL of the script's source to a pipeline: it cannot fail with NOSCRIPT,
+// and it leaves the script loaded on the node that ran it. Pipelines use it to re-send the
+// calls that met NOSCRIPT, so that a second flush or restart between loading the scripts and
+// re-sending cannot fail them again.
+func (s *Script) QueueSource(ctx context.Context, p redis.Pipeliner, keys []string, args ...any) *redis.Cmd {
+	return s.s.Eval(ctx, p, keys, args...)
 }
 
 // Load loads the script on every node (every master of a cluster).
@@ -201,26 +210,38 @@ func IsNoScript(err error) bool {
 
 // Pipelined runs fill in a pipeline and executes it. Commands that failed with NOSCRIPT (Redis
 // restarted, a new cluster node, or a cluster node that never ran the script) are sent again,
-// alone, after the scripts are loaded; their results land in the commands fill queued. Only
-// those are re-sent: on a cluster, the rest of the pipeline already ran on other nodes, and
-// running a script twice would lose its first answer (whether it changed anything).
+// alone, as EVALs of their source (which cannot meet NOSCRIPT), after the scripts are loaded
+// for the pipelines that follow; their results land in the commands fill queued. Only those
+// are re-sent: on a cluster, the rest of the pipeline already ran on other nodes, and running
+// a script twice would lose its first answer (whether it changed anything).
 func Pipelined(ctx context.Context, c redis.UniversalClient, scripts []*Script, fill func(p redis.Pipeliner)) ([]redis.Cmder, error) {
 	cmds, err := c.Pipelined(ctx, func(p redis.Pipeliner) error { fill(p); return nil })
 	if !anyNoScript(cmds) {
 		return cmds, pipelineErr(err)
 	}
+	bySHA := make(map[string]*Script, len(scripts))
 	for _, s := range scripts {
 		if err := s.Load(ctx, c); err != nil {
 			return nil, err
 		}
+		bySHA[s.s.Hash()] = s
 	}
 	var failed []*redis.Cmd
 	var again []*redis.Cmd
 	_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, cmd := range cmds {
-			if orig, ok := cmd.(*redis.Cmd); ok && IsNoScript(orig.Err()) {
-				failed = append(failed, orig)
-				again = append(again, p.Do(ctx, orig.Args()...))
+			orig, ok := cmd.(*redis.Cmd)
+			if !ok || !IsNoScript(orig.Err()) {
+				continue
+			}
+			failed = append(failed, orig)
+			args := orig.Args()
+			if sha, _ := args[1].(string); bySHA[sha] != nil && len(args) >= 3 {
+				// EVALSHA sha numkeys key... arg... becomes EVAL source numkeys key... arg...
+				evalArgs := append([]any{"eval", bySHA[sha].src}, args[2:]...)
+				again = append(again, p.Do(ctx, evalArgs...))
+			} else {
+				again = append(again, p.Do(ctx, args...))
 			}
 		}
 		return nil

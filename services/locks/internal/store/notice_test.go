@@ -13,6 +13,7 @@ import (
 
 	"github.com/vigil-dev/vigil/pkg/alarm"
 	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	"github.com/vigil-dev/vigil/services/locks/internal/domain"
 )
@@ -127,6 +128,33 @@ func TestPipelinedCallsSurviveScriptFlush(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// A pipeline whose scripts Redis forgets again between loading them and re-sending the calls
+// that met NOSCRIPT still runs each call once.
+func TestPipelineSurvivesAFlushAfterItsLoad(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := redistest.Client(t)
+	incr := redisx.NewScript("incr.lua", "return {redis.call('INCR', KEYS[1])} -- "+prefix)
+	p := &pipeliner{rdb: rdb, scripts: []*redisx.Script{incr}, max: 1}
+	flushes := redistest.ForgetScriptsAfterLoad(t, rdb)
+	batch := make([]*scriptCall, 3)
+	for i := range batch {
+		batch[i] = &scriptCall{sc: incr, keys: []string{fmt.Sprintf("%s:n%d", prefix, i)}, done: make(chan struct{})}
+	}
+	p.exec(batch)
+	if flushes.Load() == 0 {
+		t.Fatal("no SCRIPT LOAD was sent: the pipeline did not meet NOSCRIPT")
+	}
+	for i, c := range batch {
+		if c.err != nil || len(c.res) != 1 || c.res[0] != int64(1) {
+			t.Errorf("call %d answered %v, %v; want [1], nil", i, c.res, c.err)
+		}
+		if n := rdb.Get(ctx, fmt.Sprintf("%s:n%d", prefix, i)).Val(); n != "1" {
+			t.Errorf("call %d: key = %q after one pipeline, want 1 (err %v)", i, n, c.err)
+		}
+	}
 }
 
 // A release on the waiter's own replica answers the waiter directly, even when the published

@@ -91,9 +91,11 @@ func (p *pipeliner) exec(batch []*scriptCall) {
 		c.res, c.err = c.sc.Run(ctx, p.rdb, c.keys, c.args...).Slice()
 		return
 	}
-	p.pipeline(ctx, batch)
-	// Scripts missing on the server (Redis restarted, or a new cluster node): load them and
-	// send again only the calls that did not run, so none runs twice.
+	p.pipeline(ctx, batch, false)
+	// Scripts missing on the server (Redis restarted, or a new cluster node): load them for
+	// later pipelines and send again, as EVALs of the source (which cannot meet NOSCRIPT, even
+	// if the server forgets its scripts once more meanwhile), only the calls that did not run,
+	// so none runs twice.
 	var again []*scriptCall
 	for _, c := range batch {
 		if redisx.IsNoScript(c.err) {
@@ -111,14 +113,19 @@ func (p *pipeliner) exec(batch []*scriptCall) {
 			return
 		}
 	}
-	p.pipeline(ctx, again)
+	p.pipeline(ctx, again, true)
 }
 
-func (p *pipeliner) pipeline(ctx context.Context, batch []*scriptCall) {
+// pipeline sends batch in one pipeline, by SHA, or (source) as EVALs of the scripts' source.
+func (p *pipeliner) pipeline(ctx context.Context, batch []*scriptCall, source bool) {
 	cmds := make([]*redis.Cmd, len(batch))
 	_, _ = p.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
 		for i, c := range batch {
-			cmds[i] = c.sc.Queue(ctx, pl, c.keys, c.args...)
+			if source {
+				cmds[i] = c.sc.QueueSource(ctx, pl, c.keys, c.args...)
+			} else {
+				cmds[i] = c.sc.Queue(ctx, pl, c.keys, c.args...)
+			}
 		}
 		return nil
 	})
