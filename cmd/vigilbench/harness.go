@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"sort"
 	"strings"
@@ -63,6 +64,17 @@ func runHarness(ctx context.Context, name string, b Benchmark, args []string, ou
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if path := os.Getenv("VIGIL_BENCH_TRACE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+		defer trace.Stop()
 	}
 	defer func() {
 		h.stack.stop() // the services before the Redis they use

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -183,6 +185,22 @@ func TestBenchmarksRunOnTheRealStack(t *testing.T) {
 					t.Errorf("locks %s = %v, want the ratio measured", k, got[k])
 				}
 			}
+		}
+	})
+	t.Run("locks -workloads", func(t *testing.T) {
+		t.Parallel()
+		got := runJSON(t, "locks", "--workloads", "contended", "--only", "session", "--clients", "4", "--duration", "150ms", "--rounds", "1", "--warmup", "0")
+		if got["contended/vigil session/pairs/s"] <= 0 || got["contended/vigil session/errors"] != 0 {
+			t.Errorf("locks --workloads contended: session pairs/s %v, errors %v; want pairs and no error", got["contended/vigil session/pairs/s"], got["contended/vigil session/errors"])
+		}
+		for k := range got {
+			if strings.HasPrefix(k, "uncontended") {
+				t.Errorf("locks --workloads contended measured %s", k)
+			}
+		}
+		err := runHarness(context.Background(), "locks", benchmarks["locks"], []string{"--workloads", "contended,most", "--redis-url", redistest.URL(t)}, io.Discard)
+		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), `"most"`) {
+			t.Errorf("locks --workloads contended,most: err = %v, want a usage error naming \"most\"", err)
 		}
 	})
 	t.Run("lobby", func(t *testing.T) {

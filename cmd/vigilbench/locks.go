@@ -42,12 +42,13 @@ var (
 
 // locksBench are the settings of `vigilbench locks`.
 type locksBench struct {
-	clients  int
-	duration time.Duration
-	warmup   time.Duration
-	conns    int
-	rounds   int
-	only     string
+	clients   int
+	duration  time.Duration
+	warmup    time.Duration
+	conns     int
+	rounds    int
+	only      string
+	workloads string
 }
 
 // locksClients are the rows of every workload, in order; the ratios are to the last row (the
@@ -69,11 +70,20 @@ func benchLocks(ctx context.Context, h *Harness, fs *flag.FlagSet, args []string
 	fs.IntVar(&o.conns, "grpc-conns", 1, "gRPC connections the Vigil clients share, one session stream each (1, as one client process runs; measured fastest on 2 cores)")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds per workload, interleaving the clients; each row is its median round by pairs/s")
 	fs.StringVar(&o.only, "only", "", "measure only the clients whose name contains this")
+	fs.StringVar(&o.workloads, "workloads", "uncontended_1,uncontended,contended", "the workloads to run, comma-separated: uncontended_1, uncontended, contended")
 	if err := parseBenchFlags(fs, args); err != nil {
 		return err
 	}
 	if o.clients <= 0 || o.conns <= 0 || o.rounds <= 0 || o.duration <= 0 {
 		return fmt.Errorf("%w: --clients, --grpc-conns, --rounds and --duration must be positive", errUsage)
+	}
+	run := map[string]bool{}
+	for _, w := range strings.Split(o.workloads, ",") {
+		w = strings.TrimSpace(w)
+		if w != "uncontended_1" && w != "uncontended" && w != "contended" {
+			return fmt.Errorf("%w: --workloads: unknown workload %q; use uncontended_1, uncontended or contended", errUsage, w)
+		}
+		run[w] = true
 	}
 	b, err := h.Redis(ctx)
 	if err != nil {
@@ -87,6 +97,7 @@ func benchLocks(ctx context.Context, h *Harness, fs *flag.FlagSet, args []string
 	if o.only != "" {
 		rep.Settings["only"] = o.only
 	}
+	rep.Settings["workloads"] = o.workloads
 
 	l, err := startLocksStack(ctx, h, b, o)
 	if err != nil {
@@ -110,6 +121,9 @@ func benchLocks(ctx context.Context, h *Harness, fs *flag.FlagSet, args []string
 		{"uncontended", fmt.Sprintf("Uncontended, %d clients, each on its own resources", o.clients), o.clients, false},
 		{"contended", fmt.Sprintf("Contended: one resource, %d clients", o.clients), o.clients, true},
 	} {
+		if !run[w.key] {
+			continue
+		}
 		benchStage("%s: %d rounds of %v per client", w.title, o.rounds, o.duration)
 		wait := int64(0)
 		if w.contended {

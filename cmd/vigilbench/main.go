@@ -52,7 +52,8 @@ const usage = `Usage: vigilbench <benchmark> [flags]
 
 Measures a part of Vigil and prints a results table (or JSON with --json); progress goes to
 stderr. Without --redis-url each run starts a throwaway redis-server on a free port.
-VIGIL_BENCH_CPUPROFILE=file writes a Go CPU profile of the whole run.
+VIGIL_BENCH_CPUPROFILE=file writes a Go CPU profile of the whole run, VIGIL_BENCH_TRACE=file
+an execution trace (go tool trace).
 
 Benchmarks:
 `
