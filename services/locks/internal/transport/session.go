@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -20,9 +21,15 @@ import (
 // included); one more is answered RESOURCE_EXHAUSTED at once.
 const MaxSessionCalls = 4096
 
-// Session implements LockService.Session: every request runs in its own goroutine, so a
-// waiting acquire holds up nothing else on the stream, and answers go out in the order they
-// are ready. When the stream breaks, the calls still running are cancelled: waiting acquires
+// maxIdleWorkers bounds the goroutines a session keeps waiting for its next call. A call goes
+// to an idle worker when there is one, so a busy session reuses its goroutines, and the stacks
+// they grew in gRPC and go-redis, instead of starting and growing one per call (6 % of the
+// CPU of 32 uncontended clients went to growing fresh stacks).
+const maxIdleWorkers = 64
+
+// Session implements LockService.Session: every request runs in a goroutine of its own (a
+// worker the session keeps for a later call once it is done), so a waiting acquire holds up
+// nothing else on the stream, and answers go out in the order they are ready. When the stream breaks, the calls still running are cancelled: waiting acquires
 // leave their queues (the store gives back a lock granted to one meanwhile), and nothing held
 // is released.
 //
@@ -33,7 +40,16 @@ const MaxSessionCalls = 4096
 // The client sends the unanswered ones again, on a session with another replica.
 func (s *Server) Session(stream locksv1.LockService_SessionServer) error {
 	ctx, cancel := context.WithCancel(stream.Context())
-	ss := &session{srv: s, stream: stream, ctx: ctx, calls: map[int64]*call{}}
+	return s.newSession(ctx, stream).serve(cancel)
+}
+
+func (s *Server) newSession(ctx context.Context, stream locksv1.LockService_SessionServer) *session {
+	return &session{srv: s, stream: stream, ctx: ctx, calls: map[int64]*call{}, jobs: make(chan job)}
+}
+
+// serve runs the session until the stream ends or the service drains; cancel ends ss.ctx.
+func (ss *session) serve(cancel context.CancelFunc) error {
+	s := ss.srv
 	recvErr := make(chan error, 1)
 	go func() { recvErr <- ss.receive() }()
 	var err error
@@ -78,12 +94,24 @@ type session struct {
 	ctx    context.Context
 	wg     sync.WaitGroup
 
+	jobs    chan job     // to an idle worker
+	idle    atomic.Int32 // workers waiting on jobs
+	workers atomic.Int32 // workers alive
+	started atomic.Int64 // workers ever started
+
 	sendMu sync.Mutex // SendMsg is not safe for concurrent use
 	closed bool       // under sendMu: Session has returned
 
 	mu    sync.Mutex
 	calls map[int64]*call // in flight, by request id
 	done  bool            // under mu: the session drains or returns; no call starts
+}
+
+// job is one call for a worker to run.
+type job struct {
+	ctx context.Context
+	c   *call
+	req *locksv1.SessionRequest
 }
 
 // call is one request running on a session.
@@ -147,7 +175,38 @@ func (ss *session) receive() error {
 			ss.fail(id, usererr.New(usererr.ErrExhausted, "This session has %d calls in flight; wait for some answers.", MaxSessionCalls))
 			continue
 		}
-		go ss.handle(ctx, c, req)
+		ss.run(job{ctx: ctx, c: c, req: req})
+	}
+}
+
+// run hands j to an idle worker, or starts a worker for it.
+func (ss *session) run(j job) {
+	select {
+	case ss.jobs <- j:
+	default:
+		ss.workers.Add(1)
+		ss.started.Add(1)
+		go ss.worker(j)
+	}
+}
+
+// worker runs j, then waits for the session's next call while fewer than maxIdleWorkers wait;
+// it ends with the session.
+func (ss *session) worker(j job) {
+	defer ss.workers.Add(-1)
+	for {
+		ss.handle(j.ctx, j.c, j.req)
+		if ss.idle.Add(1) > maxIdleWorkers {
+			ss.idle.Add(-1)
+			return
+		}
+		select {
+		case j = <-ss.jobs:
+			ss.idle.Add(-1)
+		case <-ss.ctx.Done():
+			ss.idle.Add(-1)
+			return
+		}
 	}
 }
 
@@ -195,7 +254,7 @@ func (ss *session) handle(ctx context.Context, c *call, req *locksv1.SessionRequ
 	} else {
 		ss.send(resp)
 	}
-	ss.srv.metrics.SessionCall(kind, code.String(), time.Since(start))
+	ss.srv.metrics.SessionCall(kind, code, time.Since(start))
 }
 
 // fail answers request id with err's status, as the unary call would have, and returns its code.
