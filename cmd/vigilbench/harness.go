@@ -54,27 +54,28 @@ func runHarness(ctx context.Context, name string, b Benchmark, args []string, ou
 	h := &Harness{Report: newBenchReport(name), Prefix: benchPrefix()}
 	h.flags.register(fs)
 	before := benchLoadAverage()
-	if path := os.Getenv("VIGIL_BENCH_CPUPROFILE"); path != "" {
+	// A CPU profile and an execution trace of the whole run, when the environment asks.
+	for _, rec := range []struct {
+		env   string
+		start func(io.Writer) error
+		stop  func()
+	}{
+		{"VIGIL_BENCH_CPUPROFILE", pprof.StartCPUProfile, pprof.StopCPUProfile},
+		{"VIGIL_BENCH_TRACE", trace.Start, trace.Stop},
+	} {
+		path := os.Getenv(rec.env)
+		if path == "" {
+			continue
+		}
 		f, err := os.Create(path)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
+		if err := rec.start(f); err != nil {
+			return fmt.Errorf("%s: %w", rec.env, err)
 		}
-		defer pprof.StopCPUProfile()
-	}
-	if path := os.Getenv("VIGIL_BENCH_TRACE"); path != "" {
-		f, err := os.Create(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := trace.Start(f); err != nil {
-			return err
-		}
-		defer trace.Stop()
+		defer rec.stop()
 	}
 	defer func() {
 		h.stack.stop() // the services before the Redis they use
