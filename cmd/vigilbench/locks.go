@@ -51,6 +51,14 @@ type locksBench struct {
 	workloads string
 }
 
+// locksWorkload is one table of `vigilbench locks`: its clients run on one resource when
+// contended, else each on its own.
+type locksWorkload struct {
+	key, title string
+	clients    int
+	contended  bool
+}
+
 // locksClients are the rows of every workload, in order; the ratios are to the last row (the
 // raw ceiling) and to bsm/redislock.
 var locksClients = []string{
@@ -77,13 +85,18 @@ func benchLocks(ctx context.Context, h *Harness, fs *flag.FlagSet, args []string
 	if o.clients <= 0 || o.conns <= 0 || o.rounds <= 0 || o.duration <= 0 {
 		return fmt.Errorf("%w: --clients, --grpc-conns, --rounds and --duration must be positive", errUsage)
 	}
+	workloads := []locksWorkload{
+		{"uncontended_1", "Uncontended, 1 client (latency of one pair, nothing queued)", 1, false},
+		{"uncontended", fmt.Sprintf("Uncontended, %d clients, each on its own resources", o.clients), o.clients, false},
+		{"contended", fmt.Sprintf("Contended: one resource, %d clients", o.clients), o.clients, true},
+	}
 	run := map[string]bool{}
-	for _, w := range strings.Split(o.workloads, ",") {
-		w = strings.TrimSpace(w)
-		if w != "uncontended_1" && w != "uncontended" && w != "contended" {
-			return fmt.Errorf("%w: --workloads: unknown workload %q; use uncontended_1, uncontended or contended", errUsage, w)
+	for _, name := range strings.Split(o.workloads, ",") {
+		name = strings.TrimSpace(name)
+		if !slices.ContainsFunc(workloads, func(w locksWorkload) bool { return w.key == name }) {
+			return fmt.Errorf("%w: --workloads: unknown workload %q; use uncontended_1, uncontended or contended", errUsage, name)
 		}
-		run[w] = true
+		run[name] = true
 	}
 	b, err := h.Redis(ctx)
 	if err != nil {
@@ -112,15 +125,7 @@ func benchLocks(ctx context.Context, h *Harness, fs *flag.FlagSet, args []string
 		l.measure(ctx, "warmup", o.clients, o.warmup, l.sessionPair(l.many("ws"), false))
 	}
 
-	for _, w := range []struct {
-		key, title string
-		clients    int
-		contended  bool
-	}{
-		{"uncontended_1", "Uncontended, 1 client (latency of one pair, nothing queued)", 1, false},
-		{"uncontended", fmt.Sprintf("Uncontended, %d clients, each on its own resources", o.clients), o.clients, false},
-		{"contended", fmt.Sprintf("Contended: one resource, %d clients", o.clients), o.clients, true},
-	} {
+	for _, w := range workloads {
 		if !run[w.key] {
 			continue
 		}

@@ -29,9 +29,9 @@ const maxIdleWorkers = 64
 
 // Session implements LockService.Session: every request runs in a goroutine of its own (a
 // worker the session keeps for a later call once it is done), so a waiting acquire holds up
-// nothing else on the stream, and answers go out in the order they are ready. When the stream breaks, the calls still running are cancelled: waiting acquires
-// leave their queues (the store gives back a lock granted to one meanwhile), and nothing held
-// is released.
+// nothing else on the stream, and answers go out in the order they are ready. When the stream
+// breaks, the calls still running are cancelled: waiting acquires leave their queues (the store
+// gives back a lock granted to one meanwhile), and nothing held is released.
 //
 // When the replica drains, the session ends cleanly (status OK) with a promise the client can
 // act on: every call it answered ran, and every call it did not answer did not run. Calls
