@@ -15,9 +15,9 @@ import (
 	"github.com/vigil-dev/vigil/services/locks/internal/app"
 )
 
-// A session runs its calls on workers it keeps: a call that finds one idle runs there instead
-// of on a new goroutine, at most maxIdleWorkers wait between calls, and they end with the
-// session.
+// A session's workers take turns reading: the one that read a call runs it, and the next read
+// goes to an idle worker instead of a new goroutine; at most maxIdleWorkers wait between
+// calls, and they end with the session.
 func TestSessionReusesItsWorkers(t *testing.T) {
 	st := &gateStore{gate: make(chan struct{})}
 	log := slog.New(slog.DiscardHandler)
@@ -33,21 +33,23 @@ func TestSessionReusesItsWorkers(t *testing.T) {
 		stream.reqs <- releaseReq(id)
 	}
 	wait.Until(t, "100 releases running at once", func() bool { return st.running.Load() == n })
-	if got := ss.workers.Load(); got != n {
-		t.Fatalf("100 calls at once run on %d workers, want one each", got)
+	// One each, and one reading the next request.
+	wait.Until(t, "a worker reading", func() bool { return ss.workers.Load() == n+1 })
+	if got := ss.started.Load(); got != n+1 {
+		t.Fatalf("100 calls at once started %d workers, want one each and a reader", got)
 	}
 	close(st.gate)
 	wait.Until(t, "100 answers", func() bool { return stream.answered() == n })
 	wait.Until(t, "the workers beyond maxIdleWorkers to end", func() bool {
-		return ss.workers.Load() == maxIdleWorkers && ss.idle.Load() == maxIdleWorkers
+		return ss.workers.Load() == maxIdleWorkers+1 && ss.idle.Load() == maxIdleWorkers
 	})
 
 	for id := int64(n + 1); id <= n+10; id++ {
 		stream.reqs <- releaseReq(id)
 		wait.Until(t, "the answer to the call", func() bool { return stream.answered() == int(id) })
 	}
-	if got := ss.started.Load(); got != n {
-		t.Errorf("10 calls on a session with idle workers started %d new workers, want 0", got-n)
+	if got := ss.started.Load(); got != n+1 {
+		t.Errorf("10 calls on a session with idle workers started %d new workers, want 0", got-n-1)
 	}
 	if ids := stream.ids(); len(ids) != n+10 {
 		t.Errorf("answered %d distinct calls, want %d, each once", len(ids), n+10)
