@@ -180,7 +180,7 @@ func TestBenchmarksRunOnTheRealStack(t *testing.T) {
 			if r := got[w+"/bsm/redislock (in-process)/× redislock"]; r != 1 {
 				t.Errorf("locks %s: redislock's ratio to itself = %v, want 1", w, r)
 			}
-			for _, k := range []string{w + "_rest_vs_grpc", w + "_rest_nethttp_vs_grpc", w + "_session_vs_redislock"} {
+			for _, k := range []string{w + "_rest_vs_grpc", w + "_rest_nethttp_vs_grpc", w + "_session_vs_redislock", w + "_session_vs_grpc"} {
 				if got[k] <= 0 {
 					t.Errorf("locks %s = %v, want the ratio measured", k, got[k])
 				}

@@ -189,6 +189,7 @@ func roundRatios(rep *benchReport, key, title string, runs [][]locksResult) {
 		{"rest_vs_grpc", "vigil REST (gateway)", "vigil gRPC unary", "vigil REST (gateway) / gRPC unary"},
 		{"rest_nethttp_vs_grpc", "vigil REST, Go http.Client", "vigil gRPC unary", "vigil REST, Go http.Client / gRPC unary"},
 		{"session_vs_redislock", "vigil session", "bsm/redislock (in-process)", "vigil session / bsm/redislock"},
+		{"session_vs_grpc", "vigil session", "vigil gRPC unary", "vigil session / gRPC unary"},
 	} {
 		num, den := runs[slices.Index(locksClients, r.num)], runs[slices.Index(locksClients, r.den)]
 		if len(num) == 0 || len(num) != len(den) {
