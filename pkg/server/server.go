@@ -169,6 +169,7 @@ func New(o Options) (*Server, error) {
 			recovery.StreamServerInterceptor(recoveryOpt),
 		),
 	}, append(secure, o.ServerOptions...)...)
+	opts = append(keepaliveOptions(), opts...) // first, so o.ServerOptions may override it
 	// Traced only when the environment asks for it (pkg/tracing); nothing is added otherwise.
 	if err := tracing.Setup(context.Background(), o.Name); err != nil {
 		logger.Warn("tracing is off", "event", "tracing_error", "err", err)

@@ -1,0 +1,352 @@
+package grpcdial
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
+
+	"github.com/vigil-dev/vigil/pkg/wait"
+)
+
+func TestTarget(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"room:7005", "dns:///room:7005"},
+		{"127.0.0.1:7001", "dns:///127.0.0.1:7001"},
+		{"[::1]:7001", "dns:///[::1]:7001"},
+		{"dns:///room:7005", "dns:///room:7005"},
+		{"passthrough:///room:7005", "passthrough:///room:7005"},
+		{"unix:/run/vigil.sock", "unix:/run/vigil.sock"},
+	} {
+		if got := Target(tc.in); got != tc.want {
+			t.Errorf("Target(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestSplitHostPort(t *testing.T) {
+	for _, tc := range []struct{ in, host, port string }{
+		{"room:7005", "room", "7005"},
+		{"room", "room", "443"},
+		{":7005", "localhost", "7005"},
+		{"[::1]:7", "::1", "7"},
+		{"::1", "::1", "443"},
+	} {
+		host, port, err := splitHostPort(tc.in)
+		if err != nil || host != tc.host || port != tc.port {
+			t.Errorf("splitHostPort(%q) = %q, %q, %v, want %q, %q", tc.in, host, port, err, tc.host, tc.port)
+		}
+	}
+	for _, bad := range []string{"", "room:http", "a:b:c"} {
+		if _, _, err := splitHostPort(bad); err == nil {
+			t.Errorf("splitHostPort(%q) succeeded, want an error", bad)
+		}
+	}
+}
+
+// backend is a health server on one loopback address that counts the calls it answers.
+type backend struct {
+	addr  string
+	calls atomic.Int64
+	srv   *grpc.Server
+}
+
+// backends listen on 127.0.0.1, 127.0.0.2, ... with one port, as replicas behind one DNS name.
+func backends(t *testing.T, n int) []*backend {
+	t.Helper()
+	for attempt := 0; attempt < 20; attempt++ {
+		var lis []net.Listener
+		first, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lis = append(lis, first)
+		port := strconv.Itoa(first.Addr().(*net.TCPAddr).Port)
+		for i := 2; i <= n; i++ {
+			l, err := net.Listen("tcp", net.JoinHostPort(fmt.Sprintf("127.0.0.%d", i), port))
+			if err != nil {
+				break // the port is taken on that address: try another
+			}
+			lis = append(lis, l)
+		}
+		if len(lis) < n {
+			for _, l := range lis {
+				_ = l.Close()
+			}
+			continue
+		}
+		var bs []*backend
+		for _, l := range lis {
+			b := &backend{addr: l.Addr().String()}
+			b.srv = grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+				b.calls.Add(1)
+				return h(ctx, req)
+			}), grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Second, PermitWithoutStream: true}))
+			healthpb.RegisterHealthServer(b.srv, health.NewServer())
+			go func() { _ = b.srv.Serve(l) }()
+			t.Cleanup(b.srv.Stop)
+			bs = append(bs, b)
+		}
+		return bs
+	}
+	t.Fatal("no port free on every loopback address")
+	return nil
+}
+
+// names is a DNS stand-in whose answer the test changes.
+type names struct {
+	mu    sync.Mutex
+	addrs []string
+	err   error
+}
+
+func (n *names) set(err error, addrs ...string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.addrs, n.err = addrs, err
+}
+
+func (n *names) lookup(_ context.Context, host string) ([]string, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if host != "replicas" {
+		return nil, fmt.Errorf("no such host %q", host)
+	}
+	return n.addrs, n.err
+}
+
+func dialNames(t *testing.T, n *names, port string, extra ...grpc.DialOption) healthpb.HealthClient {
+	t.Helper()
+	opts := append([]grpc.DialOption{
+		grpc.WithKeepaliveParams(ClientParameters()),
+		grpc.WithResolvers(newBuilder(20*time.Millisecond, n.lookup)),
+		grpc.WithDefaultServiceConfig(roundRobin),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+	}, extra...)
+	conn, err := grpc.NewClient(Target("replicas:"+port), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return healthpb.NewHealthClient(conn)
+}
+
+func check(c healthpb.HealthClient) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := c.Check(ctx, &healthpb.HealthCheckRequest{})
+	return err
+}
+
+func host(addr string) string { h, _, _ := net.SplitHostPort(addr); return h }
+
+// Calls go to every address the name resolves to; an address added to the name is used, and
+// one removed from it is dropped, without a failure or a restart.
+func TestCallsFollowTheNamesAddresses(t *testing.T) {
+	t.Parallel()
+	bs := backends(t, 3)
+	_, port, _ := net.SplitHostPort(bs[0].addr)
+	n := &names{}
+	n.set(nil, host(bs[0].addr), host(bs[1].addr))
+	c := dialNames(t, n, port)
+
+	wait.For(t, "calls on both resolved replicas", func() error {
+		if err := check(c); err != nil {
+			return err
+		}
+		if bs[0].calls.Load() == 0 || bs[1].calls.Load() == 0 {
+			return fmt.Errorf("calls %d, %d", bs[0].calls.Load(), bs[1].calls.Load())
+		}
+		return nil
+	})
+	if got := bs[2].calls.Load(); got != 0 {
+		t.Fatalf("the replica not in the name got %d calls, want 0", got)
+	}
+
+	n.set(nil, host(bs[0].addr), host(bs[1].addr), host(bs[2].addr)) // scaled up
+	wait.For(t, "calls on the replica added to the name", func() error {
+		if err := check(c); err != nil {
+			return err
+		}
+		if bs[2].calls.Load() == 0 {
+			return errors.New("none yet")
+		}
+		return nil
+	})
+
+	n.set(nil, host(bs[2].addr)) // scaled down to the new one
+	wait.For(t, "ten calls in a row on the one replica left", func() error {
+		before := bs[2].calls.Load()
+		for range 10 {
+			if err := check(c); err != nil {
+				return err
+			}
+		}
+		if got := bs[2].calls.Load() - before; got != 10 {
+			return fmt.Errorf("%d of 10", got)
+		}
+		return nil
+	})
+
+	// A lookup failing for a moment keeps the replicas known.
+	n.set(errors.New("SERVFAIL"))
+	for i := range 20 {
+		if err := check(c); err != nil {
+			t.Fatalf("call %d while the name does not resolve: %v, want the known replica", i, err)
+		}
+	}
+}
+
+// A name that never resolved fails calls UNAVAILABLE with the lookup's error, and works once
+// it resolves.
+func TestUnresolvedNameFailsUntilItResolves(t *testing.T) {
+	t.Parallel()
+	bs := backends(t, 1)
+	_, port, _ := net.SplitHostPort(bs[0].addr)
+	n := &names{}
+	n.set(errors.New("no such host"))
+	c := dialNames(t, n, port)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	_, err := c.Check(ctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(false))
+	cancel()
+	if status.Code(err) != codes.Unavailable {
+		t.Fatalf("Check before the name resolves = %v, want UNAVAILABLE", err)
+	}
+	n.set(nil, host(bs[0].addr))
+	wait.For(t, "a call once the name resolves", func() error { return check(c) })
+}
+
+// blackhole forwards TCP to target until stopped; then it holds every connection open and
+// passes nothing, as a paused peer or a partition does.
+type blackhole struct {
+	lis    net.Listener
+	target string
+	silent atomic.Bool
+}
+
+func newBlackhole(t *testing.T, listen, target string) *blackhole {
+	t.Helper()
+	l, err := net.Listen("tcp", listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &blackhole{lis: l, target: target}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go b.serve(t, c)
+		}
+	}()
+	return b
+}
+
+func (b *blackhole) serve(t *testing.T, c net.Conn) {
+	up, err := net.Dial("tcp", b.target)
+	if err != nil {
+		_ = c.Close()
+		return
+	}
+	t.Cleanup(func() { _ = c.Close(); _ = up.Close() })
+	pipe := func(dst, src net.Conn) {
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if err != nil {
+				return
+			}
+			if b.silent.Load() {
+				continue // swallowed: nothing closes, nothing arrives
+			}
+			if _, err := dst.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+	}
+	go pipe(up, c)
+	go pipe(c, up)
+}
+
+// A replica that stops answering without closing anything is noticed by keepalive: the stream
+// open on it fails UNAVAILABLE, and calls go to the other replica. Takes up to
+// KeepaliveTime+KeepaliveTimeout (15s): gRPC does not let a client ping more often.
+func TestSilentReplicaIsLeftByKeepalive(t *testing.T) {
+	t.Parallel()
+	bs := backends(t, 2)
+	_, port, _ := net.SplitHostPort(bs[0].addr)
+	// Replica 0 is reached through a proxy on 127.0.0.3 that the test silences.
+	hole := newBlackhole(t, net.JoinHostPort("127.0.0.3", port), bs[0].addr)
+	n := &names{}
+	n.set(nil, "127.0.0.3", host(bs[1].addr))
+	c := dialNames(t, n, port)
+	wait.Until(t, "calls on both replicas", func() bool {
+		return check(c) == nil && bs[0].calls.Load() > 0 && bs[1].calls.Load() > 0
+	})
+	// A Watch stream on each replica: round robin puts one on each of two streams in a row.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var streams []healthpb.Health_WatchClient
+	for range 2 {
+		s, err := c.Watch(ctx, &healthpb.HealthCheckRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Recv(); err != nil {
+			t.Fatal(err)
+		}
+		streams = append(streams, s)
+	}
+
+	hole.silent.Store(true)
+	silenced := time.Now()
+	ended := make(chan error, 2)
+	for _, s := range streams {
+		go func() {
+			_, err := s.Recv()
+			for err == nil {
+				_, err = s.Recv()
+			}
+			ended <- err
+		}()
+	}
+	// The stream on the silent replica ends UNAVAILABLE; the other stays open.
+	select {
+	case err := <-ended:
+		if status.Code(err) != codes.Unavailable {
+			t.Fatalf("the stream on the silent replica ended with %v, want UNAVAILABLE", err)
+		}
+		t.Logf("silent replica noticed after %v (keepalive %v + %v)", time.Since(silenced).Round(100*time.Millisecond), KeepaliveTime, KeepaliveTimeout)
+	case <-time.After(time.Minute):
+		t.Fatal("the stream on the silent replica did not end in a minute: no keepalive")
+	}
+	before := bs[1].calls.Load()
+	for i := range 10 {
+		if err := check(c); err != nil {
+			t.Fatalf("call %d after the silent replica was noticed: %v", i, err)
+		}
+	}
+	if got := bs[1].calls.Load() - before; got != 10 {
+		t.Errorf("%d of 10 calls went to the answering replica, want all", got)
+	}
+	select {
+	case err := <-ended:
+		t.Errorf("the stream on the answering replica ended too: %v", err)
+	default:
+	}
+}
