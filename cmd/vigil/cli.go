@@ -25,6 +25,7 @@ import (
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
 	"github.com/vigil-dev/vigil/pkg/config"
+	"github.com/vigil-dev/vigil/pkg/grpcdial"
 	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/tracing"
 )
@@ -218,7 +219,7 @@ func (c *cli) conn(domain string) (*grpc.ClientConn, error) {
 	if err != nil {
 		return nil, &exitError{2, fmt.Errorf("%w: %v", errUsage, err)}
 	}
-	cc, err := grpc.NewClient(*addr, append([]grpc.DialOption{creds}, tracing.DialOptions()...)...)
+	cc, err := grpcdial.New(*addr, append([]grpc.DialOption{creds}, tracing.DialOptions()...)...)
 	if err != nil {
 		return nil, &exitError{2, fmt.Errorf("%w: %s address %q: %v", errUsage, domain, *addr, err)}
 	}

@@ -22,6 +22,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
@@ -31,6 +32,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
+	"github.com/vigil-dev/vigil/pkg/grpcdial"
 )
 
 var (
@@ -45,9 +47,15 @@ var (
 // again.
 const maxWait = 60 * time.Second
 
+// CancelWait bounds how long an acquire whose caller's context ended waits for the answer to
+// its cancel (which says whether a grant crossed it), and a give-back's release.
+const CancelWait = 5 * time.Second
+
 // Client calls the lock service over one session stream. Close it when done.
 type Client struct {
-	c locksv1.LockServiceClient
+	c          locksv1.LockServiceClient
+	conn       io.Closer     // the connection Dial made, closed by Close; nil after New
+	cancelWait time.Duration // CancelWait; tests shorten it
 
 	mu      sync.Mutex
 	sess    *session
@@ -55,9 +63,24 @@ type Client struct {
 	closed  bool
 }
 
-// New returns a Client on a connection to the lock service.
+// New returns a Client on a connection to the lock service. Dial the connection with
+// pkg/grpcdial (as Dial does), so that a replica that stops answering is noticed by keepalive
+// and the session reopens on another one.
 func New(conn grpc.ClientConnInterface) *Client {
-	return &Client{c: locksv1.NewLockServiceClient(conn)}
+	return &Client{c: locksv1.NewLockServiceClient(conn), cancelWait: CancelWait}
+}
+
+// Dial connects to the lock service at target (host:port, resolved by DNS, round robin over
+// its replicas, keepalive on: see pkg/grpcdial) and returns a Client that owns the
+// connection: Close closes both.
+func Dial(target string, opts ...grpc.DialOption) (*Client, error) {
+	conn, err := grpcdial.New(target, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("lockclient: dial %s: %w", target, err)
+	}
+	c := New(conn)
+	c.conn = conn
+	return c, nil
 }
 
 // MutexOptions configure a Mutex. Every zero value has the default given in its comment.

@@ -252,16 +252,22 @@ func (c *Client) waitOnce(ctx context.Context, req *locksv1.AcquireRequest) (*lo
 		if err := s.send(&locksv1.SessionRequest{Call: &locksv1.SessionRequest_Cancel{Cancel: &locksv1.CancelRequest{Id: id}}}); err != nil {
 			return nil, ctx.Err() // the stream broke: the service drops the waiter itself
 		}
+		timer := time.NewTimer(c.cancelWait)
+		defer timer.Stop()
 		select {
 		case resp = <-ch:
 		case <-s.done:
 			return nil, ctx.Err()
+		case <-timer.C:
+			// No answer to the cancel (the replica is paused or cut off, say): the caller
+			// does not wait for keepalive to end the session. A grant that crossed the
+			// cancel and arrives before the session ends is still given back.
+			go c.giveBackLate(s, ch, req)
+			return nil, ctx.Err()
 		}
 		if resp.GetAcquire().GetAcquired() {
 			// Granted as the wait was cancelled: give it back, as the caller no longer waits.
-			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_, _ = c.call(rctx, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Release{Release: &locksv1.ReleaseRequest{Resource: req.GetResource(), Owner: req.GetOwner()}}})
-			cancel()
+			c.giveBack(req)
 		}
 		return nil, ctx.Err()
 	}
@@ -269,6 +275,26 @@ func (c *Client) waitOnce(ctx context.Context, req *locksv1.AcquireRequest) (*lo
 		return nil, err
 	}
 	return resp.GetAcquire(), nil
+}
+
+// giveBack releases a lock granted to an acquire whose caller no longer waits.
+func (c *Client) giveBack(req *locksv1.AcquireRequest) {
+	rctx, cancel := context.WithTimeout(context.Background(), c.cancelWait)
+	defer cancel()
+	_, _ = c.call(rctx, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Release{Release: &locksv1.ReleaseRequest{Resource: req.GetResource(), Owner: req.GetOwner()}}})
+}
+
+// giveBackLate waits for the answer to an acquire whose caller left before the answer to its
+// cancel came, until the session ends (keepalive bounds that on a silent peer), and gives back
+// a grant.
+func (c *Client) giveBackLate(s *session, ch chan *locksv1.SessionResponse, req *locksv1.AcquireRequest) {
+	select {
+	case resp := <-ch:
+		if resp.GetAcquire().GetAcquired() {
+			c.giveBack(req)
+		}
+	case <-s.done:
+	}
 }
 
 // respErr is the status error a session answer carries, if any.
@@ -281,7 +307,8 @@ func respErr(resp *locksv1.SessionResponse) error {
 
 // Close ends the client's session: calls in flight fail, waiting acquires leave their queues
 // on the service, and locks still held stay held until their lease ends (renewal stops with
-// the session). A closed Client answers every call with a CANCELLED error.
+// the session). A Client from Dial closes its connection too. A closed Client answers every
+// call with a CANCELLED error.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	c.closed = true
@@ -290,6 +317,9 @@ func (c *Client) Close() error {
 	if s != nil {
 		s.cancel()
 		<-s.done
+	}
+	if c.conn != nil {
+		return c.conn.Close()
 	}
 	return nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/vigil-dev/vigil/pkg/alarmadmin"
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
 	roomv1 "github.com/vigil-dev/vigil/pkg/api/vigil/room/v1"
+	"github.com/vigil-dev/vigil/pkg/grpcdial"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/services/room/internal/app"
@@ -154,7 +155,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		_ = rdb.Close()
 		return nil, fmt.Errorf("room: %w", err)
 	}
-	conn, err := grpc.NewClient(o.LobbyAddr, o.LobbyDialOptions...)
+	conn, err := grpcdial.New(o.LobbyAddr, o.LobbyDialOptions...) // keepalive, round robin over the Lobby's replicas
 	if err != nil {
 		_ = rdb.Close()
 		return nil, fmt.Errorf("room: dial lobby: %w", err)
