@@ -2,15 +2,20 @@
 // gRPC calls on the domain services, and serves /healthz, /metrics, /openapi.json and the web UI.
 package gateway
 
+// The root package only wires the gateway's parts: gateway/auth (keys, socket tokens, scopes,
+// rate limits), gateway/rest (the REST routes in the JSON dialect of gateway/jsonapi),
+// gateway/chat and gateway/room (socket kinds on gateway/socket), gateway/backend (the
+// connections to the services). See docs/ARCHITECTURE.md.
+
 import (
-	"bytes"
 	"context"
+	"crypto/tls"
 	_ "embed"
 	"encoding/json"
 	"errors"
+	"unicode/utf8"
 
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -18,17 +23,17 @@ import (
 	"sync"
 	"time"
 
-	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/vigil-dev/vigil/gateway/auth"
+	"github.com/vigil-dev/vigil/gateway/backend"
+	"github.com/vigil-dev/vigil/gateway/jsonapi"
+	"github.com/vigil-dev/vigil/gateway/rest"
 	"github.com/vigil-dev/vigil/gateway/socket"
+	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/tracing"
 )
 
@@ -50,7 +55,7 @@ type Options struct {
 	DialOptions []grpc.DialOption
 	// DrainTimeout bounds the graceful shutdown. Default 10s.
 	DrainTimeout time.Duration
-	// Security: API keys, TLS, origin checks and abuse limits (security.go). Default: the
+	// Security: API keys, TLS, origin checks and abuse limits (gateway/auth). Default: the
 	// development mode, everything open.
 	Security Security
 	// MetricsAddr, when set, serves Prometheus /metrics on a listener of its own, for operators
@@ -71,41 +76,10 @@ type Backends struct {
 	Locks        string
 	// Chat may list several replicas, comma-separated ("127.0.0.1:7003,127.0.0.1:7013"):
 	// calls are balanced round-robin, and a chat room whose stream breaks re-attaches to
-	// another (see backendTarget in chat.go). Every backend takes such a list.
+	// another (see gateway/backend). Every backend takes such a list.
 	Chat  string
 	Lobby string
 	Room  string
-}
-
-// domain is one backend the gateway serves: its REST routes (registered on the grpc-gateway
-// mux) and its WebSocket routes (served beside it).
-type domain struct {
-	name string
-	addr string
-	// rest registers the domain's grpc-gateway handlers on the domain's one backend
-	// connection. One connection, not a pool: concurrent calls share its writes (the HTTP/2
-	// frames of many calls go out in one syscall), which on a small machine beats spreading
-	// them over several connections (measured in vigilbench: REST creates 0.56× gRPC on one
-	// connection, 0.51× on four).
-	rest func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error
-	// own adds the routes the domain answers itself (WebSockets, hand-written answers, the
-	// busiest REST rules as unaryRoutes) to mux, each under a pattern of routeScopes.
-	own func(g *Gateway, mux *router, conn *grpc.ClientConn)
-	// created maps full RPC method names to the HTTP status of their success (201, 204).
-	created map[string]int
-	// allowEmpty and fieldErrors tune the JSON dialect for the domain's request messages.
-	allowEmpty  []protoreflect.FullName
-	fieldErrors map[protoreflect.FullName]string
-}
-
-func (o *Options) domains() []domain {
-	return []domain{
-		reservationsDomain(o.Backends.Reservations),
-		locksDomain(o.Backends.Locks),
-		chatDomain(o.Backends.Chat),
-		lobbyDomain(o.Backends.Lobby),
-		roomDomain(o.Backends.Room),
-	}
 }
 
 // Gateway is the edge's HTTP handler and its backend connections.
@@ -116,16 +90,17 @@ type Gateway struct {
 	// closers end what the domains opened on conns (lock sessions), before conns close.
 	closers []func()
 	log     *slog.Logger
-	// router holds every route under its pattern (routes.go); auth checks keys (auth.go).
+	// router holds every route under its pattern (routes.go); guard checks keys, scopes and
+	// rate limits (gateway/auth).
 	router *router
-	auth   *authenticator
+	guard  *auth.Guard
 	// sockets holds every WebSocket of every route (gateway/socket).
 	sockets *socket.Registry
 	// metrics count the gateway's HTTP traffic (observe.go), registered on o.Metrics.
 	metrics *metrics
-	// json is the JSON dialect of every REST route (jsonapi.go).
-	json *apiMarshaler
-	// runtime is the grpc-gateway runtime behind limitBody: it serves the REST rules the
+	// rest is the REST dialect of every REST route (gateway/rest).
+	rest *rest.Relay
+	// runtime is the grpc-gateway runtime behind the body limit: it serves the REST rules the
 	// domains do not answer themselves, and holds every rule, so the unary routes can be
 	// compared with it (unary_test.go).
 	runtime http.Handler
@@ -146,9 +121,10 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	if o.DrainTimeout <= 0 {
 		o.DrainTimeout = 10 * time.Second
 	}
+	lim := o.Security.Limits.WithDefaults(len(o.Security.Keys) > 0)
 	if len(o.DialOptions) == 0 {
 		var err error
-		if o.DialOptions, err = o.Security.dialOptions(); err != nil {
+		if o.DialOptions, err = backend.DialOptions(o.Security.BackendTLS, lim.MaxMessageBytes); err != nil {
 			return nil, err
 		}
 	}
@@ -165,57 +141,35 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	if g.metrics, err = newMetrics(o.Metrics); err != nil {
 		return nil, err
 	}
+	g.guard = auth.NewGuard(o.Security, o.Logger)
 	if g.sockets, err = g.socketRegistry(); err != nil {
 		return nil, err
 	}
-	m := &apiMarshaler{allowEmpty: map[protoreflect.FullName]bool{}, fieldErrors: map[protoreflect.FullName]string{}}
-	g.json = m
+	g.rest = rest.New(jsonapi.New(sentences()...), o.Logger, o.MaxBodyBytes)
 	successCodes := map[string]int{}
 	var served []domain
+	var admin []rest.Backend
 	for _, d := range o.domains() {
 		if d.addr == "" {
 			continue
 		}
-		conn, err := grpc.NewClient(d.addr, o.DialOptions...)
+		conn, err := backend.Dial(d.addr, o.DialOptions...)
 		if err != nil {
 			g.Close()
 			return nil, fmt.Errorf("dial %s at %s: %w", d.name, d.addr, err)
 		}
 		g.conns[d.name] = conn
-		for _, n := range d.allowEmpty {
-			m.allowEmpty[n] = true
-		}
-		for n, msg := range d.fieldErrors {
-			m.fieldErrors[n] = msg
-		}
 		for meth, code := range d.created {
 			successCodes[meth] = code
 		}
 		served = append(served, d)
+		admin = append(admin, rest.Backend{Name: d.name, Conn: conn})
 	}
 
-	installQueryParser()
-	gw := runtime.NewServeMux(
-		runtime.WithMarshalerOption(runtime.MIMEWildcard, m),
-		runtime.WithErrorHandler(g.writeRPCError),
-		runtime.WithRoutingErrorHandler(routingError),
-		// Path parameters are names as people write them, percent-encoded in the path:
-		// /locks/orders%2F42/acquire is the lock "orders/42". In this mode the raw path is split
-		// on "/" only, and a one-segment parameter is fully unescaped (AllCharacters would split
-		// on "%2F" too).
-		runtime.WithUnescapingMode(runtime.UnescapingModeAllExceptReserved),
-		runtime.WithForwardResponseOption(func(ctx context.Context, w http.ResponseWriter, _ proto.Message) error {
-			if meth, ok := runtime.RPCMethod(ctx); ok {
-				if code, ok := successCodes[meth]; ok {
-					w.WriteHeader(code)
-				}
-			}
-			return nil
-		}),
-	)
-	rest := g.limitBody(gw)
-	g.runtime = rest
-	mux := newRouter(g.secure())
+	gw := g.rest.Runtime(successCodes)
+	runtimeRoutes := g.rest.LimitBody(gw)
+	g.runtime = runtimeRoutes
+	mux := newRouter(g.guard.Wrap)
 	g.router = mux
 	for _, d := range served {
 		if d.own != nil {
@@ -228,15 +182,20 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 			}
 			// The HTTP rules' routes, except those the domain answers itself.
 			for _, pattern := range restRoutes()[domainServices[d.name]] {
-				if !mux.registered(pattern) {
-					mux.Handle(pattern, rest)
+				if mux.registered(pattern) {
+					continue
 				}
+				h := runtimeRoutes
+				if req, ok := restQueries()[pattern]; ok {
+					h = g.rest.CheckQuery(req, h)
+				}
+				mux.Handle(pattern, h)
 			}
 		}
 	}
 	mux.HandleFunc("GET /{$}", g.root)
 	mux.HandleFunc("GET /healthz", g.healthz)
-	g.adminRoutes(mux)
+	g.rest.HandleAdmin(mux, admin)
 	mux.Handle("GET /ui/", uiHandler())
 	if o.MetricsAddr == "" {
 		mux.Handle("GET /metrics", g.metricsHandler())
@@ -245,7 +204,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(openapiJSON)
 	})
-	mux.HandleFunc("POST /auth/socket-token", g.serveSocketToken)
+	mux.HandleFunc("POST /auth/socket-token", g.guard.ServeSocketToken)
 	mux.HandleFunc("/", mux.noRoute)
 	if mux.err != nil {
 		g.Close()
@@ -260,7 +219,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 func utf8Only(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !validUTF8(r) {
-			writeError(w, http.StatusBadRequest, "Use UTF-8 in the path and query.")
+			jsonapi.WriteError(w, http.StatusBadRequest, "Use UTF-8 in the path and query.")
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -306,7 +265,7 @@ func Run(ctx context.Context, o Options, ready func(addr net.Addr)) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", g.o.Addr, err)
 	}
-	if lis, err = g.o.Security.listener(lis); err != nil {
+	if lis, err = tlsListener(g.o.Security.TLS, lis); err != nil {
 		return err
 	}
 	srv := &http.Server{Handler: g.handler, ReadHeaderTimeout: 10 * time.Second}
@@ -356,104 +315,6 @@ func Run(ctx context.Context, o Options, ready func(addr net.Addr)) error {
 		return fmt.Errorf("gateway shutdown: %w", err)
 	}
 	return nil
-}
-
-// errorBody is every error answer: one sentence a person can act on.
-type errorBody struct {
-	Error string `json:"error"`
-}
-
-func writeError(w http.ResponseWriter, code int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(errorBody{Error: msg})
-}
-
-// writeRPCError maps a gRPC status to HTTP. Services write user-facing messages for client
-// errors; server-side failures get a generic sentence so internals never leak.
-func (g *Gateway) writeRPCError(ctx context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
-	st := status.Convert(err)
-	code := runtime.HTTPStatusFromCode(st.Code())
-	msg := st.Message()
-	switch st.Code() {
-	case codes.FailedPrecondition:
-		// The object's state forbids the call (confirming an expired hold): a conflict.
-		code = http.StatusConflict
-	case codes.Unavailable:
-		msg = "A backend service is unavailable; try again shortly."
-	case codes.DeadlineExceeded:
-		msg = "The request timed out; try again."
-	case codes.Internal, codes.Unknown, codes.DataLoss:
-		g.log.ErrorContext(ctx, "backend error", "event", "http_error", "path", r.URL.Path, "code", st.Code().String(), "err", st.Message())
-		msg = "Internal error."
-	case codes.Unimplemented:
-		code, msg = http.StatusNotFound, "Not found."
-	}
-	if msg == "" {
-		msg = http.StatusText(code) + "."
-	}
-	writeError(w, code, msg)
-}
-
-func routingError(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, code int) {
-	switch code {
-	case http.StatusMethodNotAllowed:
-		writeError(w, code, "Method not allowed.")
-	case http.StatusNotFound:
-		writeError(w, code, fmt.Sprintf("No route %s %s.", r.Method, r.URL.Path))
-	default:
-		writeError(w, code, http.StatusText(code)+".")
-	}
-}
-
-// limitBody reads at most MaxBodyBytes of a request body up front: larger bodies get 413
-// before any backend is called.
-func (g *Gateway) limitBody(next http.Handler) http.Handler {
-	limit := g.o.MaxBodyBytes
-	tooLarge := fmt.Sprintf("The request body is larger than %d KiB; send a smaller one.", limit>>10)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > limit {
-			writeError(w, http.StatusRequestEntityTooLarge, tooLarge)
-			return
-		}
-		if r.Body != nil && r.Body != http.NoBody {
-			var body []byte
-			var err error
-			if n := r.ContentLength; n >= 0 {
-				// The usual case: read exactly the announced length into one buffer.
-				body = make([]byte, n)
-				_, err = io.ReadFull(r.Body, body)
-			} else {
-				body, err = io.ReadAll(io.LimitReader(r.Body, limit+1))
-			}
-			if err != nil {
-				writeError(w, http.StatusBadRequest, errSendJSON)
-				return
-			}
-			if int64(len(body)) > limit {
-				writeError(w, http.StatusRequestEntityTooLarge, tooLarge)
-				return
-			}
-			r.Body = &bufferedBody{Reader: bytes.NewReader(body), b: body}
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// bufferedBody is a request body limitBody has read: the JSON decoder takes its bytes as they
-// are instead of copying them again.
-type bufferedBody struct {
-	*bytes.Reader
-	b []byte
-}
-
-func (*bufferedBody) Close() error { return nil }
-
-// take returns the unread bytes and marks them read.
-func (b *bufferedBody) take() []byte {
-	rest := b.b[len(b.b)-b.Len():]
-	_, _ = b.Seek(0, io.SeekEnd)
-	return rest
 }
 
 func (g *Gateway) root(w http.ResponseWriter, r *http.Request) {
@@ -520,4 +381,37 @@ func (g *Gateway) healthz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(body)
+}
+
+// validUTF8 reports whether the request's path and query values are UTF-8.
+func validUTF8(r *http.Request) bool {
+	if !utf8.ValidString(r.URL.Path) {
+		return false
+	}
+	if r.URL.RawQuery == "" {
+		// The usual REST call: no query, nothing to parse (Query would allocate a map).
+		return true
+	}
+	for k, vs := range r.URL.Query() {
+		if !utf8.ValidString(k) {
+			return false
+		}
+		for _, v := range vs {
+			if !utf8.ValidString(v) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// tlsListener wraps lis in TLS when cfg names a certificate. Only HTTP/1.1 is offered:
+// WebSocket upgrades need it, and the REST API gains nothing from HTTP/2 here.
+func tlsListener(cfg server.TLS, lis net.Listener) (net.Listener, error) {
+	c, err := cfg.ServerConfig()
+	if err != nil || c == nil {
+		return lis, err
+	}
+	c.NextProtos = []string{"http/1.1"}
+	return tls.NewListener(lis, c), nil
 }

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
+	"github.com/vigil-dev/vigil/gateway/jsonapi"
 	chatv1 "github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1"
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
@@ -42,18 +43,12 @@ import (
 // Failing inputs land in testdata/fuzz/<target>/ and are replayed by every plain `go test`.
 
 // fuzzMarshaler is the JSON dialect exactly as New builds it for every domain.
-func fuzzMarshaler() *apiMarshaler {
-	m := &apiMarshaler{allowEmpty: map[protoreflect.FullName]bool{}, fieldErrors: map[protoreflect.FullName]string{}}
-	o := Options{Backends: Backends{Reservations: "x", Locks: "x", Chat: "x", Lobby: "x", Room: "x"}}
-	for _, d := range o.domains() {
-		for _, n := range d.allowEmpty {
-			m.allowEmpty[n] = true
-		}
-		for n, msg := range d.fieldErrors {
-			m.fieldErrors[n] = msg
-		}
+func fuzzMarshaler() *jsonapi.Dialect {
+	var parts []jsonapi.Sentences
+	for _, d := range (&Options{}).domains() {
+		parts = append(parts, d.sentences)
 	}
-	return m
+	return jsonapi.New(parts...)
 }
 
 // fuzzMessages are the request bodies the REST routes decode.
@@ -100,30 +95,6 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 		if !proto.Equal(msg, ref) {
 			t.Fatalf("decode(%q) = %v, protojson reads %v", data, msg, ref)
-		}
-	})
-}
-
-// FuzzRoomFrame: the practice-room frame parser turns any client frame into exactly one of a
-// request or a refusal sentence, without panicking.
-func FuzzRoomFrame(f *testing.F) {
-	for _, s := range []string{
-		`{"type":"sync","playing":true,"positionMs":1000}`, `{"type":"sync","playing":"yes"}`,
-		`{"type":"formation","formation":{"a":[1,2]}}`, `{"type":"mark","positionMs":5,"label":"x"}`,
-		`{"type":"reload","video":{"title":"t","durationMs":9}}`, `{"type":"reload","video":{"title":1}}`,
-		`{"type":"mark","positionMs":1e3}`, `{"type":"nope"}`, `[]`, `{`, ``,
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		req, refusal := decodeRoomFrame(data)
-		if (req == nil) == (refusal == "") {
-			t.Fatalf("decodeRoomFrame(%q) = %v, %q: want a request or a refusal, not both or neither", data, req, refusal)
-		}
-		if req != nil {
-			if _, err := proto.Marshal(req); err != nil {
-				t.Fatalf("decodeRoomFrame(%q) = %v, which does not marshal: %v", data, req, err)
-			}
 		}
 	})
 }
@@ -299,7 +270,7 @@ func numericFields(md protoreflect.MessageDescriptor, prefix string) []string {
 		switch {
 		case fd.Kind() == protoreflect.MessageKind && !fd.IsList() && !fd.IsMap():
 			out = append(out, numericFields(fd.Message(), prefix+fd.JSONName()+".")...)
-		case kindInt(fd.Kind()) || fd.Kind() == protoreflect.FloatKind || fd.Kind() == protoreflect.DoubleKind:
+		case jsonapi.IntKind(fd.Kind()) || fd.Kind() == protoreflect.FloatKind || fd.Kind() == protoreflect.DoubleKind:
 			out = append(out, prefix+fd.JSONName())
 		}
 	}

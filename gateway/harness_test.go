@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/vigil-dev/vigil/gateway/auth"
 )
 
 // freeAddr reserves a loopback port for a service that must come back on the same address
@@ -151,3 +153,12 @@ func call(t *testing.T, method, url, body string, header ...string) apiResponse 
 	_ = dec.Decode(&out.body)
 	return out
 }
+
+// routeScopes is the route table (gateway/auth/scopes.go), pattern to scope.
+var routeScopes = func() map[string]string {
+	m := map[string]string{}
+	for _, p := range auth.Routes() {
+		m[p], _ = auth.Scope(p)
+	}
+	return m
+}()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/vigil-dev/vigil/gateway/jsonapi"
 	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
@@ -18,7 +19,9 @@ import (
 func TestObserveCountsShedRequests(t *testing.T) {
 	t.Parallel()
 	inner := http.NewServeMux()
-	inner.HandleFunc("GET /shed", func(w http.ResponseWriter, _ *http.Request) { writeError(w, http.StatusTooManyRequests, "Slow down.") })
+	inner.HandleFunc("GET /shed", func(w http.ResponseWriter, _ *http.Request) {
+		jsonapi.WriteError(w, http.StatusTooManyRequests, "Slow down.")
+	})
 	m, err := newMetrics(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)

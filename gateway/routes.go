@@ -9,66 +9,21 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/vigil-dev/vigil/gateway/auth"
+	"github.com/vigil-dev/vigil/gateway/jsonapi"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 )
 
 // Every route the gateway serves is registered under its exact ServeMux pattern through a
-// router, and needs the scope routeScopes gives that pattern. A pattern without an entry cannot
-// be registered (New fails), and a request whose pattern has no entry is refused: the gateway is
-// closed by default. Scopes depend on the route, never on what a path happens to contain (a
-// lock named "replay-job" is an ordinary lock).
+// router, and needs the scope the route table gives that pattern (gateway/auth/scopes.go). A
+// pattern without an entry cannot be registered (New fails), and a request whose pattern has no
+// entry is refused: the gateway is closed by default.
 
-// Two scopes that are not a key's scopes.
-const (
-	// scopePublic routes are served to anyone, with or without a key.
-	scopePublic = "public"
-	// scopeAnyKey routes need a valid key (any scope) once keys are on.
-	scopeAnyKey = "any key"
-)
-
-// routeScopes is the one table of what each route needs, keyed by the pattern the gateway
-// registers. The REST patterns are openapi.json's paths (see restRoutes).
-var routeScopes = map[string]string{
-	// The gateway's own.
-	"GET /{$}":          scopePublic,
-	"GET /healthz":      scopePublic,
-	"GET /metrics":      scopePublic,
-	"GET /openapi.json": scopePublic,
-	"GET /ui/":          scopePublic,
-	// No route matched: answered 404 or 405 without calling anything.
-	"/":                       scopeAnyKey,
-	"POST /auth/socket-token": scopeAnyKey,
-	// Reservations.
-	"GET /reservations/{reservationId}":               "reservations:read",
-	"POST /reservations/{reservationId}":              "reservations:write",
-	"POST /reservations/{reservationId}/confirm":      "reservations:write",
-	"POST /reservations/{reservationId}/release":      "reservations:write",
-	"POST /reservations/{reservationId}/replay-alarm": ScopeAdmin,
-	// Locks.
-	"GET /locks/{resource}":          "locks:read",
-	"POST /locks/{resource}/acquire": "locks:write",
-	"POST /locks/{resource}/release": "locks:write",
-	"POST /locks/{resource}/renew":   "locks:write",
-	// Chat.
-	"GET /chat/rooms/{room}/messages":  "chat:read",
-	"POST /chat/rooms/{room}/messages": "chat:write",
-	"GET /websocket":                   "chat:write",
-	// Lobby and practice rooms.
-	"GET /lobby/rooms":            "lobby:read",
-	"GET /lobby/rooms/{code}":     "lobby:read",
-	"POST /lobby/rooms":           "lobby:create",
-	"DELETE /lobby/rooms/{code}":  "lobby:create",
-	"GET /rooms/{code}/websocket": "lobby:join",
-	// Operators (admin.go).
-	"GET /admin/alarms":                             ScopeAdmin,
-	"GET /admin/{domain}/alarms":                    ScopeAdmin,
-	"GET /admin/{domain}/dead-letters":              ScopeAdmin,
-	"POST /admin/{domain}/dead-letters/{id}/replay": ScopeAdmin,
-	"DELETE /admin/{domain}/dead-letters/{id}":      ScopeAdmin,
-	"GET /admin/{domain}/objects/{id}":              ScopeAdmin,
-}
-
-// router registers routes on one ServeMux, each under a pattern of routeScopes and behind the
-// guard that checks that scope, and remembers which it registered.
+// router registers routes on one ServeMux, each under a pattern of the route table and behind
+// the guard that checks its scope, and remembers which it registered. It is the rest.Mux every
+// part registers on.
 type router struct {
 	mux      *http.ServeMux
 	guard    func(route string, h http.Handler) http.Handler
@@ -80,10 +35,10 @@ func newRouter(guard func(route string, h http.Handler) http.Handler) *router {
 	return &router{mux: http.NewServeMux(), guard: guard}
 }
 
-// Handle registers h under pattern, which must have a scope in routeScopes.
+// Handle registers h under pattern, which must have a scope in the route table.
 func (rt *router) Handle(pattern string, h http.Handler) {
-	if _, ok := routeScopes[pattern]; !ok {
-		rt.err = errors.Join(rt.err, fmt.Errorf("route %q has no scope in routeScopes (gateway/routes.go)", pattern))
+	if _, ok := auth.Scope(pattern); !ok {
+		rt.err = errors.Join(rt.err, fmt.Errorf("route %q has no scope in the route table (gateway/auth/scopes.go)", pattern))
 		return
 	}
 	if slices.Contains(rt.patterns, pattern) {
@@ -94,10 +49,13 @@ func (rt *router) Handle(pattern string, h http.Handler) {
 	rt.patterns = append(rt.patterns, pattern)
 }
 
-// HandleFunc registers h under pattern, which must have a scope in routeScopes.
+// HandleFunc registers h under pattern, which must have a scope in the route table.
 func (rt *router) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
 	rt.Handle(pattern, http.HandlerFunc(h))
 }
+
+// fail records an error of a part's registration; New reports it.
+func (rt *router) fail(err error) { rt.err = errors.Join(rt.err, err) }
 
 // registered reports whether pattern was registered.
 func (rt *router) registered(pattern string) bool { return slices.Contains(rt.patterns, pattern) }
@@ -125,10 +83,10 @@ func (rt *router) noRoute(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		writeError(w, http.StatusMethodNotAllowed, "Method not allowed.")
+		jsonapi.WriteError(w, http.StatusMethodNotAllowed, "Method not allowed.")
 		return
 	}
-	writeError(w, http.StatusNotFound, fmt.Sprintf("No route %s %s.", r.Method, r.URL.Path))
+	jsonapi.WriteError(w, http.StatusNotFound, fmt.Sprintf("No route %s %s.", r.Method, r.URL.Path))
 }
 
 // domainServices names the gRPC service (the OpenAPI tag) whose HTTP rules each domain serves.
@@ -165,3 +123,59 @@ var restRoutes = sync.OnceValue(func() map[string][]string {
 	}
 	return out
 })
+
+// restQueries are the request message types of the REST patterns that take query parameters
+// (an "in": "query" parameter in openapi.json), which the runtime reads from the query: the
+// gateway checks those before the runtime does (rest.Relay.CheckQuery).
+var restQueries = sync.OnceValue(func() map[string]protoreflect.MessageType {
+	var doc struct {
+		Paths map[string]map[string]struct {
+			OperationID string `json:"operationId"`
+			Parameters  []struct {
+				In string `json:"in"`
+			} `json:"parameters"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(openapiJSON, &doc); err != nil {
+		panic("gateway: openapi/vigil.swagger.json: " + err.Error())
+	}
+	out := map[string]protoreflect.MessageType{}
+	for path, ops := range doc.Paths {
+		for method, op := range ops {
+			if !slices.ContainsFunc(op.Parameters, func(p struct {
+				In string `json:"in"`
+			}) bool {
+				return p.In == "query"
+			}) {
+				continue
+			}
+			svc, rpc, _ := strings.Cut(op.OperationID, "_")
+			mt, ok := requestType(svc, rpc)
+			if !ok {
+				panic("gateway: openapi/vigil.swagger.json: no RPC " + op.OperationID)
+			}
+			out[strings.ToUpper(method)+" "+path] = mt
+		}
+	}
+	return out
+})
+
+// requestType is the request message type of method rpc of the service named svc (its short
+// name, the OpenAPI tag).
+func requestType(svc, rpc string) (protoreflect.MessageType, bool) {
+	var found protoreflect.MessageType
+	protoregistry.GlobalFiles.RangeFiles(func(fd protoreflect.FileDescriptor) bool {
+		sd := fd.Services().ByName(protoreflect.Name(svc))
+		if sd == nil {
+			return true
+		}
+		if md := sd.Methods().ByName(protoreflect.Name(rpc)); md != nil {
+			if mt, err := protoregistry.GlobalTypes.FindMessageByName(md.Input().FullName()); err == nil {
+				found = mt
+				return false
+			}
+		}
+		return true
+	})
+	return found, found != nil
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vigil-dev/vigil/gateway/auth"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	locksservice "github.com/vigil-dev/vigil/services/locks/service"
@@ -72,7 +73,7 @@ func TestRouteScopes(t *testing.T) {
 
 	var keysSpec = map[string]string{}
 	for _, want := range routeScopes {
-		if want != scopePublic && want != scopeAnyKey {
+		if want != auth.ScopePublic && want != auth.ScopeAnyKey {
 			keysSpec[strings.ReplaceAll(want, ":", "-")] = want
 		}
 	}
@@ -97,12 +98,12 @@ func TestRouteScopes(t *testing.T) {
 		want := routeScopes[p]
 		method, path := concretePath(p)
 		switch want {
-		case scopePublic:
+		case auth.ScopePublic:
 			if code := serve(method, path, ""); code == 401 || code == 403 {
 				t.Errorf("public %s %s without a key = %d", method, path, code)
 			}
 			continue
-		case scopeAnyKey:
+		case auth.ScopeAnyKey:
 			if code := serve(method, path, ""); code != 401 {
 				t.Errorf("%s %s without a key = %d, want 401", method, path, code)
 			}

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -18,6 +17,9 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/vigil-dev/vigil/gateway/auth"
+	"github.com/vigil-dev/vigil/gateway/jsonapi"
+	"github.com/vigil-dev/vigil/gateway/socket"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
@@ -61,16 +63,16 @@ func (c *clock) add(d time.Duration) {
 // secureOnly serves the security layer in front of next (no backends), the way New chains it.
 func secureOnly(t *testing.T, s Security, next http.Handler) *httptest.Server {
 	t.Helper()
-	g := &Gateway{o: Options{Security: s}, log: testLogger(t)}
-	g.router = newRouter(g.secure())
+	guard := auth.NewGuard(s, testLogger(t))
+	router := newRouter(guard.Wrap)
 	for pattern := range routeScopes {
 		if pattern == "POST /auth/socket-token" {
-			g.router.HandleFunc(pattern, g.serveSocketToken)
+			router.HandleFunc(pattern, guard.ServeSocketToken)
 		} else {
-			g.router.Handle(pattern, next)
+			router.Handle(pattern, next)
 		}
 	}
-	srv := httptest.NewServer(utf8Only(g.router.mux))
+	srv := httptest.NewServer(utf8Only(router.mux))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -78,9 +80,9 @@ func secureOnly(t *testing.T, s Security, next http.Handler) *httptest.Server {
 // okHandler answers every request 200 {"ok": true}, and upgrades WebSocket requests with the
 // library's own origin check switched off (the security layer does it).
 var okHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-	if isWebSocketUpgrade(r) {
+	if socket.IsUpgrade(r) {
 		if r.URL.Query().Has("access_token") {
-			writeError(w, http.StatusTeapot, "the socket token reached the route")
+			jsonapi.WriteError(w, http.StatusTeapot, "the socket token reached the route")
 			return
 		}
 		c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
@@ -179,78 +181,6 @@ func TestAuthScopesThroughTheGateway(t *testing.T) {
 	res := call(t, "POST", gw.URL+"/reservations/auth-one", `{"ttlSeconds": 60}`)
 	if !strings.Contains(res.raw, "API key") {
 		t.Errorf("401 body = %s, want it to say how to send a key", res.raw)
-	}
-}
-
-func TestParseAPIKeys(t *testing.T) {
-	t.Parallel()
-	key, hash := NewAPIKey()
-	keys, err := ParseAPIKeys("# comment\n\nci " + hash + " reservations:write,locks\n; ops " + HashAPIKey("other") + " admin")
-	if err != nil {
-		t.Fatalf("ParseAPIKeys = %v", err)
-	}
-	if len(keys) != 2 || keys[0].Name != "ci" || len(keys[0].Scopes) != 2 || keys[1].Scopes[0] != "admin" {
-		t.Fatalf("ParseAPIKeys = %+v, want ci (2 scopes) and ops (admin)", keys)
-	}
-	a := &authenticator{keys: keys}
-	if k, ok := a.lookup(key); !ok || k.Name != "ci" {
-		t.Fatalf("lookup(ci's key) = %v, %v, want ci", k, ok)
-	}
-	if _, ok := a.lookup(key + "x"); ok {
-		t.Fatal("lookup(a longer key) matched, want no match")
-	}
-	bad := map[string]string{
-		"plain key":     "ci " + key + " locks",
-		"unknown scope": "ci " + hash + " locks:everything",
-		"no scope":      "ci " + hash,
-		"short hash":    "ci sha256:abcd locks",
-		"twice":         "ci " + hash + " locks\nci " + hash + " chat",
-	}
-	for name, text := range bad {
-		_, err := ParseAPIKeys(text)
-		if err == nil {
-			t.Errorf("ParseAPIKeys(%s) = nil error, want an error", name)
-			continue
-		}
-		if strings.Contains(err.Error(), key) {
-			t.Errorf("ParseAPIKeys(%s) error %q quotes the key", name, err)
-		}
-	}
-	dir := t.TempDir()
-	file := dir + "/keys"
-	if err := os.WriteFile(file, []byte("ci "+hash+" locks\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	keys, err = LoadAPIKeys(file, "ops "+HashAPIKey("x")+" admin")
-	if err != nil || len(keys) != 2 {
-		t.Fatalf("LoadAPIKeys(file, env) = %v, %v, want 2 keys", keys, err)
-	}
-}
-
-func TestGrants(t *testing.T) {
-	t.Parallel()
-	cases := []struct {
-		have, want string
-		ok         bool
-	}{
-		{"admin", "admin", true},
-		{"admin", "locks:write", true},
-		{"locks", "locks:write", true},
-		{"locks", "locks:read", true},
-		{"locks", "admin", false},
-		{"locks:read", "locks:write", false},
-		{"locks:write", "locks:read", true},
-		{"chat:write", "chat:read", true},
-		{"lobby:create", "lobby:read", false},
-		{"lobby:join", "lobby:create", false},
-		{"reservations:write", "locks:write", false},
-		{"reservations:write", "admin", false},
-		{"reservations", "", true},
-	}
-	for _, c := range cases {
-		if got := grants(c.have, c.want); got != c.ok {
-			t.Errorf("grants(%q, %q) = %v, want %v", c.have, c.want, got, c.ok)
-		}
 	}
 }
 
@@ -439,30 +369,6 @@ func TestSocketsPerRoom(t *testing.T) {
 	}
 	if _, code, err := dialWS(t, srv.URL+"/websocket?room=other"); err != nil {
 		t.Fatalf("socket in another room = %d %v, want open", code, err)
-	}
-}
-
-func TestClientAddr(t *testing.T) {
-	t.Parallel()
-	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
-	cases := []struct {
-		remote, xff, want string
-	}{
-		{"192.0.2.1:5000", "", "192.0.2.1"},
-		{"192.0.2.1:5000", "203.0.113.9", "192.0.2.1"},                          // untrusted peer: its header is ignored
-		{"10.0.0.2:5000", "203.0.113.9", "203.0.113.9"},                         // trusted proxy
-		{"10.0.0.2:5000", "198.51.100.7, 203.0.113.9, 10.0.0.3", "203.0.113.9"}, // right-most untrusted
-		{"10.0.0.2:5000", "not-an-ip", "10.0.0.2"},
-	}
-	for _, c := range cases {
-		r := httptest.NewRequest("GET", "/", nil)
-		r.RemoteAddr = c.remote
-		if c.xff != "" {
-			r.Header.Set("X-Forwarded-For", c.xff)
-		}
-		if got := clientAddr(r, trusted); got != c.want {
-			t.Errorf("clientAddr(%s, XFF %q) = %s, want %s", c.remote, c.xff, got, c.want)
-		}
 	}
 }
 

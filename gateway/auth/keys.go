@@ -1,4 +1,4 @@
-package gateway
+package auth
 
 // Authentication at the edge. Off when no API key is configured (the zero-setup development
 // mode); on in the deployed configuration. A request presents its key as
@@ -24,9 +24,12 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/vigil-dev/vigil/gateway/jsonapi"
+	"github.com/vigil-dev/vigil/gateway/socket"
 )
 
-// Scopes a key may hold. A route needs one; see routeScopes (routes.go).
+// Scopes a key may hold. A route needs one; see routeScopes (scopes.go).
 const (
 	// ScopeAdmin grants every scope, and alone grants the operators' routes and replaying
 	// alarms.
@@ -145,9 +148,9 @@ func (p *principal) may(want string) bool {
 // allowed reports whether p may call a route that needs want (a scope of routeScopes).
 func (p *principal) allowed(want string) bool {
 	switch want {
-	case scopePublic:
+	case ScopePublic:
 		return true
-	case scopeAnyKey:
+	case ScopeAnyKey:
 		return p.name != ""
 	}
 	return p.may(want)
@@ -159,16 +162,16 @@ func withPrincipal(ctx context.Context, p *principal) context.Context {
 	return context.WithValue(ctx, principalKey{}, p)
 }
 
-// serveSocketToken answers POST /auth/socket-token with a short-lived token for the caller's
-// scopes (secure puts the caller in the request's context), for a browser to open WebSockets
+// ServeSocketToken answers POST /auth/socket-token with a short-lived token for the caller's
+// scopes (Wrap puts the caller in the request's context), for a browser to open WebSockets
 // with.
-func (g *Gateway) serveSocketToken(w http.ResponseWriter, r *http.Request) {
+func (gd *Guard) ServeSocketToken(w http.ResponseWriter, r *http.Request) {
 	p, _ := r.Context().Value(principalKey{}).(*principal)
-	if p == nil || g.auth == nil {
-		writeError(w, http.StatusNotFound, "No route POST /auth/socket-token.")
+	if p == nil {
+		jsonapi.WriteError(w, http.StatusNotFound, "No route POST /auth/socket-token.")
 		return
 	}
-	g.auth.serveSocketToken(w, p)
+	gd.a.serveSocketToken(w, p)
 }
 
 // authenticator checks API keys and socket tokens.
@@ -224,7 +227,7 @@ func (a *authenticator) identify(r *http.Request, route string) (*principal, err
 		}
 	}
 	if tok := r.URL.Query().Get("access_token"); tok != "" {
-		if !isWebSocketUpgrade(r) {
+		if !socket.IsUpgrade(r) {
 			return nil, errBadCredentials
 		}
 		p, err := a.verifySocketToken(tok)
@@ -294,9 +297,12 @@ func (a *authenticator) serveSocketToken(w http.ResponseWriter, p *principal) {
 
 func refuseUnauthenticated(w http.ResponseWriter) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="vigil"`)
-	writeError(w, http.StatusUnauthorized, "Send a valid API key as Authorization: Bearer <key> or X-API-Key: <key>.")
+	jsonapi.WriteError(w, http.StatusUnauthorized, "Send a valid API key as Authorization: Bearer <key> or X-API-Key: <key>.")
 }
 
 func refuseScope(w http.ResponseWriter, want string) {
-	writeError(w, http.StatusForbidden, fmt.Sprintf("This API key lacks the %s scope this route needs.", want))
+	jsonapi.WriteError(w, http.StatusForbidden, fmt.Sprintf("This API key lacks the %s scope this route needs.", want))
 }
+
+// ValidScope reports whether s is a scope a key may hold.
+func ValidScope(s string) bool { return slices.Contains(knownScopes, s) }

@@ -1,4 +1,7 @@
-package gateway
+// Package jsonapi is the gateway's JSON dialect (docs/API.md): how every REST answer is written
+// and every request body and integer query parameter is read, with the sentences that refuse
+// bad input. It knows messages, never routes or backends: the sentences are passed in.
+package jsonapi
 
 import (
 	"bytes"
@@ -9,11 +12,9 @@ import (
 	"math"
 	"net/url"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
-	"github.com/grpc-ecosystem/grpc-gateway/v2/utilities"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -21,53 +22,76 @@ import (
 	"github.com/vigil-dev/vigil/pkg/input"
 )
 
-// apiMarshaler is the JSON dialect of docs/API.md on top of protojson: 64-bit integers (times
+// Dialect is the JSON dialect of docs/API.md on top of protojson: 64-bit integers (times
 // in ms, counts, tokens) are JSON numbers rather than strings, unset optional fields are null,
 // and request bodies are checked strictly (an integer field takes only a JSON integer, never a
 // string or a fraction), with errors a person can act on.
-type apiMarshaler struct {
+type Dialect struct {
 	// allowEmpty names request messages whose body may be empty (all their fields optional).
 	allowEmpty map[protoreflect.FullName]bool
 	// fieldErrors gives the sentence for a badly typed field, by the field's full name.
 	fieldErrors map[protoreflect.FullName]string
 }
 
-var _ runtime.Marshaler = (*apiMarshaler)(nil)
+var _ runtime.Marshaler = (*Dialect)(nil)
 
-const errSendJSON = "Send a JSON request body."
+// Sentences tune the dialect for a set of request messages.
+type Sentences struct {
+	// AllowEmpty names request messages whose body may be empty (all their fields optional).
+	AllowEmpty []protoreflect.FullName
+	// FieldErrors gives the sentence for a badly typed field, by the field's full name.
+	FieldErrors map[protoreflect.FullName]string
+}
 
-func (m *apiMarshaler) ContentType(any) string { return "application/json" }
+// New is the dialect with the sentences of every part given.
+func New(parts ...Sentences) *Dialect {
+	m := &Dialect{allowEmpty: map[protoreflect.FullName]bool{}, fieldErrors: map[protoreflect.FullName]string{}}
+	for _, p := range parts {
+		for _, n := range p.AllowEmpty {
+			m.allowEmpty[n] = true
+		}
+		for n, msg := range p.FieldErrors {
+			m.fieldErrors[n] = msg
+		}
+	}
+	return m
+}
 
-func (m *apiMarshaler) Marshal(v any) ([]byte, error) {
+// ErrSendJSON is the sentence for a body that is not JSON.
+const ErrSendJSON = "Send a JSON request body."
+
+func (m *Dialect) ContentType(any) string { return "application/json" }
+
+func (m *Dialect) Marshal(v any) ([]byte, error) {
 	msg, ok := v.(proto.Message)
 	if !ok {
 		return json.Marshal(v)
 	}
-	return marshalAPI(msg)
+	return Marshal(msg)
 }
 
-func (m *apiMarshaler) Unmarshal(data []byte, v any) error {
+func (m *Dialect) Unmarshal(data []byte, v any) error {
 	msg, ok := v.(proto.Message)
 	if !ok {
 		return json.Unmarshal(data, v)
 	}
-	return m.decode(data, msg)
+	return m.Decode(data, msg)
 }
 
-func (m *apiMarshaler) NewDecoder(r io.Reader) runtime.Decoder {
+func (m *Dialect) NewDecoder(r io.Reader) runtime.Decoder {
 	return runtime.DecoderFunc(func(v any) error {
-		if bb, ok := r.(*bufferedBody); ok {
-			return m.Unmarshal(bb.take(), v)
+		if bb, ok := r.(interface{ Take() []byte }); ok {
+			return m.Unmarshal(bb.Take(), v)
 		}
 		data, err := io.ReadAll(r)
 		if err != nil {
-			return errors.New(errSendJSON)
+			return errors.New(ErrSendJSON)
 		}
 		return m.Unmarshal(data, v)
 	})
 }
 
-func (m *apiMarshaler) NewEncoder(w io.Writer) runtime.Encoder {
+func (m *Dialect) NewEncoder(w io.Writer) runtime.Encoder {
 	return runtime.EncoderFunc(func(v any) error {
 		b, err := m.Marshal(v)
 		if err != nil {
@@ -78,20 +102,21 @@ func (m *apiMarshaler) NewEncoder(w io.Writer) runtime.Encoder {
 	})
 }
 
-func (m *apiMarshaler) decode(data []byte, msg proto.Message) error {
+// Decode reads a request body into msg, or refuses it with a sentence.
+func (m *Dialect) Decode(data []byte, msg proto.Message) error {
 	md := msg.ProtoReflect().Descriptor()
 	if len(trimJSONSpace(data)) == 0 {
 		if m.allowEmpty[md.FullName()] {
 			return nil
 		}
-		return errors.New(errSendJSON)
+		return errors.New(ErrSendJSON)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any
 	// Nothing but space may follow the value (Decoder.More is false before a stray "}").
 	if err := dec.Decode(&v); err != nil || len(trimJSONSpace(data[dec.InputOffset():])) > 0 {
-		return errors.New(errSendJSON)
+		return errors.New(ErrSendJSON)
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
@@ -102,13 +127,13 @@ func (m *apiMarshaler) decode(data []byte, msg proto.Message) error {
 	}
 	if direct(md) {
 		if !utf8.Valid(data) {
-			return errors.New(errSendJSON) // protojson's rule: encoding/json would substitute U+FFFD
+			return errors.New(ErrSendJSON) // protojson's rule: encoding/json would substitute U+FFFD
 		}
 		setMessage(msg.ProtoReflect(), obj)
 		return nil
 	}
 	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(data, msg); err != nil {
-		return errors.New(errSendJSON)
+		return errors.New(ErrSendJSON)
 	}
 	return nil
 }
@@ -118,7 +143,7 @@ func (m *apiMarshaler) decode(data []byte, msg proto.Message) error {
 func trimJSONSpace(b []byte) []byte { return bytes.Trim(b, " \t\r\n") }
 
 // check verifies the JSON types of the fields obj sets, recursively.
-func (m *apiMarshaler) check(md protoreflect.MessageDescriptor, obj map[string]any) error {
+func (m *Dialect) check(md protoreflect.MessageDescriptor, obj map[string]any) error {
 	fields := md.Fields()
 	for i := range fields.Len() {
 		fd := fields.Get(i)
@@ -154,7 +179,7 @@ func (m *apiMarshaler) check(md protoreflect.MessageDescriptor, obj map[string]a
 	return nil
 }
 
-func (m *apiMarshaler) checkValue(fd protoreflect.FieldDescriptor, val any) error {
+func (m *Dialect) checkValue(fd protoreflect.FieldDescriptor, val any) error {
 	switch fd.Kind() {
 	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind,
 		protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind,
@@ -206,7 +231,7 @@ func (m *apiMarshaler) checkValue(fd protoreflect.FieldDescriptor, val any) erro
 
 // intError is the sentence for an integer field that got something else: the field's own, or
 // the safe-integer range.
-func (m *apiMarshaler) intError(fd protoreflect.FieldDescriptor) error {
+func (m *Dialect) intError(fd protoreflect.FieldDescriptor) error {
 	if msg, ok := m.fieldErrors[fd.FullName()]; ok {
 		return errors.New(msg)
 	}
@@ -238,75 +263,21 @@ func kindUnsigned(k protoreflect.Kind) bool {
 	return false
 }
 
-// queryFieldErrors are the sentences of integer query parameters, which no body carries.
-var queryFieldErrors = map[protoreflect.FullName]string{
-	"vigil.chat.v1.ListMessagesRequest.limit":  input.Int("limit", 0, 1, 1000).Error(),
-	"vigil.chat.v1.ListMessagesRequest.before": input.PositiveSafeInt("before", 0).Error(),
-	"vigil.chat.v1.ListMessagesRequest.since":  input.Int("since", -1, 0, input.MaxSafeInt).Error(),
-}
-
-// installQueryParser installs queryParser, once, before the first gateway serves: grpc-gateway
-// keeps one query parser for the whole process (a variable its ServeMux option sets), so it is
-// set once, knowing the sentences of every domain.
-func installQueryParser() { queryOnce.Do(setQueryParser) }
-
-var queryOnce sync.Once
-
-func setQueryParser() {
-	m := &apiMarshaler{allowEmpty: map[protoreflect.FullName]bool{}, fieldErrors: map[protoreflect.FullName]string{}}
-	all := Options{Backends: Backends{Reservations: "-", Locks: "-", Chat: "-", Lobby: "-", Room: "-"}}
-	for _, d := range all.domains() {
-		for n, msg := range d.fieldErrors {
-			m.fieldErrors[n] = msg
-		}
-	}
-	for n, msg := range queryFieldErrors {
-		m.fieldErrors[n] = msg
-	}
-	queryChecker = queryParser{m: m}
-	runtime.NewServeMux(runtime.SetQueryParameterParser(queryChecker))
-}
-
-// queryChecker is the installed queryParser, for routes the gateway answers itself.
-var queryChecker queryParser
-
-// checkQuery checks a request's integer query parameters against msg's fields, as the REST
-// routes do, for a route the gateway answers without grpc-gateway.
-func checkQuery(msg proto.Message, values url.Values) error {
-	installQueryParser()
-	return queryChecker.checkInts(msg, values)
-}
-
-// queryParser checks the integer query parameters of a route (limit, before, since,
-// knownVersion) with the body's rules before grpc-gateway parses them: 9007199254740993 or
-// "1e3" is a 400 with the field's sentence, never a value the service has to guess about.
-type queryParser struct {
-	runtime.DefaultQueryParser
-	m *apiMarshaler
-}
-
-func (p queryParser) Parse(msg proto.Message, values url.Values, filter *utilities.DoubleArray) error {
-	if err := p.checkInts(msg, values); err != nil {
-		return err
-	}
-	if err := p.DefaultQueryParser.Parse(msg, values, filter); err != nil {
-		return errors.New("Check the query parameters: " + err.Error() + ".")
-	}
-	return nil
-}
-
-func (p queryParser) checkInts(msg proto.Message, values url.Values) error {
+// CheckQuery checks a request's integer query parameters (limit, before, since, knownVersion)
+// against msg's fields with the body's rules: 9007199254740993 or "1e3" is refused with the
+// field's sentence, never a value the service has to guess about.
+func (m *Dialect) CheckQuery(msg proto.Message, values url.Values) error {
 	fields := msg.ProtoReflect().Descriptor().Fields()
 	for key, vs := range values {
 		fd := fields.ByJSONName(key)
 		if fd == nil {
 			fd = fields.ByName(protoreflect.Name(key))
 		}
-		if fd == nil || !kindInt(fd.Kind()) {
+		if fd == nil || !IntKind(fd.Kind()) {
 			continue
 		}
 		for _, v := range vs {
-			if err := p.m.checkValue(fd, json.Number(v)); err != nil {
+			if err := m.checkValue(fd, json.Number(v)); err != nil {
 				return err
 			}
 		}
@@ -314,7 +285,8 @@ func (p queryParser) checkInts(msg proto.Message, values url.Values) error {
 	return nil
 }
 
-func kindInt(k protoreflect.Kind) bool {
+// IntKind reports whether k is an integer kind, which the dialect reads as a strict integer.
+func IntKind(k protoreflect.Kind) bool {
 	switch k {
 	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind,
 		protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind,
@@ -324,16 +296,16 @@ func kindInt(k protoreflect.Kind) bool {
 	return false
 }
 
-func (m *apiMarshaler) fieldError(fd protoreflect.FieldDescriptor, want string) error {
+func (m *Dialect) fieldError(fd protoreflect.FieldDescriptor, want string) error {
 	if msg, ok := m.fieldErrors[fd.FullName()]; ok {
 		return errors.New(msg)
 	}
 	return fmt.Errorf("%s must be %s.", fd.JSONName(), want)
 }
 
-// marshalAPI renders msg in the API's JSON dialect: directly (jsonfast.go) when its fields
-// allow, else through protojson.
-func marshalAPI(msg proto.Message) ([]byte, error) {
+// Marshal renders msg in the API's JSON dialect: directly (fast.go) when its fields allow,
+// else through protojson.
+func Marshal(msg proto.Message) ([]byte, error) {
 	m := msg.ProtoReflect()
 	if direct(m.Descriptor()) {
 		return appendMessage(make([]byte, 0, 256), m), nil

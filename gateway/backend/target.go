@@ -1,16 +1,20 @@
-package gateway
+// Package backend is how the gateway reaches the domain services: one gRPC client connection
+// per backend, to every address a backend's configuration names.
+package backend
 
 import (
 	"strings"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/resolver"
 )
 
-// backendTarget turns a comma-separated list of host:port addresses into a gRPC target that
-// balances calls round-robin over all of them (scheme "vigil-list"); one address, or any
-// target with a scheme ("dns:///chat:7003"), is returned unchanged. With several chat replicas,
-// a room whose stream breaks re-attaches to another listed replica.
-func backendTarget(addr string) string {
+// Target turns a comma-separated list of host:port addresses into a gRPC target that balances
+// calls round-robin over all of them (scheme "vigil-list", resolved by the resolver Dial
+// installs on that connection only); one address, or any target with a scheme
+// ("dns:///chat:7003"), is returned unchanged. With several chat replicas, a room whose
+// stream breaks re-attaches to another listed replica.
+func Target(addr string) string {
 	if !strings.Contains(addr, ",") || strings.Contains(addr, "://") {
 		return addr
 	}
@@ -19,7 +23,9 @@ func backendTarget(addr string) string {
 
 const listScheme = "vigil-list"
 
-func init() { resolver.Register(listResolverBuilder{}) }
+// withListResolver resolves "vigil-list:///a:1,b:2" on one connection, without registering the
+// scheme for the whole process.
+func withListResolver() grpc.DialOption { return grpc.WithResolvers(listResolverBuilder{}) }
 
 // listResolverBuilder resolves "vigil-list:///a:1,b:2" to those addresses, round-robin.
 type listResolverBuilder struct{}

@@ -1,48 +1,15 @@
-package gateway
+package rest
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 	"sync"
 
-	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
-	"google.golang.org/grpc"
-	"google.golang.org/protobuf/reflect/protoreflect"
-
+	"github.com/vigil-dev/vigil/gateway/jsonapi"
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
 )
 
-// The lobby domain: POST /lobby/rooms, GET /lobby/rooms, GET /lobby/rooms/{code}. The lobby's
-// other RPCs (occupancy deltas, snapshots, touches, token checks, removal) are for the Room
-// service only and have no HTTP route. DELETE /lobby/rooms/{code} belongs to the room domain:
-// the Room service checks the leader token, closes the sockets and removes the room from the
-// Lobby (see gateway/room.go).
-func lobbyDomain(addr string) domain {
-	return domain{
-		name: "lobby",
-		addr: backendTarget(addr),
-		rest: func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
-			return lobbyv1.RegisterLobbyServiceHandler(ctx, mux, conn)
-		},
-		// GET /lobby/rooms is served directly (see serveRoomList); the grpc-gateway rule stays
-		// for the OpenAPI document and is shadowed by this more specific route.
-		own: func(g *Gateway, mux *router, conn *grpc.ClientConn) {
-			mux.HandleFunc("GET /lobby/rooms", serveRoomList(g, lobbyv1.NewLobbyServiceClient(conn)))
-		},
-		created: map[string]int{
-			"/vigil.lobby.v1.LobbyService/CreateRoom": http.StatusCreated,
-		},
-		fieldErrors: map[protoreflect.FullName]string{
-			"vigil.lobby.v1.CreateRoomRequest.name":  "name must be 1 to 80 characters.",
-			"vigil.lobby.v1.CreateRoomRequest.video": "Describe the video: {\"title\", \"durationMs\"}.",
-			"vigil.lobby.v1.Video.title":             "video.title must be 1 to 200 characters.",
-			"vigil.lobby.v1.Video.duration_ms":       "video.durationMs must be an integer from 1 through 86400000.",
-		},
-	}
-}
-
-// serveRoomList answers GET /lobby/rooms in place of the generic grpc-gateway route: the list
+// ServeRoomList answers GET /lobby/rooms in place of the generic grpc-gateway route: the list
 // is the lobby's hot, large answer (10,000 rooms are ~2 MiB of JSON), and the generic JSON
 // dialect renders through protojson and a map round trip, about 30 times slower than writing
 // the rooms directly. The JSON is the same: docs/API.md's room objects, numbers as numbers.
@@ -51,7 +18,7 @@ func lobbyDomain(addr string) domain {
 // whether that version is still current (known_version), so an unchanged lobby costs a tiny
 // call and a copy. The version is also the ETag: a browser that polls with If-None-Match gets
 // 304 while nothing changed.
-func serveRoomList(g *Gateway, client lobbyv1.LobbyServiceClient) http.HandlerFunc {
+func (s *Relay) ServeRoomList(client lobbyv1.LobbyServiceClient) http.HandlerFunc {
 	var mu sync.Mutex
 	var cachedBody []byte
 	var cachedVersion int64
@@ -60,8 +27,8 @@ func serveRoomList(g *Gateway, client lobbyv1.LobbyServiceClient) http.HandlerFu
 		req := &lobbyv1.ListRoomsRequest{}
 		// knownVersion is the route's documented query parameter; the cache below does its
 		// work, but a bad value is still refused as on every route.
-		if err := checkQuery(req, r.URL.Query()); err != nil {
-			writeError(w, http.StatusBadRequest, err.Error())
+		if err := s.json.CheckQuery(req, r.URL.Query()); err != nil {
+			jsonapi.WriteError(w, http.StatusBadRequest, err.Error())
 			return
 		}
 		mu.Lock()
@@ -73,7 +40,7 @@ func serveRoomList(g *Gateway, client lobbyv1.LobbyServiceClient) http.HandlerFu
 		mu.Unlock()
 		res, err := client.ListRooms(r.Context(), req)
 		if err != nil {
-			g.writeRPCError(r.Context(), nil, nil, w, r, err)
+			s.WriteRPCError(w, r, err)
 			return
 		}
 		if !res.GetNotModified() {

@@ -1,8 +1,7 @@
-package gateway
+package rest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,26 +12,28 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/vigil-dev/vigil/gateway/jsonapi"
 )
 
 // The busiest REST routes (creating, confirming and releasing a hold; taking, giving back and
 // renewing a lock) skip the grpc-gateway runtime. Through it a request is routed twice (the
 // ServeMux, then the runtime's own mux), its context is annotated with metadata no service
 // reads, and the answer passes through the runtime's forwarding hooks. A unary route
-// (handleUnary) is the same HTTP rule answered straight from the ServeMux's match: body decoded
+// (HandleUnary) is the same HTTP rule answered straight from the ServeMux's match: body decoded
 // by the gateway's JSON dialect, path bound from the pattern, one gRPC call, the answer
 // marshalled once. What it writes is what the runtime writes for the same rule, status, headers
 // and body alike (TestUnaryRoutesMatchTheRuntime drives both with the same requests); every
 // other route stays on the runtime.
 
-// handleUnary registers pattern, an HTTP rule whose body is the whole request message
+// HandleUnary registers pattern, an HTTP rule whose body is the whole request message
 // ("body: *"), as a unary route: call is the gRPC method (returning the rule's response_body),
 // success the status of a successful answer. Each {wildcard} of pattern sets the request field
 // of that JSON name, after the body, so the path wins as it does in the runtime.
-func handleUnary[R any, Req interface {
+func HandleUnary[R any, Req interface {
 	*R
 	proto.Message
-}](g *Gateway, mux *router, pattern string, success int, call func(context.Context, Req) (proto.Message, error)) {
+}](s *Relay, mux Mux, pattern string, success int, call func(context.Context, Req) (proto.Message, error)) error {
 	md := Req(new(R)).ProtoReflect().Descriptor()
 	type param struct {
 		wildcard string
@@ -44,16 +45,15 @@ func handleUnary[R any, Req interface {
 			name = strings.TrimSuffix(name, "}")
 			fd := md.Fields().ByJSONName(name)
 			if fd == nil || fd.Kind() != protoreflect.StringKind {
-				mux.err = errors.Join(mux.err, fmt.Errorf("route %q: %s has no string field %q", pattern, md.FullName(), name))
-				return
+				return fmt.Errorf("route %q: %s has no string field %q", pattern, md.FullName(), name)
 			}
 			params = append(params, param{name, fd})
 		}
 	}
-	mux.Handle(pattern, g.limitBody(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle(pattern, s.LimitBody(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req := Req(new(R))
-		if err := g.json.decode(requestBody(r), req); err != nil {
-			g.writeRPCError(r.Context(), nil, nil, w, r, status.Error(codes.InvalidArgument, err.Error()))
+		if err := s.json.Decode(requestBody(r), req); err != nil {
+			s.WriteRPCError(w, r, status.Error(codes.InvalidArgument, err.Error()))
 			return
 		}
 		m := req.ProtoReflect()
@@ -62,12 +62,12 @@ func handleUnary[R any, Req interface {
 		}
 		res, err := call(r.Context(), req)
 		if err != nil {
-			g.writeRPCError(r.Context(), nil, nil, w, r, err)
+			s.WriteRPCError(w, r, err)
 			return
 		}
-		out, err := marshalAPI(res)
+		out, err := jsonapi.Marshal(res)
 		if err != nil {
-			g.writeRPCError(r.Context(), nil, nil, w, r, status.Error(codes.Internal, err.Error()))
+			s.WriteRPCError(w, r, status.Error(codes.Internal, err.Error()))
 			return
 		}
 		h := w.Header()
@@ -76,13 +76,14 @@ func handleUnary[R any, Req interface {
 		w.WriteHeader(success)
 		_, _ = w.Write(out)
 	})))
+	return nil
 }
 
-// requestBody is the body limitBody read; nil when there is none.
+// requestBody is the body LimitBody read; nil when there is none.
 func requestBody(r *http.Request) []byte {
 	switch b := r.Body.(type) {
 	case *bufferedBody:
-		return b.take()
+		return b.Take()
 	case nil:
 		return nil
 	default:

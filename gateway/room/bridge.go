@@ -1,7 +1,10 @@
-package gateway
+// Package room is the practice-room WebSocket route: one upstream Attach stream per room with
+// sockets on this gateway, carrying every socket's session, re-attached when it breaks.
+package room
 
 import (
-	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -11,8 +14,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/vigil-dev/vigil/gateway/jsonapi"
 	"github.com/vigil-dev/vigil/gateway/socket"
 	roomv1 "github.com/vigil-dev/vigil/pkg/api/vigil/room/v1"
 )
@@ -28,36 +31,27 @@ import (
 // before the upgrade, so a wrong or missing leader token is a plain 401 and a missing room a
 // 404, never an upgraded socket that closes at once. The session outlives its stream: when a
 // Room replica restarts or dies, the socket stays open and the session re-attaches to a live
-// replica under the same session and client ids (roomstream.go), so the Lobby's count never
+// replica under the same session and client ids (stream.go), so the Lobby's count never
 // moves.
 
 // roomCloseCode closes a socket whose room ended ("ended") or expired ("expired").
 const roomCloseCode = 4000
 
-func roomDomain(addr string) domain {
-	return domain{
-		name: "room",
-		addr: backendTarget(addr),
-		rest: func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
-			return roomv1.RegisterRoomServiceHandler(ctx, mux, conn)
-		},
-		own: func(g *Gateway, mux *router, conn *grpc.ClientConn) {
-			b := &roomBridge{
-				conn: conn, client: roomv1.NewRoomServiceClient(conn), sockets: g.sockets, lim: g.socketLimits(24 << 10),
-				log: g.log, rooms: map[string]*practiceRoom{},
-			}
-			mux.HandleFunc("GET /rooms/{code}/websocket", b.serveSocket)
-		},
-		created: map[string]int{
-			"/vigil.room.v1.RoomService/EndRoom": http.StatusNoContent,
-		},
-		allowEmpty: []protoreflect.FullName{"vigil.room.v1.EndRoomRequest"},
+// MaxFrameBytes is the largest frame a practice-room client sends by nature (a formation),
+// used unless the gateway's limits set one.
+const MaxFrameBytes = 24 << 10
+
+// NewBridge serves practice-room sockets from sockets, each with lim, over conn's room service.
+func NewBridge(conn *grpc.ClientConn, log *slog.Logger, sockets *socket.Registry, lim socket.Limits) *Bridge {
+	return &Bridge{
+		conn: conn, client: roomv1.NewRoomServiceClient(conn), sockets: sockets, lim: lim,
+		log: log, rooms: map[string]*practiceRoom{},
 	}
 }
 
-// roomBridge bridges practice-room sockets to sessions on one RoomService.Attach stream per
-// room (roomstream.go).
-type roomBridge struct {
+// Bridge bridges practice-room sockets to sessions on one RoomService.Attach stream per
+// room (stream.go).
+type Bridge struct {
 	conn    *grpc.ClientConn
 	client  roomv1.RoomServiceClient
 	sockets *socket.Registry
@@ -68,7 +62,8 @@ type roomBridge struct {
 	rooms map[string]*practiceRoom
 }
 
-func (b *roomBridge) serveSocket(w http.ResponseWriter, r *http.Request) {
+// ServeSocket upgrades GET /rooms/{code}/websocket.
+func (b *Bridge) ServeSocket(w http.ResponseWriter, r *http.Request) {
 	if !socket.IsUpgrade(r) {
 		socket.RefuseNonWebSocket(w)
 		return
@@ -81,7 +76,7 @@ func (b *roomBridge) serveSocket(w http.ResponseWriter, r *http.Request) {
 	case "leader":
 		role = roomv1.Role_ROLE_LEADER
 	default:
-		writeError(w, http.StatusBadRequest, "role must be leader or viewer.")
+		jsonapi.WriteError(w, http.StatusBadRequest, "role must be leader or viewer.")
 		return
 	}
 	clientID := q.Get("clientId")
@@ -128,5 +123,11 @@ func refuseRoomSocket(w http.ResponseWriter, err error) {
 	default:
 		code, msg = http.StatusServiceUnavailable, "The room service is unavailable; try again shortly."
 	}
-	writeError(w, code, msg)
+	jsonapi.WriteError(w, code, msg)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }

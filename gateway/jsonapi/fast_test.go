@@ -1,4 +1,4 @@
-package gateway
+package jsonapi
 
 import (
 	"math/rand/v2"
@@ -10,6 +10,13 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
+
+	// Every API the gateway serves, so the registry holds all their messages.
+	_ "github.com/vigil-dev/vigil/pkg/api/vigil/admin/v1"
+	_ "github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1"
+	_ "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
+	_ "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
+	_ "github.com/vigil-dev/vigil/pkg/api/vigil/room/v1"
 )
 
 var fillStrings = []string{"", "a", "orders/42", "日報", "<b>&amp;</b>", "quote\"back\\slash", "line\nbreak\ttab", "\u2028", "x\x00y", "emoji 😀"}
@@ -111,7 +118,7 @@ func TestFastJSONMatchesProtojson(t *testing.T) {
 			if err := protojson.Unmarshal(want, ref); err != nil {
 				t.Fatalf("%s: protojson cannot read %s: %v", md.FullName(), want, err)
 			}
-			m := &apiMarshaler{allowEmpty: map[protoreflect.FullName]bool{}, fieldErrors: map[protoreflect.FullName]string{}}
+			m := New()
 			if err := m.Unmarshal(want, back); err != nil {
 				// Refused for a range the API narrows (an int beyond 2^53): protojson would take it.
 				continue
@@ -131,7 +138,7 @@ func TestFastJSONMatchesProtojson(t *testing.T) {
 // BenchmarkJSONDialect is one REST round of the dialect: decode a create request, render a
 // reservation.
 func BenchmarkJSONDialect(b *testing.B) {
-	m := fuzzMarshaler()
+	m := New()
 	body := []byte(`{"ttlSeconds": 30}`)
 	res := &reservationsv1.Reservation{ReservationId: "seat-12a", Status: "held", CreatedAt: proto.Int64(1764400000123),
 		ExpiresAt: proto.Int64(1764400030123), AlarmAt: proto.Int64(1764400030123)}
@@ -154,7 +161,7 @@ func BenchmarkRenderReservation(b *testing.B) {
 	b.Run("direct", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			_, _ = marshalAPI(res)
+			_, _ = Marshal(res)
 		}
 	})
 	b.Run("protojson", func(b *testing.B) {

@@ -1,4 +1,4 @@
-package gateway
+package chat
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // chatRoom is the gateway's side of one room: its upstream stream, its recent messages, and
 // its local members.
 type chatRoom struct {
-	b      *chatBridge
+	b      *Bridge
 	name   string
 	refs   int // members and joiners; guarded by b.mu
 	cancel context.CancelFunc
@@ -53,7 +53,7 @@ type chatEntry struct {
 // without asking the service.
 const recentMin = 256
 
-func newChatRoom(b *chatBridge, name string) *chatRoom {
+func newChatRoom(b *Bridge, name string) *chatRoom {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &chatRoom{
 		b: b, name: name, cancel: cancel, ready: make(chan struct{}),

@@ -1,4 +1,4 @@
-package gateway
+package room
 
 import (
 	"context"
@@ -53,7 +53,7 @@ const roomRecentFrames = 64
 
 // practiceRoom is the gateway's side of one practice room: its Attach stream and its sockets.
 type practiceRoom struct {
-	b      *roomBridge
+	b      *Bridge
 	code   string
 	refs   int // sockets and joiners; guarded by b.mu
 	ctx    context.Context
@@ -105,7 +105,7 @@ type roomMember struct {
 
 // join adds a socket's session to its room, starting the room's stream if it is the first,
 // and waits for its first State (nil) or its refusal.
-func (b *roomBridge) join(hello *roomv1.Hello) (*roomMember, error) {
+func (b *Bridge) join(hello *roomv1.Hello) (*roomMember, error) {
 	b.mu.Lock()
 	r := b.rooms[hello.GetCode()]
 	if r == nil {
@@ -142,7 +142,7 @@ func (b *roomBridge) join(hello *roomv1.Hello) (*roomMember, error) {
 
 // leave removes a socket's session: it is closed at the service (a detach), and the room's
 // stream ends with its last socket.
-func (b *roomBridge) leave(m *roomMember) {
+func (b *Bridge) leave(m *roomMember) {
 	r := m.r
 	id := m.hello.GetSessionId()
 	r.mu.Lock()
@@ -169,7 +169,7 @@ func (b *roomBridge) leave(m *roomMember) {
 	}
 }
 
-func newPracticeRoom(b *roomBridge, code string) *practiceRoom {
+func newPracticeRoom(b *Bridge, code string) *practiceRoom {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &practiceRoom{b: b, code: code, ctx: ctx, cancel: cancel, members: map[string]*roomMember{}, leaving: map[string]*roomv1.Hello{}}
 	go r.run()

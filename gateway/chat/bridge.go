@@ -1,7 +1,8 @@
-package gateway
+// Package chat is the chat WebSocket route: one upstream Connect stream per room with members
+// on this gateway, fanned out to its sockets, re-attached when it breaks.
+package chat
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -16,10 +17,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/vigil-dev/vigil/gateway/jsonapi"
 	"github.com/vigil-dev/vigil/gateway/socket"
 	chatv1 "github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1"
 	"github.com/vigil-dev/vigil/pkg/input"
@@ -36,30 +36,8 @@ import (
 // open and see every message once, in order. Message ids are JSON numbers: the room's
 // sequence, 1, 2, 3, …
 
-func chatDomain(addr string) domain {
-	return domain{
-		name: "chat",
-		addr: backendTarget(addr),
-		rest: func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
-			return chatv1.RegisterChatServiceHandler(ctx, mux, conn)
-		},
-		own: func(g *Gateway, mux *router, conn *grpc.ClientConn) {
-			b := newChatBridge(conn, g.log, g.sockets, g.socketLimits(0))
-			mux.HandleFunc("GET /websocket", b.serveSocket)
-		},
-		created: map[string]int{
-			"/vigil.chat.v1.ChatService/PostMessage": http.StatusCreated,
-		},
-		fieldErrors: map[protoreflect.FullName]string{
-			"vigil.chat.v1.PostMessageRequest.user_id":  "userId must be 1 to 128 printable characters.",
-			"vigil.chat.v1.PostMessageRequest.username": "username must be 1 to 64 printable characters.",
-			"vigil.chat.v1.PostMessageRequest.body":     "body must be 1 to 4096 characters.",
-		},
-	}
-}
-
-// chatBridge serves the chat WebSocket route.
-type chatBridge struct {
+// Bridge serves the chat WebSocket route.
+type Bridge struct {
 	conn    *grpc.ClientConn
 	client  chatv1.ChatServiceClient
 	log     *slog.Logger
@@ -77,9 +55,10 @@ type chatBridge struct {
 	rooms map[string]*chatRoom
 }
 
-func newChatBridge(conn *grpc.ClientConn, log *slog.Logger, sockets *socket.Registry, lim socket.Limits) *chatBridge {
+// NewBridge serves chat sockets from sockets, each with lim, over conn's chat service.
+func NewBridge(conn *grpc.ClientConn, log *slog.Logger, sockets *socket.Registry, lim socket.Limits) *Bridge {
 	lim = lim.WithDefaults()
-	return &chatBridge{
+	return &Bridge{
 		conn: conn, client: chatv1.NewChatServiceClient(conn), log: log, sockets: sockets, lim: lim,
 		postPrefix: randomHex(8) + "-", joinTimeout: 10 * time.Second,
 		// Shorter than the pong timeout: the reader goroutine, which reads pongs, waits on a post.
@@ -142,17 +121,17 @@ func parseChatQuery(q url.Values) (chatQuery, error) {
 	return c, nil
 }
 
-// serveSocket upgrades GET /websocket and hands the socket to its reader goroutine. Bad query
+// ServeSocket upgrades GET /websocket and hands the socket to its reader goroutine. Bad query
 // parameters get 400 before the upgrade; the socket layer answers a plain HTTP request (426),
 // a foreign origin (403) and a full room (429).
-func (b *chatBridge) serveSocket(w http.ResponseWriter, r *http.Request) {
+func (b *Bridge) ServeSocket(w http.ResponseWriter, r *http.Request) {
 	if !socket.IsUpgrade(r) {
 		socket.RefuseNonWebSocket(w)
 		return
 	}
 	q, err := parseChatQuery(r.URL.Query())
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		jsonapi.WriteError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	ticket, ok := b.sockets.Admit(w, r, socket.Key{Route: "chat", Name: q.room})
@@ -186,7 +165,7 @@ type clientFrame struct {
 
 // serveMember is the socket's reader goroutine: join, then read the client's frames until it
 // leaves.
-func (b *chatBridge) serveMember(roomName string, since *int64, m *chatMember) {
+func (b *Bridge) serveMember(roomName string, since *int64, m *chatMember) {
 	room, err := b.join(roomName, since, m)
 	if err != nil {
 		b.log.Warn("chat join failed", "event", "ws_join_failed", "room", roomName, "err", err)
@@ -227,7 +206,7 @@ func (b *chatBridge) serveMember(roomName string, since *int64, m *chatMember) {
 
 // join adds m to its room, starting the room's upstream stream if it is the first member, and
 // sends m its history frame before any live message.
-func (b *chatBridge) join(name string, since *int64, m *chatMember) (*chatRoom, error) {
+func (b *Bridge) join(name string, since *int64, m *chatMember) (*chatRoom, error) {
 	b.mu.Lock()
 	r := b.rooms[name]
 	if r == nil {
@@ -244,7 +223,7 @@ func (b *chatBridge) join(name string, since *int64, m *chatMember) (*chatRoom, 
 }
 
 // leave removes m; the room's upstream stream ends with its last member.
-func (b *chatBridge) leave(r *chatRoom, m *chatMember) {
+func (b *Bridge) leave(r *chatRoom, m *chatMember) {
 	r.mu.Lock()
 	delete(r.members, m)
 	r.mu.Unlock()

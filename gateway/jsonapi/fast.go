@@ -1,4 +1,4 @@
-package gateway
+package jsonapi
 
 import (
 	"encoding/json"
@@ -11,7 +11,7 @@ import (
 )
 
 // The JSON dialect without a detour. protojson renders 64-bit integers as strings and omits
-// nothing we want null, so marshalAPI used to render protojson, parse it back into a map, fix the
+// nothing we want null, so Marshal used to render protojson, parse it back into a map, fix the
 // map and render it again (three passes), and decode used to parse a body into a map for the
 // type check and then again with protojson. For the messages the REST routes carry (scalars,
 // strings, enums, nested messages, lists and maps of those) appendMessage writes the JSON in one

@@ -1,4 +1,4 @@
-package gateway
+package auth
 
 // Abuse limits at the edge: a token bucket per API key (or per client address for requests
 // without a key) answering 429 with Retry-After, and a quota of rooms created per key. The cap
@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vigil-dev/vigil/gateway/jsonapi"
 	"golang.org/x/time/rate"
 )
 
@@ -49,8 +50,8 @@ type Limits struct {
 	MaxMessageBytes int
 }
 
-// withDefaults fills the zero values; auth says whether API keys are configured.
-func (l Limits) withDefaults(auth bool) Limits {
+// WithDefaults fills the zero values; auth says whether API keys are configured.
+func (l Limits) WithDefaults(auth bool) Limits {
 	if l.Rate == 0 && auth {
 		l.Rate = 100
 	}
@@ -158,7 +159,7 @@ func tooMany(w http.ResponseWriter, wait time.Duration, what string) {
 		secs = 1
 	}
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	writeError(w, http.StatusTooManyRequests, fmt.Sprintf("Too many %s; try again in %d s.", what, secs))
+	jsonapi.WriteError(w, http.StatusTooManyRequests, fmt.Sprintf("Too many %s; try again in %d s.", what, secs))
 }
 
 // clientAddr is the request's client address: the peer, or, when the peer is a trusted proxy,

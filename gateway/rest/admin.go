@@ -1,4 +1,4 @@
-package gateway
+package rest
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/vigil-dev/vigil/gateway/jsonapi"
 	adminv1 "github.com/vigil-dev/vigil/pkg/api/vigil/admin/v1"
 )
 
@@ -30,10 +31,25 @@ import (
 //	DELETE /admin/{domain}/dead-letters/{id}          DiscardDeadLetter (204)
 //	GET    /admin/{domain}/objects/{id}               LookupObject
 
-// adminRoutes adds the operators' routes to mux.
-func (g *Gateway) adminRoutes(mux *router) {
-	mux.HandleFunc("GET /admin/alarms", g.adminOverview)
-	mux.HandleFunc("GET /admin/{domain}/alarms", g.adminCall(func(ctx context.Context, c adminv1.AlarmAdminServiceClient, r *http.Request) (proto.Message, error) {
+// Backend is one served domain's name and connection, for the operators' routes.
+type Backend struct {
+	Name string
+	Conn *grpc.ClientConn
+}
+
+// admin serves the operators' routes over the served domains' connections.
+type admin struct {
+	s        *Relay
+	backends []Backend
+}
+
+// HandleAdmin adds the operators' routes to mux, over backends (the served domains, in the
+// gateway's order).
+func (s *Relay) HandleAdmin(mux Mux, backends []Backend) {
+	g := &admin{s: s, backends: backends}
+	handle := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, h) }
+	handle("GET /admin/alarms", g.adminOverview)
+	handle("GET /admin/{domain}/alarms", g.adminCall(func(ctx context.Context, c adminv1.AlarmAdminServiceClient, r *http.Request) (proto.Message, error) {
 		next := 0
 		if s := r.URL.Query().Get("next"); s != "" {
 			n, err := strconv.Atoi(s)
@@ -44,17 +60,17 @@ func (g *Gateway) adminRoutes(mux *router) {
 		}
 		return c.ListPending(ctx, &adminv1.ListPendingRequest{NextPerShard: int32(next)})
 	}))
-	mux.HandleFunc("GET /admin/{domain}/dead-letters", g.adminCall(func(ctx context.Context, c adminv1.AlarmAdminServiceClient, _ *http.Request) (proto.Message, error) {
+	handle("GET /admin/{domain}/dead-letters", g.adminCall(func(ctx context.Context, c adminv1.AlarmAdminServiceClient, _ *http.Request) (proto.Message, error) {
 		return c.ListDeadLetters(ctx, &adminv1.ListDeadLettersRequest{})
 	}))
-	mux.HandleFunc("POST /admin/{domain}/dead-letters/{id}/replay", g.adminCall(func(ctx context.Context, c adminv1.AlarmAdminServiceClient, r *http.Request) (proto.Message, error) {
+	handle("POST /admin/{domain}/dead-letters/{id}/replay", g.adminCall(func(ctx context.Context, c adminv1.AlarmAdminServiceClient, r *http.Request) (proto.Message, error) {
 		return c.ReplayDeadLetter(ctx, &adminv1.ReplayDeadLetterRequest{Id: r.PathValue("id")})
 	}))
-	mux.HandleFunc("DELETE /admin/{domain}/dead-letters/{id}", g.adminCall(func(ctx context.Context, c adminv1.AlarmAdminServiceClient, r *http.Request) (proto.Message, error) {
+	handle("DELETE /admin/{domain}/dead-letters/{id}", g.adminCall(func(ctx context.Context, c adminv1.AlarmAdminServiceClient, r *http.Request) (proto.Message, error) {
 		_, err := c.DiscardDeadLetter(ctx, &adminv1.DiscardDeadLetterRequest{Id: r.PathValue("id")})
 		return nil, err
 	}))
-	mux.HandleFunc("GET /admin/{domain}/objects/{id}", g.adminCall(func(ctx context.Context, c adminv1.AlarmAdminServiceClient, r *http.Request) (proto.Message, error) {
+	handle("GET /admin/{domain}/objects/{id}", g.adminCall(func(ctx context.Context, c adminv1.AlarmAdminServiceClient, r *http.Request) (proto.Message, error) {
 		return c.LookupObject(ctx, &adminv1.LookupObjectRequest{Id: r.PathValue("id")})
 	}))
 }
@@ -64,52 +80,49 @@ const adminTimeout = 5 * time.Second
 
 // adminCall runs one admin RPC on the backend of the path's domain and writes its answer in the
 // API's JSON dialect; a nil message is 204.
-func (g *Gateway) adminCall(call func(ctx context.Context, c adminv1.AlarmAdminServiceClient, r *http.Request) (proto.Message, error)) http.HandlerFunc {
+func (g *admin) adminCall(call func(ctx context.Context, c adminv1.AlarmAdminServiceClient, r *http.Request) (proto.Message, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("domain")
-		conn, ok := g.conns[name]
+		conn, ok := g.conn(name)
 		if !ok {
-			writeError(w, http.StatusNotFound, fmt.Sprintf("No domain %q is served here; try one of %v.", name, g.adminDomainNames()))
+			jsonapi.WriteError(w, http.StatusNotFound, fmt.Sprintf("No domain %q is served here; try one of %v.", name, g.adminDomainNames()))
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
 		defer cancel()
 		msg, err := call(ctx, adminv1.NewAlarmAdminServiceClient(conn), r)
 		if status.Code(err) == codes.Unimplemented {
-			writeError(w, http.StatusNotFound, fmt.Sprintf("The %s domain keeps no alarms.", name))
+			jsonapi.WriteError(w, http.StatusNotFound, fmt.Sprintf("The %s domain keeps no alarms.", name))
 			return
 		}
 		if err != nil {
-			g.writeRPCError(ctx, nil, nil, w, r, err)
+			g.s.WriteRPCError(w, r.WithContext(ctx), err)
 			return
 		}
 		if msg == nil {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
-		writeMessage(w, msg)
+		jsonapi.WriteMessage(w, msg)
 	}
-}
-
-func writeMessage(w http.ResponseWriter, msg proto.Message) {
-	b, err := marshalAPI(msg)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, "Internal error.")
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(b)
 }
 
 // adminDomainNames are the served domains, in the gateway's order.
-func (g *Gateway) adminDomainNames() []string {
-	var names []string
-	for _, d := range g.o.domains() {
-		if _, ok := g.conns[d.name]; ok {
-			names = append(names, d.name)
-		}
+func (g *admin) adminDomainNames() []string {
+	names := make([]string, len(g.backends))
+	for i, b := range g.backends {
+		names[i] = b.Name
 	}
 	return names
+}
+
+// conn is the connection of the named domain.
+func (g *admin) conn(name string) (*grpc.ClientConn, bool) {
+	i := slices.IndexFunc(g.backends, func(b Backend) bool { return b.Name == name })
+	if i < 0 {
+		return nil, false
+	}
+	return g.backends[i].Conn, true
 }
 
 // domainAlarms is one domain's line in the overview.
@@ -127,7 +140,7 @@ type domainAlarms struct {
 // adminOverview asks every served domain for its alarm totals at once. Domains that keep no
 // alarms (they don't serve the admin service) are left out; one that fails is listed with its
 // error, so the page still shows the others.
-func (g *Gateway) adminOverview(w http.ResponseWriter, r *http.Request) {
+func (g *admin) adminOverview(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
 	defer cancel()
 	names := g.adminDomainNames()
@@ -148,13 +161,13 @@ func (g *Gateway) adminOverview(w http.ResponseWriter, r *http.Request) {
 			} else {
 				line.Pending, line.Overdue, line.InFlight, line.Dead = res.GetPending(), res.GetOverdue(), res.GetInFlight(), res.GetDead()
 				if o := res.GetOldestOverdue(); o != nil {
-					if b, err := marshalAPI(o); err == nil {
+					if b, err := jsonapi.Marshal(o); err == nil {
 						line.OldestOverdue = b
 					}
 				}
 			}
 			lines[i] = line
-		}(g.conns[name])
+		}(g.backends[i].Conn)
 	}
 	wg.Wait()
 	out := struct {
