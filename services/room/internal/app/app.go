@@ -226,7 +226,7 @@ func (a *App) Act(ctx context.Context, s *hub.Session, c domain.Control) (repeat
 	if s.Role != domain.Leader && c.Kind != "" {
 		return false, domain.ViewerControl(c.Kind)
 	}
-	if err := domain.CheckControl(c); err != nil {
+	if err := domain.CheckControl(&c); err != nil {
 		return false, err
 	}
 	now := a.c.Now()
@@ -237,11 +237,23 @@ func (a *App) Act(ctx context.Context, s *hub.Session, c domain.Control) (repeat
 	act := domain.Action{Kind: c.Kind, Frame: frame, Session: s.ID, Ref: c.Ref}
 	switch c.Kind {
 	case domain.KindSync:
-		act.Args = []any{boolInt(c.Playing), c.PositionMs}
+		var count domain.CountIn
+		if c.CountIn != nil {
+			count = *c.CountIn
+		}
+		act.Args = []any{boolInt(c.Playing), c.PositionMs, c.RateCenti, count.Beats, count.BPM}
 	case domain.KindFormation:
 		act.Args = []any{c.Formation}
 	case domain.KindMark:
-		act.Args = []any{stored}
+		act.Args = []any{stored, c.PositionMs, int64(domain.MaxMarks)}
+	case domain.KindLoop:
+		act.Args = []any{c.Loop.StartMs, c.Loop.EndMs}
+	case domain.KindMarkFormation:
+		js := string(c.Formation)
+		if js == "null" {
+			js = "" // cleared: the mark stays, without a formation
+		}
+		act.Args = []any{c.PositionMs, js}
 	case domain.KindReload:
 		act.Args = []any{0}
 		if v := c.Video; v != nil {
@@ -249,8 +261,13 @@ func (a *App) Act(ctx context.Context, s *hub.Session, c domain.Control) (repeat
 		}
 	}
 	applied, err := a.st.Act(ctx, s.Code, act, now)
-	var ended *domain.ErrEnded
+	var (
+		ended   *domain.ErrEnded
+		refused *domain.ActRefusal
+	)
 	switch {
+	case errors.As(err, &refused):
+		return false, refused.Err
 	case errors.As(err, &ended) || errors.Is(err, domain.ErrNoState):
 		return false, domain.NotFound(s.Code)
 	case errors.Is(err, domain.ErrSessionClosed):

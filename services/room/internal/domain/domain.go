@@ -69,8 +69,9 @@ const (
 	MaxPositionMs     = 24 * 60 * 60 * 1000
 	MaxLabelLen       = 100
 	MaxFormationBytes = 16 << 10
-	MaxMarks          = 200
-	MaxTitleLen       = 200
+	// MaxMarks is how many marks a room holds; one more is refused.
+	MaxMarks    = 200
+	MaxTitleLen = 200
 )
 
 // CheckCode validates a room code: the shared slug rule.
@@ -100,12 +101,13 @@ func CheckPosition(ms int64) error { return input.Int("positionMs", ms, 0, MaxPo
 // CheckLabel validates a mark's label.
 func CheckLabel(label string) error { return input.Text("label", label, 0, MaxLabelLen) }
 
-// CheckFormation validates the size of a formation's JSON.
+// CheckFormation validates the size of a formation's JSON and, when it lists dancers, their
+// number.
 func CheckFormation(json []byte) error {
 	if len(json) > MaxFormationBytes {
 		return userErr(ErrInvalid, "A formation must be at most %d KiB of JSON.", MaxFormationBytes>>10)
 	}
-	return nil
+	return CheckDancers(json)
 }
 
 // CheckVideo validates a reloaded video.
@@ -132,28 +134,51 @@ type Video struct {
 
 // Control is one control frame of a session, before the service stamps it.
 type Control struct {
-	// Kind is sync, formation, mark or reload ("" for anything else).
+	// Kind is sync, formation, mark, reload, loop or markFormation ("" for anything else).
 	Kind string
 	// Ref is the caller's number for it (0: none), increasing per session.
 	Ref int64
-	// Playing and PositionMs (sync); PositionMs and Label (mark).
+	// Playing and PositionMs (sync); PositionMs and Label (mark); PositionMs (markFormation).
 	Playing    bool
 	PositionMs int64
 	Label      string
-	// Formation is the formation's JSON (formation).
+	// Rate is the sync's playback rate as sent (0: 1x); RateCenti is it in hundredths once
+	// checked.
+	Rate      float64
+	RateCenti int64
+	// CountIn starts a sync's playback after a count (nil: at once).
+	CountIn *CountIn
+	// Formation is the formation's JSON (formation, markFormation).
 	Formation []byte
 	// Video switches the room's video (reload; nil reloads the same one).
 	Video *Video
+	// Loop is the A-B loop (loop; the zero Loop clears it).
+	Loop Loop
 }
 
-// CheckControl validates a control frame.
-func CheckControl(c Control) error {
+// CheckControl validates a control frame (and fills in a sync's RateCenti).
+func CheckControl(c *Control) error {
 	if err := CheckRef(c.Ref); err != nil {
 		return err
 	}
 	switch c.Kind {
 	case KindSync:
-		return CheckPosition(c.PositionMs)
+		if err := CheckPosition(c.PositionMs); err != nil {
+			return err
+		}
+		r, err := RateCenti(c.Rate)
+		if err != nil {
+			return err
+		}
+		c.RateCenti = r
+		return CheckCountIn(c.CountIn, c.Playing)
+	case KindLoop:
+		return CheckLoop(c.Loop)
+	case KindMarkFormation:
+		if err := CheckPosition(c.PositionMs); err != nil {
+			return err
+		}
+		return CheckMarkFormation(c.Formation)
 	case KindFormation:
 		return CheckFormation(c.Formation)
 	case KindMark:
@@ -167,8 +192,11 @@ func CheckControl(c Control) error {
 		}
 		return nil
 	}
-	return Invalid("Send a sync, formation, mark or reload frame.")
+	return Invalid(ControlKinds)
 }
+
+// ControlKinds is the sentence that refuses a frame of no known kind.
+const ControlKinds = "Send a sync, formation, mark, reload, loop or markFormation frame."
 
 // Invalid is an ErrInvalid with msg.
 func Invalid(msg string) error { return userErr(ErrInvalid, "%s", msg) }

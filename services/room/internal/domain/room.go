@@ -50,6 +50,15 @@ type State struct {
 	Leaders       int32
 	Version       int64
 	Marks         []string // each mark's wire form (roomv1.Mark), oldest first
+	// RateCenti is the playback rate in hundredths (100 when never set).
+	RateCenti int64
+	// CountIn is the count-in playback started with (zero: none).
+	CountIn CountIn
+	// Loop is the A-B loop (zero: none).
+	Loop Loop
+	// MarkFormations are the marks' formations (JSON) by position; marks without one are
+	// absent.
+	MarkFormations map[int64]string
 }
 
 // Attached names an open session and the stream it is attached to.
@@ -82,10 +91,22 @@ type Action struct {
 	// Ref is the caller's number for the action, increasing per session (0: none). An action
 	// whose ref is at or below the session's last applied one is a repeat and is not applied.
 	Ref int64
-	// Args are the kind's ARGV[9..] (see act.lua): sync: playing 0/1, positionMs;
-	// formation: its JSON; mark: the mark's wire form; reload: 0, or 1, title, durationMs.
+	// Args are the kind's ARGV[9..] (see act.lua): sync: playing 0/1, positionMs, rate in
+	// hundredths, count-in beats, bpm (0 0: none); formation: its JSON; mark: the mark's wire
+	// form, positionMs; reload: 0, or 1, title, durationMs; loop: startMs, endMs (0 0: clear);
+	// markFormation: positionMs, its JSON ("" clears it).
 	Args []any
 }
+
+// ActRefusal is why the store refused an action on the room's state (nothing was applied).
+type ActRefusal struct {
+	// Err is the sentence: TooManyMarks, NoMarkAt or LoopOutside.
+	Err error
+}
+
+func (e *ActRefusal) Error() string { return e.Err.Error() }
+
+func (e *ActRefusal) Unwrap() error { return e.Err }
 
 // Renewal is one room's lease renewal: the sessions this replica holds in it, and (after
 // RenewAll) what the store said.

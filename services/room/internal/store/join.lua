@@ -9,9 +9,10 @@
 -- ARGV[9]  attachment token (the stream's; leave.lua only closes the session for this token)
 -- Returns  {-1} no room; {-2, reason} ended; {-3} the session id is open for another role or
 --          client id; else {1, head, seq, viewersDelta, leadersDelta, state, marks, resumed,
---          lastRef} where state is HMGET playing, positionMs, at, formation, title, durationMs,
---          viewers, leaders, version; resumed is 1 for a re-attach; lastRef is the last control
---          ref applied for the session (0: none).
+--          lastRef, markFormations} where state is HMGET playing, positionMs, at, formation,
+--          title, durationMs, viewers, leaders, version, rate, countBeats, countBpm, loopStart,
+--          loopEnd; resumed is 1 for a re-attach; lastRef is the last control ref applied for
+--          the session (0: none); markFormations is HGETALL of KEYS[10].
 if type(ARGV[5]) ~= 'string' or ARGV[5] == '' or (ARGV[6] ~= 'l' and ARGV[6] ~= 'v')
     or type(ARGV[7]) ~= 'string' or not int(ARGV[8]) or type(ARGV[9]) ~= 'string' or ARGV[9] == '' then
   return redis.error_reply('ERR join.lua: want a session id, a role l or v, a client id, a lease end and an attachment token')
@@ -47,6 +48,7 @@ redis.call('HSET', KEYS[8], ARGV[5], ARGV[9])
 local seq = bump(dv, dl)
 local head = rearm()
 local state = redis.call('HMGET', KEYS[1], 'playing', 'positionMs', 'at', 'formation', 'title',
-  'durationMs', 'viewers', 'leaders', 'version')
+  'durationMs', 'viewers', 'leaders', 'version', 'rate', 'countBeats', 'countBpm', 'loopStart', 'loopEnd')
 local lastRef = tonumber(redis.call('HGET', KEYS[9], ARGV[5]) or '0')
-return { 1, head, seq, dv, dl, state, redis.call('LRANGE', KEYS[5], 0, -1), resumed, lastRef }
+return { 1, head, seq, dv, dl, state, redis.call('LRANGE', KEYS[5], 0, -1), resumed, lastRef,
+  redis.call('HGETALL', KEYS[10]) }

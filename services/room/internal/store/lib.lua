@@ -11,6 +11,7 @@
 -- KEYS[8]  its attachments: hash, session id -> the token of the stream the session is attached
 --          to now (a re-attach replaces it; a close from an older stream then changes nothing)
 -- KEYS[9]  its control refs: hash, session id -> the last control ref applied for it
+-- KEYS[10] its marks' positions: hash, positionMs -> that position's formation (JSON; "": none)
 -- ARGV[1]  room code
 -- ARGV[2]  the room's pub/sub channel
 -- ARGV[3]  now (ms)

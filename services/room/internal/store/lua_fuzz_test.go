@@ -17,14 +17,15 @@ func common(rest ...string) []string {
 // halfway through its writes.
 func FuzzLuaArguments(f *testing.F) {
 	scripts := redistest.LoadScripts(f, "lib.lua",
-		map[string]int{"init.lua": 9, "join.lua": 9, "leave.lua": 9, "act.lua": 9, "renew.lua": 9, "sweep.lua": 9, "end.lua": 9, "finish.lua": 9},
+		map[string]int{"init.lua": 10, "join.lua": 10, "leave.lua": 10, "act.lua": 10, "renew.lua": 10, "sweep.lua": 10, "end.lua": 10, "finish.lua": 10},
 		map[string][][]string{
 			"init.lua": {common("1700000000000", "1700000000000", "Routine", "180000"), common("x", "y", "t", "z")},
 			"join.lua": {common("s1", "v", "client-1", "1700000030000", "att1"), common("s2", "l", "lead", "1700000030000", "att2"),
 				common("s3", "q", "c", "x", "att3"), common("s1", "v", "client-1", "1700000030000", "")},
 			"leave.lua": {common("s1", "att1"), common("s1", "")},
-			"act.lua": {common("sync", `{"type":"sync"}`, "s2", "1", "1", "5000"), common("formation", `{}`, "s2", "0", `{"a":1}`),
-				common("mark", `{}`, "s2", "2", `{"positionMs":1}`), common("reload", `{}`, "s2", "3", "1", "title", "1000"),
+			"act.lua": {common("sync", `{"type":"sync"}`, "s2", "1", "1", "5000", "100", "0", "0"),
+				common("loop", `{}`, "s2", "4", "1000", "5000"), common("markFormation", `{}`, "s2", "5", "1", `{"dancers":[]}`), common("formation", `{}`, "s2", "0", `{"a":1}`),
+				common("mark", `{}`, "s2", "2", `{"positionMs":1}`, "1", "200"), common("reload", `{}`, "s2", "3", "1", "title", "1000"),
 				common("sync", `{}`, "s2", "-1", "yes", "x")},
 			"renew.lua":  {common("1700000030000", "s1", "s2"), common("x", "s1")},
 			"sweep.lua":  {common(), {"abc234", "ch", "x", "y"}},

@@ -163,17 +163,31 @@ func (s *Store) Join(ctx context.Context, code string, ss Session, now, leaseUnt
 	s.wakeIf(ctx, code, toInt(res[1]))
 	ch := Change{Seq: toInt(res[2]), ViewersDelta: int32(toInt(res[3])), LeadersDelta: int32(toInt(res[4]))}
 	f, _ := res[5].([]any)
-	if len(f) != 9 || len(res) != 9 {
+	if len(f) != 14 || len(res) != 10 {
 		return Joined{}, errors.New("join room: malformed state")
 	}
 	st := State{
 		Playing: toInt(f[0]) == 1, PositionMs: toInt(f[1]), At: toInt(f[2]), FormationJSON: toStr(f[3]),
 		Title: toStr(f[4]), DurationMs: toInt(f[5]), Viewers: int32(toInt(f[6])), Leaders: int32(toInt(f[7])),
-		Version: toInt(f[8]),
+		Version: toInt(f[8]), RateCenti: toInt(f[9]),
+		CountIn: domain.CountIn{Beats: toInt(f[10]), BPM: toInt(f[11])},
+		Loop:    domain.Loop{StartMs: toInt(f[12]), EndMs: toInt(f[13])},
+	}
+	if st.RateCenti == 0 {
+		st.RateCenti = domain.DefaultRateCenti // a room from before rates
 	}
 	marks, _ := res[6].([]any)
 	for _, m := range marks {
 		st.Marks = append(st.Marks, toStr(m))
+	}
+	forms, _ := res[9].([]any)
+	for i := 0; i+1 < len(forms); i += 2 {
+		if js := toStr(forms[i+1]); js != "" {
+			if st.MarkFormations == nil {
+				st.MarkFormations = map[int64]string{}
+			}
+			st.MarkFormations[toInt(forms[i])] = js
+		}
 	}
 	return Joined{State: st, Change: ch, Resumed: toInt(res[7]) == 1, LastRef: toInt(res[8])}, nil
 }
@@ -194,7 +208,9 @@ func (s *Store) Leave(ctx context.Context, code, id, attachment string, now time
 
 // Act applies a leader action at now: state, last activity, alarm, and the relayed frame. It
 // reports false for a repeat (a ref already applied), which changes nothing. ErrSessionClosed
-// when the acting session is not open.
+// when the acting session is not open; *domain.ActRefusal when the room's state refuses it (a
+// mark past the limit, a loop past the video's end, a mark formation without a mark), which
+// changes nothing.
 func (s *Store) Act(ctx context.Context, code string, a Action, now time.Time) (bool, error) {
 	args := append([]any{a.Kind, a.Frame, a.Session, a.Ref}, a.Args...)
 	res, err := s.run(ctx, s.act, code, now, args...).Slice()
@@ -207,6 +223,8 @@ func (s *Store) Act(ctx context.Context, code string, a Action, now time.Time) (
 	switch toInt(res[0]) {
 	case -3:
 		return false, ErrSessionClosed
+	case -4:
+		return false, refusal(a, toStr(res[1]), toInt(res[2]))
 	case 2:
 		return false, nil
 	}
@@ -312,6 +330,22 @@ func (s *Store) Occupancy(ctx context.Context, code string) (seq int64, viewers,
 func (s *Store) Exists(ctx context.Context, code string) (bool, error) {
 	n, err := s.rdb.Exists(ctx, s.keys(code)[0]).Result()
 	return n == 1, err
+}
+
+// refusal is the sentence for act.lua's {-4, why, n}.
+func refusal(a Action, why string, n int64) error {
+	var err error
+	switch why {
+	case "marks":
+		err = domain.TooManyMarks()
+	case "loop":
+		end, _ := a.Args[1].(int64)
+		err = domain.LoopOutside(end, n)
+	default:
+		pos, _ := a.Args[0].(int64)
+		err = domain.NoMarkAt(pos)
+	}
+	return &domain.ActRefusal{Err: err}
 }
 
 func status(res []any) error {

@@ -180,7 +180,7 @@ func TestReattachCountsOnce(t *testing.T) {
 	if err != nil || lead.LastRef != 0 {
 		t.Fatalf("leader join = %+v, %v", lead, err)
 	}
-	act := Action{Kind: "sync", Frame: []byte("f"), Session: "l1", Ref: 7, Args: []any{1, 5000}}
+	act := Action{Kind: "sync", Frame: []byte("f"), Session: "l1", Ref: 7, Args: []any{1, 5000, 100, 0, 0}}
 	if applied, err := s.Act(ctx, code, act, now); err != nil || !applied {
 		t.Fatalf("Act(ref 7) = %v, %v; want applied", applied, err)
 	}

@@ -235,16 +235,26 @@ func control(req *roomv1.JoinRequest) (domain.Control, error) {
 	c := domain.Control{Ref: req.GetRef()}
 	switch f := req.GetFrame().(type) {
 	case *roomv1.JoinRequest_Sync:
-		c.Kind, c.Playing, c.PositionMs = domain.KindSync, f.Sync.GetPlaying(), f.Sync.GetPositionMs()
-	case *roomv1.JoinRequest_Formation:
-		c.Kind, c.Formation = domain.KindFormation, []byte("null")
-		if v := f.Formation.GetFormation(); v != nil {
-			js, err := protojson.Marshal(v)
-			if err != nil {
-				return c, domain.Invalid("A formation must be a JSON value.")
-			}
-			c.Formation = js
+		c.Kind, c.Playing, c.PositionMs, c.Rate = domain.KindSync, f.Sync.GetPlaying(), f.Sync.GetPositionMs(), f.Sync.GetRate()
+		if ci := f.Sync.GetCountIn(); ci != nil {
+			c.CountIn = &domain.CountIn{Beats: int64(ci.GetBeats()), BPM: int64(ci.GetBpm())}
 		}
+	case *roomv1.JoinRequest_Formation:
+		c.Kind = domain.KindFormation
+		js, err := formationJSON(f.Formation.GetFormation())
+		if err != nil {
+			return c, err
+		}
+		c.Formation = js
+	case *roomv1.JoinRequest_Loop:
+		c.Kind, c.Loop = domain.KindLoop, domain.Loop{StartMs: f.Loop.GetStartMs(), EndMs: f.Loop.GetEndMs()}
+	case *roomv1.JoinRequest_MarkFormation:
+		c.Kind, c.PositionMs = domain.KindMarkFormation, f.MarkFormation.GetPositionMs()
+		js, err := formationJSON(f.MarkFormation.GetFormation())
+		if err != nil {
+			return c, err
+		}
+		c.Formation = js
 	case *roomv1.JoinRequest_Mark:
 		c.Kind, c.PositionMs, c.Label = domain.KindMark, f.Mark.GetPositionMs(), f.Mark.GetLabel()
 	case *roomv1.JoinRequest_Reload:
@@ -254,6 +264,27 @@ func control(req *roomv1.JoinRequest) (domain.Control, error) {
 		}
 	}
 	return c, nil
+}
+
+// formationJSON is a formation's JSON ("null" when unset).
+func formationJSON(v *structpb.Value) ([]byte, error) {
+	if v == nil {
+		return []byte("null"), nil
+	}
+	js, err := protojson.Marshal(v)
+	if err != nil {
+		return nil, domain.Invalid("A formation must be a JSON value.")
+	}
+	return js, nil
+}
+
+// formationValue parses a formation's JSON back into a Value.
+func formationValue(js []byte) (*structpb.Value, error) {
+	var v structpb.Value
+	if err := protojson.Unmarshal(js, &v); err != nil {
+		return nil, domain.Invalid("A formation must be a JSON value.")
+	}
+	return &v, nil
 }
 
 // Codec encodes stamped controls as the frames sessions receive (app.Codec).
@@ -266,13 +297,25 @@ func (Codec) Encode(c domain.Control, at time.Time) (frame, stored []byte, err e
 	var out roomv1.JoinResponse
 	switch c.Kind {
 	case domain.KindSync:
-		out.Frame = &roomv1.JoinResponse_Sync{Sync: &roomv1.Sync{Playing: c.Playing, PositionMs: c.PositionMs, At: ms}}
-	case domain.KindFormation:
-		var v structpb.Value
-		if err := protojson.Unmarshal(c.Formation, &v); err != nil {
-			return nil, nil, domain.Invalid("A formation must be a JSON value.")
+		sync := &roomv1.Sync{Playing: c.Playing, PositionMs: c.PositionMs, At: ms, Rate: rate(c.RateCenti)}
+		if ci := c.CountIn; ci != nil {
+			sync.CountIn = &roomv1.CountIn{Beats: int32(ci.Beats), Bpm: int32(ci.BPM)}
 		}
-		out.Frame = &roomv1.JoinResponse_Formation{Formation: &roomv1.Formation{Formation: &v, At: ms}}
+		out.Frame = &roomv1.JoinResponse_Sync{Sync: sync}
+	case domain.KindFormation:
+		v, err := formationValue(c.Formation)
+		if err != nil {
+			return nil, nil, err
+		}
+		out.Frame = &roomv1.JoinResponse_Formation{Formation: &roomv1.Formation{Formation: v, At: ms}}
+	case domain.KindLoop:
+		out.Frame = &roomv1.JoinResponse_Loop{Loop: &roomv1.Loop{StartMs: c.Loop.StartMs, EndMs: c.Loop.EndMs, At: ms}}
+	case domain.KindMarkFormation:
+		v, err := formationValue(c.Formation)
+		if err != nil {
+			return nil, nil, err
+		}
+		out.Frame = &roomv1.JoinResponse_MarkFormation{MarkFormation: &roomv1.MarkFormation{PositionMs: c.PositionMs, Formation: v, At: ms}}
 	case domain.KindMark:
 		m := &roomv1.Mark{PositionMs: c.PositionMs, Label: c.Label, At: ms}
 		if stored, err = proto.Marshal(m); err != nil {
@@ -286,7 +329,7 @@ func (Codec) Encode(c domain.Control, at time.Time) (frame, stored []byte, err e
 		}
 		out.Frame = &roomv1.JoinResponse_Reload{Reload: r}
 	default:
-		return nil, nil, domain.Invalid("Send a sync, formation, mark or reload frame.")
+		return nil, nil, domain.Invalid(domain.ControlKinds)
 	}
 	frame, err = proto.Marshal(&out)
 	return frame, stored, err
@@ -342,9 +385,12 @@ func (s *Server) status(ctx context.Context, err error) error {
 	return usererr.Status(ctx, s.log, "room service", err)
 }
 
+// rate is a rate in hundredths as the wire's double.
+func rate(centi int64) float64 { return float64(centi) / 100 }
+
 func stateProto(st domain.State) *roomv1.State {
 	p := &roomv1.State{
-		Playback:      &roomv1.Playback{Playing: st.Playing, PositionMs: st.PositionMs, At: st.At},
+		Playback:      &roomv1.Playback{Playing: st.Playing, PositionMs: st.PositionMs, At: st.At, Rate: rate(st.RateCenti)},
 		Video:         &roomv1.Video{Title: st.Title, DurationMs: st.DurationMs},
 		Viewers:       st.Viewers,
 		LeaderPresent: st.Leaders > 0,
@@ -357,9 +403,18 @@ func stateProto(st domain.State) *roomv1.State {
 			p.Formation = &v
 		}
 	}
+	if st.CountIn.Beats > 0 {
+		p.Playback.CountIn = &roomv1.CountIn{Beats: int32(st.CountIn.Beats), Bpm: int32(st.CountIn.BPM)}
+	}
+	if st.Loop.Set() {
+		p.Loop = &roomv1.Loop{StartMs: st.Loop.StartMs, EndMs: st.Loop.EndMs}
+	}
 	for _, raw := range st.Marks {
 		var m roomv1.Mark
 		if proto.Unmarshal([]byte(raw), &m) == nil {
+			if js, ok := st.MarkFormations[m.GetPositionMs()]; ok {
+				m.Formation, _ = formationValue([]byte(js))
+			}
 			p.Marks = append(p.Marks, &m)
 		}
 	}

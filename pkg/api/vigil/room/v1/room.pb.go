@@ -209,12 +209,18 @@ func (x *Video) GetDurationMs() int64 {
 }
 
 // Playback is the leader's player: playing or paused at position_ms, as of at (ms since the
-// Unix epoch). A follower playing at time t is at position_ms + (t - at).
+// Unix epoch), at a rate. A follower playing at time t is at position_ms + (t - start) * rate,
+// where start is at, or with a count-in at + beats * 60000 / bpm (the beat after the count).
+// With a loop set, a position that passes the loop's end from before it goes on from its start.
 type Playback struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Playing       bool                   `protobuf:"varint,1,opt,name=playing,proto3" json:"playing,omitempty"`
-	PositionMs    int64                  `protobuf:"varint,2,opt,name=position_ms,json=positionMs,proto3" json:"position_ms,omitempty"`
-	At            int64                  `protobuf:"varint,3,opt,name=at,proto3" json:"at,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Playing    bool                   `protobuf:"varint,1,opt,name=playing,proto3" json:"playing,omitempty"`
+	PositionMs int64                  `protobuf:"varint,2,opt,name=position_ms,json=positionMs,proto3" json:"position_ms,omitempty"`
+	At         int64                  `protobuf:"varint,3,opt,name=at,proto3" json:"at,omitempty"`
+	// The playback rate: 0.25 through 2 in steps of 0.05 (1 when unset).
+	Rate float64 `protobuf:"fixed64,4,opt,name=rate,proto3" json:"rate,omitempty"`
+	// The count-in the leader started playback with (absent: none).
+	CountIn       *CountIn `protobuf:"bytes,5,opt,name=count_in,json=countIn,proto3" json:"count_in,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -270,6 +276,204 @@ func (x *Playback) GetAt() int64 {
 	return 0
 }
 
+func (x *Playback) GetRate() float64 {
+	if x != nil {
+		return x.Rate
+	}
+	return 0
+}
+
+func (x *Playback) GetCountIn() *CountIn {
+	if x != nil {
+		return x.CountIn
+	}
+	return nil
+}
+
+// CountIn counts beats before the video starts: every page shows the same count and the video
+// starts on the beat after it.
+type CountIn struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1 through 16.
+	Beats int32 `protobuf:"varint,1,opt,name=beats,proto3" json:"beats,omitempty"`
+	// 40 through 240 beats a minute.
+	Bpm           int32 `protobuf:"varint,2,opt,name=bpm,proto3" json:"bpm,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CountIn) Reset() {
+	*x = CountIn{}
+	mi := &file_vigil_room_v1_room_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CountIn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CountIn) ProtoMessage() {}
+
+func (x *CountIn) ProtoReflect() protoreflect.Message {
+	mi := &file_vigil_room_v1_room_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CountIn.ProtoReflect.Descriptor instead.
+func (*CountIn) Descriptor() ([]byte, []int) {
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *CountIn) GetBeats() int32 {
+	if x != nil {
+		return x.Beats
+	}
+	return 0
+}
+
+func (x *CountIn) GetBpm() int32 {
+	if x != nil {
+		return x.Bpm
+	}
+	return 0
+}
+
+// Loop repeats a section of the video for everyone until the leader clears it. The server
+// stamps at.
+type Loop struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// start_ms < end_ms <= the video's duration; both 0 clears the loop.
+	StartMs       int64 `protobuf:"varint,1,opt,name=start_ms,json=startMs,proto3" json:"start_ms,omitempty"`
+	EndMs         int64 `protobuf:"varint,2,opt,name=end_ms,json=endMs,proto3" json:"end_ms,omitempty"`
+	At            int64 `protobuf:"varint,3,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Loop) Reset() {
+	*x = Loop{}
+	mi := &file_vigil_room_v1_room_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Loop) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Loop) ProtoMessage() {}
+
+func (x *Loop) ProtoReflect() protoreflect.Message {
+	mi := &file_vigil_room_v1_room_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Loop.ProtoReflect.Descriptor instead.
+func (*Loop) Descriptor() ([]byte, []int) {
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Loop) GetStartMs() int64 {
+	if x != nil {
+		return x.StartMs
+	}
+	return 0
+}
+
+func (x *Loop) GetEndMs() int64 {
+	if x != nil {
+		return x.EndMs
+	}
+	return 0
+}
+
+func (x *Loop) GetAt() int64 {
+	if x != nil {
+		return x.At
+	}
+	return 0
+}
+
+// MarkFormation sets the formation of the marks at position_ms (null clears it). Pages show a
+// mark's formation as playback passes it and move the dancers in straight lines towards the
+// next mark's formation. The server stamps at.
+type MarkFormation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The position of a mark of the room.
+	PositionMs int64 `protobuf:"varint,1,opt,name=position_ms,json=positionMs,proto3" json:"position_ms,omitempty"`
+	// A formation (the shape docs/LOBBY.md gives: at most 32 dancers), or null.
+	Formation     *structpb.Value `protobuf:"bytes,2,opt,name=formation,proto3" json:"formation,omitempty"`
+	At            int64           `protobuf:"varint,3,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MarkFormation) Reset() {
+	*x = MarkFormation{}
+	mi := &file_vigil_room_v1_room_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MarkFormation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MarkFormation) ProtoMessage() {}
+
+func (x *MarkFormation) ProtoReflect() protoreflect.Message {
+	mi := &file_vigil_room_v1_room_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MarkFormation.ProtoReflect.Descriptor instead.
+func (*MarkFormation) Descriptor() ([]byte, []int) {
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *MarkFormation) GetPositionMs() int64 {
+	if x != nil {
+		return x.PositionMs
+	}
+	return 0
+}
+
+func (x *MarkFormation) GetFormation() *structpb.Value {
+	if x != nil {
+		return x.Formation
+	}
+	return nil
+}
+
+func (x *MarkFormation) GetAt() int64 {
+	if x != nil {
+		return x.At
+	}
+	return 0
+}
+
 // State is the whole room, sent to every joiner first.
 type State struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -281,14 +485,16 @@ type State struct {
 	Viewers       int32           `protobuf:"varint,5,opt,name=viewers,proto3" json:"viewers,omitempty"`
 	LeaderPresent bool            `protobuf:"varint,6,opt,name=leader_present,json=leaderPresent,proto3" json:"leader_present,omitempty"`
 	// True when the Hello re-attached to a session that was already open (nothing was counted).
-	Resumed       bool `protobuf:"varint,7,opt,name=resumed,proto3" json:"resumed,omitempty"`
+	Resumed bool `protobuf:"varint,7,opt,name=resumed,proto3" json:"resumed,omitempty"`
+	// The A-B loop (absent: none).
+	Loop          *Loop `protobuf:"bytes,8,opt,name=loop,proto3" json:"loop,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *State) Reset() {
 	*x = State{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[3]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -300,7 +506,7 @@ func (x *State) String() string {
 func (*State) ProtoMessage() {}
 
 func (x *State) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[3]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -313,7 +519,7 @@ func (x *State) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use State.ProtoReflect.Descriptor instead.
 func (*State) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{3}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *State) GetPlayback() *Playback {
@@ -365,20 +571,31 @@ func (x *State) GetResumed() bool {
 	return false
 }
 
+func (x *State) GetLoop() *Loop {
+	if x != nil {
+		return x.Loop
+	}
+	return nil
+}
+
 // Sync sets playback. The server stamps at.
 type Sync struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Playing bool                   `protobuf:"varint,1,opt,name=playing,proto3" json:"playing,omitempty"`
 	// 0 through 86,400,000.
-	PositionMs    int64 `protobuf:"varint,2,opt,name=position_ms,json=positionMs,proto3" json:"position_ms,omitempty"`
-	At            int64 `protobuf:"varint,3,opt,name=at,proto3" json:"at,omitempty"`
+	PositionMs int64 `protobuf:"varint,2,opt,name=position_ms,json=positionMs,proto3" json:"position_ms,omitempty"`
+	At         int64 `protobuf:"varint,3,opt,name=at,proto3" json:"at,omitempty"`
+	// 0.25 through 2 in steps of 0.05; 0 (unset) is 1.
+	Rate float64 `protobuf:"fixed64,4,opt,name=rate,proto3" json:"rate,omitempty"`
+	// Start playing after this count-in (only with playing).
+	CountIn       *CountIn `protobuf:"bytes,5,opt,name=count_in,json=countIn,proto3" json:"count_in,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Sync) Reset() {
 	*x = Sync{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[4]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -390,7 +607,7 @@ func (x *Sync) String() string {
 func (*Sync) ProtoMessage() {}
 
 func (x *Sync) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[4]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -403,7 +620,7 @@ func (x *Sync) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sync.ProtoReflect.Descriptor instead.
 func (*Sync) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{4}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Sync) GetPlaying() bool {
@@ -427,6 +644,20 @@ func (x *Sync) GetAt() int64 {
 	return 0
 }
 
+func (x *Sync) GetRate() float64 {
+	if x != nil {
+		return x.Rate
+	}
+	return 0
+}
+
+func (x *Sync) GetCountIn() *CountIn {
+	if x != nil {
+		return x.CountIn
+	}
+	return nil
+}
+
 // Formation replaces the formation (any JSON value up to 16 KiB). The server stamps at.
 type Formation struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -438,7 +669,7 @@ type Formation struct {
 
 func (x *Formation) Reset() {
 	*x = Formation{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[5]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -450,7 +681,7 @@ func (x *Formation) String() string {
 func (*Formation) ProtoMessage() {}
 
 func (x *Formation) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[5]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -463,7 +694,7 @@ func (x *Formation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Formation.ProtoReflect.Descriptor instead.
 func (*Formation) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{5}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Formation) GetFormation() *structpb.Value {
@@ -480,21 +711,24 @@ func (x *Formation) GetAt() int64 {
 	return 0
 }
 
-// Mark adds a mark at a position of the video (the room keeps the last 200). The server
-// stamps at.
+// Mark adds a mark at a position of the video (a room holds at most 200: one more is
+// refused). The server stamps at.
 type Mark struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	PositionMs int64                  `protobuf:"varint,1,opt,name=position_ms,json=positionMs,proto3" json:"position_ms,omitempty"`
 	// 0 through 100 characters.
-	Label         string `protobuf:"bytes,2,opt,name=label,proto3" json:"label,omitempty"`
-	At            int64  `protobuf:"varint,3,opt,name=at,proto3" json:"at,omitempty"`
+	Label string `protobuf:"bytes,2,opt,name=label,proto3" json:"label,omitempty"`
+	At    int64  `protobuf:"varint,3,opt,name=at,proto3" json:"at,omitempty"`
+	// The formation of the marks at this position (in State; absent: none). Set it with
+	// MarkFormation.
+	Formation     *structpb.Value `protobuf:"bytes,4,opt,name=formation,proto3" json:"formation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Mark) Reset() {
 	*x = Mark{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[6]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -506,7 +740,7 @@ func (x *Mark) String() string {
 func (*Mark) ProtoMessage() {}
 
 func (x *Mark) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[6]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -519,7 +753,7 @@ func (x *Mark) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mark.ProtoReflect.Descriptor instead.
 func (*Mark) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{6}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Mark) GetPositionMs() int64 {
@@ -543,6 +777,13 @@ func (x *Mark) GetAt() int64 {
 	return 0
 }
 
+func (x *Mark) GetFormation() *structpb.Value {
+	if x != nil {
+		return x.Formation
+	}
+	return nil
+}
+
 // Reload asks every player to reload the video; with a video it also switches to that video
 // and resets playback to paused at 0. The server stamps at.
 type Reload struct {
@@ -555,7 +796,7 @@ type Reload struct {
 
 func (x *Reload) Reset() {
 	*x = Reload{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[7]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -567,7 +808,7 @@ func (x *Reload) String() string {
 func (*Reload) ProtoMessage() {}
 
 func (x *Reload) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[7]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -580,7 +821,7 @@ func (x *Reload) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reload.ProtoReflect.Descriptor instead.
 func (*Reload) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{7}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Reload) GetVideo() *Video {
@@ -608,7 +849,7 @@ type Occupancy struct {
 
 func (x *Occupancy) Reset() {
 	*x = Occupancy{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[8]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -620,7 +861,7 @@ func (x *Occupancy) String() string {
 func (*Occupancy) ProtoMessage() {}
 
 func (x *Occupancy) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[8]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -633,7 +874,7 @@ func (x *Occupancy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Occupancy.ProtoReflect.Descriptor instead.
 func (*Occupancy) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{8}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Occupancy) GetViewers() int32 {
@@ -662,7 +903,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[9]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -674,7 +915,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[9]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -687,7 +928,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{9}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Error) GetMessage() string {
@@ -716,7 +957,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[10]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -728,7 +969,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[10]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -741,7 +982,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{10}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Ack) GetRef() int64 {
@@ -769,7 +1010,7 @@ type Ended struct {
 
 func (x *Ended) Reset() {
 	*x = Ended{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[11]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -781,7 +1022,7 @@ func (x *Ended) String() string {
 func (*Ended) ProtoMessage() {}
 
 func (x *Ended) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[11]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -794,7 +1035,7 @@ func (x *Ended) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ended.ProtoReflect.Descriptor instead.
 func (*Ended) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{11}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Ended) GetReason() string {
@@ -814,6 +1055,8 @@ type JoinRequest struct {
 	//	*JoinRequest_Formation
 	//	*JoinRequest_Mark
 	//	*JoinRequest_Reload
+	//	*JoinRequest_Loop
+	//	*JoinRequest_MarkFormation
 	Frame isJoinRequest_Frame `protobuf_oneof:"frame"`
 	// A control frame's ref: 1 through 2^53-1, increasing per session; 0 (none) gets no Ack.
 	Ref           int64 `protobuf:"varint,6,opt,name=ref,proto3" json:"ref,omitempty"`
@@ -823,7 +1066,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[12]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -835,7 +1078,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[12]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -848,7 +1091,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{12}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *JoinRequest) GetFrame() isJoinRequest_Frame {
@@ -903,6 +1146,24 @@ func (x *JoinRequest) GetReload() *Reload {
 	return nil
 }
 
+func (x *JoinRequest) GetLoop() *Loop {
+	if x != nil {
+		if x, ok := x.Frame.(*JoinRequest_Loop); ok {
+			return x.Loop
+		}
+	}
+	return nil
+}
+
+func (x *JoinRequest) GetMarkFormation() *MarkFormation {
+	if x != nil {
+		if x, ok := x.Frame.(*JoinRequest_MarkFormation); ok {
+			return x.MarkFormation
+		}
+	}
+	return nil
+}
+
 func (x *JoinRequest) GetRef() int64 {
 	if x != nil {
 		return x.Ref
@@ -934,6 +1195,14 @@ type JoinRequest_Reload struct {
 	Reload *Reload `protobuf:"bytes,5,opt,name=reload,proto3,oneof"`
 }
 
+type JoinRequest_Loop struct {
+	Loop *Loop `protobuf:"bytes,7,opt,name=loop,proto3,oneof"`
+}
+
+type JoinRequest_MarkFormation struct {
+	MarkFormation *MarkFormation `protobuf:"bytes,8,opt,name=mark_formation,json=markFormation,proto3,oneof"`
+}
+
 func (*JoinRequest_Hello) isJoinRequest_Frame() {}
 
 func (*JoinRequest_Sync) isJoinRequest_Frame() {}
@@ -943,6 +1212,10 @@ func (*JoinRequest_Formation) isJoinRequest_Frame() {}
 func (*JoinRequest_Mark) isJoinRequest_Frame() {}
 
 func (*JoinRequest_Reload) isJoinRequest_Frame() {}
+
+func (*JoinRequest_Loop) isJoinRequest_Frame() {}
+
+func (*JoinRequest_MarkFormation) isJoinRequest_Frame() {}
 
 // JoinResponse is one server frame.
 type JoinResponse struct {
@@ -958,6 +1231,8 @@ type JoinResponse struct {
 	//	*JoinResponse_Error
 	//	*JoinResponse_Ended
 	//	*JoinResponse_Ack
+	//	*JoinResponse_Loop
+	//	*JoinResponse_MarkFormation
 	Frame         isJoinResponse_Frame `protobuf_oneof:"frame"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -965,7 +1240,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[13]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -977,7 +1252,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[13]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -990,7 +1265,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{13}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *JoinResponse) GetFrame() isJoinResponse_Frame {
@@ -1081,6 +1356,24 @@ func (x *JoinResponse) GetAck() *Ack {
 	return nil
 }
 
+func (x *JoinResponse) GetLoop() *Loop {
+	if x != nil {
+		if x, ok := x.Frame.(*JoinResponse_Loop); ok {
+			return x.Loop
+		}
+	}
+	return nil
+}
+
+func (x *JoinResponse) GetMarkFormation() *MarkFormation {
+	if x != nil {
+		if x, ok := x.Frame.(*JoinResponse_MarkFormation); ok {
+			return x.MarkFormation
+		}
+	}
+	return nil
+}
+
 type isJoinResponse_Frame interface {
 	isJoinResponse_Frame()
 }
@@ -1121,6 +1414,14 @@ type JoinResponse_Ack struct {
 	Ack *Ack `protobuf:"bytes,9,opt,name=ack,proto3,oneof"`
 }
 
+type JoinResponse_Loop struct {
+	Loop *Loop `protobuf:"bytes,10,opt,name=loop,proto3,oneof"`
+}
+
+type JoinResponse_MarkFormation struct {
+	MarkFormation *MarkFormation `protobuf:"bytes,11,opt,name=mark_formation,json=markFormation,proto3,oneof"`
+}
+
 func (*JoinResponse_State) isJoinResponse_Frame() {}
 
 func (*JoinResponse_Sync) isJoinResponse_Frame() {}
@@ -1139,6 +1440,10 @@ func (*JoinResponse_Ended) isJoinResponse_Frame() {}
 
 func (*JoinResponse_Ack) isJoinResponse_Frame() {}
 
+func (*JoinResponse_Loop) isJoinResponse_Frame() {}
+
+func (*JoinResponse_MarkFormation) isJoinResponse_Frame() {}
+
 // AttachRequest is one frame of an Attach stream.
 type AttachRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1154,7 +1459,7 @@ type AttachRequest struct {
 
 func (x *AttachRequest) Reset() {
 	*x = AttachRequest{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[14]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1166,7 +1471,7 @@ func (x *AttachRequest) String() string {
 func (*AttachRequest) ProtoMessage() {}
 
 func (x *AttachRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[14]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1179,7 +1484,7 @@ func (x *AttachRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttachRequest.ProtoReflect.Descriptor instead.
 func (*AttachRequest) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{14}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *AttachRequest) GetFrame() isAttachRequest_Frame {
@@ -1241,7 +1546,8 @@ func (*AttachRequest_Detach) isAttachRequest_Frame() {}
 
 func (*AttachRequest_Control) isAttachRequest_Frame() {}
 
-// SessionControl is a control frame (sync, formation, mark or reload, with its ref) for one
+// SessionControl is a control frame (sync, formation, mark, reload, loop or mark formation,
+// with its ref) for one
 // session of an Attach stream.
 type SessionControl struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1253,7 +1559,7 @@ type SessionControl struct {
 
 func (x *SessionControl) Reset() {
 	*x = SessionControl{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[15]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1265,7 +1571,7 @@ func (x *SessionControl) String() string {
 func (*SessionControl) ProtoMessage() {}
 
 func (x *SessionControl) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[15]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1278,7 +1584,7 @@ func (x *SessionControl) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionControl.ProtoReflect.Descriptor instead.
 func (*SessionControl) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{15}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SessionControl) GetSessionId() string {
@@ -1315,7 +1621,7 @@ type AttachResponse struct {
 
 func (x *AttachResponse) Reset() {
 	*x = AttachResponse{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[16]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1327,7 +1633,7 @@ func (x *AttachResponse) String() string {
 func (*AttachResponse) ProtoMessage() {}
 
 func (x *AttachResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[16]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1340,7 +1646,7 @@ func (x *AttachResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttachResponse.ProtoReflect.Descriptor instead.
 func (*AttachResponse) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{16}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *AttachResponse) GetSessionId() string {
@@ -1382,7 +1688,7 @@ type SessionEnd struct {
 
 func (x *SessionEnd) Reset() {
 	*x = SessionEnd{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[17]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1394,7 +1700,7 @@ func (x *SessionEnd) String() string {
 func (*SessionEnd) ProtoMessage() {}
 
 func (x *SessionEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[17]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1407,7 +1713,7 @@ func (x *SessionEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEnd.ProtoReflect.Descriptor instead.
 func (*SessionEnd) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{17}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SessionEnd) GetCode() int32 {
@@ -1435,7 +1741,7 @@ type EndRoomRequest struct {
 
 func (x *EndRoomRequest) Reset() {
 	*x = EndRoomRequest{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[18]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1447,7 +1753,7 @@ func (x *EndRoomRequest) String() string {
 func (*EndRoomRequest) ProtoMessage() {}
 
 func (x *EndRoomRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[18]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1460,7 +1766,7 @@ func (x *EndRoomRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndRoomRequest.ProtoReflect.Descriptor instead.
 func (*EndRoomRequest) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{18}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *EndRoomRequest) GetCode() string {
@@ -1486,7 +1792,7 @@ type EndRoomResponse struct {
 
 func (x *EndRoomResponse) Reset() {
 	*x = EndRoomResponse{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[19]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1498,7 +1804,7 @@ func (x *EndRoomResponse) String() string {
 func (*EndRoomResponse) ProtoMessage() {}
 
 func (x *EndRoomResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[19]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1511,7 +1817,7 @@ func (x *EndRoomResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndRoomResponse.ProtoReflect.Descriptor instead.
 func (*EndRoomResponse) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{19}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{22}
 }
 
 var File_vigil_room_v1_room_proto protoreflect.FileDescriptor
@@ -1529,12 +1835,26 @@ const file_vigil_room_v1_room_proto_rawDesc = "" +
 	"\x05Video\x12\x14\n" +
 	"\x05title\x18\x01 \x01(\tR\x05title\x12\x1f\n" +
 	"\vduration_ms\x18\x02 \x01(\x03R\n" +
-	"durationMs\"U\n" +
+	"durationMs\"\x9c\x01\n" +
 	"\bPlayback\x12\x18\n" +
 	"\aplaying\x18\x01 \x01(\bR\aplaying\x12\x1f\n" +
 	"\vposition_ms\x18\x02 \x01(\x03R\n" +
 	"positionMs\x12\x0e\n" +
-	"\x02at\x18\x03 \x01(\x03R\x02at\"\xa4\x02\n" +
+	"\x02at\x18\x03 \x01(\x03R\x02at\x12\x12\n" +
+	"\x04rate\x18\x04 \x01(\x01R\x04rate\x121\n" +
+	"\bcount_in\x18\x05 \x01(\v2\x16.vigil.room.v1.CountInR\acountIn\"1\n" +
+	"\aCountIn\x12\x14\n" +
+	"\x05beats\x18\x01 \x01(\x05R\x05beats\x12\x10\n" +
+	"\x03bpm\x18\x02 \x01(\x05R\x03bpm\"H\n" +
+	"\x04Loop\x12\x19\n" +
+	"\bstart_ms\x18\x01 \x01(\x03R\astartMs\x12\x15\n" +
+	"\x06end_ms\x18\x02 \x01(\x03R\x05endMs\x12\x0e\n" +
+	"\x02at\x18\x03 \x01(\x03R\x02at\"v\n" +
+	"\rMarkFormation\x12\x1f\n" +
+	"\vposition_ms\x18\x01 \x01(\x03R\n" +
+	"positionMs\x124\n" +
+	"\tformation\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\tformation\x12\x0e\n" +
+	"\x02at\x18\x03 \x01(\x03R\x02at\"\xcd\x02\n" +
 	"\x05State\x123\n" +
 	"\bplayback\x18\x01 \x01(\v2\x17.vigil.room.v1.PlaybackR\bplayback\x124\n" +
 	"\tformation\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\tformation\x12)\n" +
@@ -1542,20 +1862,24 @@ const file_vigil_room_v1_room_proto_rawDesc = "" +
 	"\x05video\x18\x04 \x01(\v2\x14.vigil.room.v1.VideoR\x05video\x12\x18\n" +
 	"\aviewers\x18\x05 \x01(\x05R\aviewers\x12%\n" +
 	"\x0eleader_present\x18\x06 \x01(\bR\rleaderPresent\x12\x18\n" +
-	"\aresumed\x18\a \x01(\bR\aresumed\"Q\n" +
+	"\aresumed\x18\a \x01(\bR\aresumed\x12'\n" +
+	"\x04loop\x18\b \x01(\v2\x13.vigil.room.v1.LoopR\x04loop\"\x98\x01\n" +
 	"\x04Sync\x12\x18\n" +
 	"\aplaying\x18\x01 \x01(\bR\aplaying\x12\x1f\n" +
 	"\vposition_ms\x18\x02 \x01(\x03R\n" +
 	"positionMs\x12\x0e\n" +
-	"\x02at\x18\x03 \x01(\x03R\x02at\"Q\n" +
+	"\x02at\x18\x03 \x01(\x03R\x02at\x12\x12\n" +
+	"\x04rate\x18\x04 \x01(\x01R\x04rate\x121\n" +
+	"\bcount_in\x18\x05 \x01(\v2\x16.vigil.room.v1.CountInR\acountIn\"Q\n" +
 	"\tFormation\x124\n" +
 	"\tformation\x18\x01 \x01(\v2\x16.google.protobuf.ValueR\tformation\x12\x0e\n" +
-	"\x02at\x18\x02 \x01(\x03R\x02at\"M\n" +
+	"\x02at\x18\x02 \x01(\x03R\x02at\"\x83\x01\n" +
 	"\x04Mark\x12\x1f\n" +
 	"\vposition_ms\x18\x01 \x01(\x03R\n" +
 	"positionMs\x12\x14\n" +
 	"\x05label\x18\x02 \x01(\tR\x05label\x12\x0e\n" +
-	"\x02at\x18\x03 \x01(\x03R\x02at\"S\n" +
+	"\x02at\x18\x03 \x01(\x03R\x02at\x124\n" +
+	"\tformation\x18\x04 \x01(\v2\x16.google.protobuf.ValueR\tformation\"S\n" +
 	"\x06Reload\x12/\n" +
 	"\x05video\x18\x01 \x01(\v2\x14.vigil.room.v1.VideoH\x00R\x05video\x88\x01\x01\x12\x0e\n" +
 	"\x02at\x18\x02 \x01(\x03R\x02atB\b\n" +
@@ -1570,15 +1894,17 @@ const file_vigil_room_v1_room_proto_rawDesc = "" +
 	"\x03ref\x18\x01 \x01(\x03R\x03ref\x12\x16\n" +
 	"\x06repeat\x18\x02 \x01(\bR\x06repeat\"\x1f\n" +
 	"\x05Ended\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\x97\x02\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\x89\x03\n" +
 	"\vJoinRequest\x12,\n" +
 	"\x05hello\x18\x01 \x01(\v2\x14.vigil.room.v1.HelloH\x00R\x05hello\x12)\n" +
 	"\x04sync\x18\x02 \x01(\v2\x13.vigil.room.v1.SyncH\x00R\x04sync\x128\n" +
 	"\tformation\x18\x03 \x01(\v2\x18.vigil.room.v1.FormationH\x00R\tformation\x12)\n" +
 	"\x04mark\x18\x04 \x01(\v2\x13.vigil.room.v1.MarkH\x00R\x04mark\x12/\n" +
-	"\x06reload\x18\x05 \x01(\v2\x15.vigil.room.v1.ReloadH\x00R\x06reload\x12\x10\n" +
+	"\x06reload\x18\x05 \x01(\v2\x15.vigil.room.v1.ReloadH\x00R\x06reload\x12)\n" +
+	"\x04loop\x18\a \x01(\v2\x13.vigil.room.v1.LoopH\x00R\x04loop\x12E\n" +
+	"\x0emark_formation\x18\b \x01(\v2\x1c.vigil.room.v1.MarkFormationH\x00R\rmarkFormation\x12\x10\n" +
 	"\x03ref\x18\x06 \x01(\x03R\x03refB\a\n" +
-	"\x05frame\"\xc4\x03\n" +
+	"\x05frame\"\xb6\x04\n" +
 	"\fJoinResponse\x12,\n" +
 	"\x05state\x18\x01 \x01(\v2\x14.vigil.room.v1.StateH\x00R\x05state\x12)\n" +
 	"\x04sync\x18\x02 \x01(\v2\x13.vigil.room.v1.SyncH\x00R\x04sync\x128\n" +
@@ -1588,7 +1914,10 @@ const file_vigil_room_v1_room_proto_rawDesc = "" +
 	"\toccupancy\x18\x06 \x01(\v2\x18.vigil.room.v1.OccupancyH\x00R\toccupancy\x12,\n" +
 	"\x05error\x18\a \x01(\v2\x14.vigil.room.v1.ErrorH\x00R\x05error\x12,\n" +
 	"\x05ended\x18\b \x01(\v2\x14.vigil.room.v1.EndedH\x00R\x05ended\x12&\n" +
-	"\x03ack\x18\t \x01(\v2\x12.vigil.room.v1.AckH\x00R\x03ackB\a\n" +
+	"\x03ack\x18\t \x01(\v2\x12.vigil.room.v1.AckH\x00R\x03ack\x12)\n" +
+	"\x04loop\x18\n" +
+	" \x01(\v2\x13.vigil.room.v1.LoopH\x00R\x04loop\x12E\n" +
+	"\x0emark_formation\x18\v \x01(\v2\x1c.vigil.room.v1.MarkFormationH\x00R\rmarkFormationB\a\n" +
 	"\x05frame\"\x9b\x01\n" +
 	"\rAttachRequest\x12,\n" +
 	"\x05hello\x18\x01 \x01(\v2\x14.vigil.room.v1.HelloH\x00R\x05hello\x12\x18\n" +
@@ -1635,69 +1964,81 @@ func file_vigil_room_v1_room_proto_rawDescGZIP() []byte {
 }
 
 var file_vigil_room_v1_room_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_vigil_room_v1_room_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_vigil_room_v1_room_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_vigil_room_v1_room_proto_goTypes = []any{
 	(Role)(0),               // 0: vigil.room.v1.Role
 	(*Hello)(nil),           // 1: vigil.room.v1.Hello
 	(*Video)(nil),           // 2: vigil.room.v1.Video
 	(*Playback)(nil),        // 3: vigil.room.v1.Playback
-	(*State)(nil),           // 4: vigil.room.v1.State
-	(*Sync)(nil),            // 5: vigil.room.v1.Sync
-	(*Formation)(nil),       // 6: vigil.room.v1.Formation
-	(*Mark)(nil),            // 7: vigil.room.v1.Mark
-	(*Reload)(nil),          // 8: vigil.room.v1.Reload
-	(*Occupancy)(nil),       // 9: vigil.room.v1.Occupancy
-	(*Error)(nil),           // 10: vigil.room.v1.Error
-	(*Ack)(nil),             // 11: vigil.room.v1.Ack
-	(*Ended)(nil),           // 12: vigil.room.v1.Ended
-	(*JoinRequest)(nil),     // 13: vigil.room.v1.JoinRequest
-	(*JoinResponse)(nil),    // 14: vigil.room.v1.JoinResponse
-	(*AttachRequest)(nil),   // 15: vigil.room.v1.AttachRequest
-	(*SessionControl)(nil),  // 16: vigil.room.v1.SessionControl
-	(*AttachResponse)(nil),  // 17: vigil.room.v1.AttachResponse
-	(*SessionEnd)(nil),      // 18: vigil.room.v1.SessionEnd
-	(*EndRoomRequest)(nil),  // 19: vigil.room.v1.EndRoomRequest
-	(*EndRoomResponse)(nil), // 20: vigil.room.v1.EndRoomResponse
-	(*structpb.Value)(nil),  // 21: google.protobuf.Value
+	(*CountIn)(nil),         // 4: vigil.room.v1.CountIn
+	(*Loop)(nil),            // 5: vigil.room.v1.Loop
+	(*MarkFormation)(nil),   // 6: vigil.room.v1.MarkFormation
+	(*State)(nil),           // 7: vigil.room.v1.State
+	(*Sync)(nil),            // 8: vigil.room.v1.Sync
+	(*Formation)(nil),       // 9: vigil.room.v1.Formation
+	(*Mark)(nil),            // 10: vigil.room.v1.Mark
+	(*Reload)(nil),          // 11: vigil.room.v1.Reload
+	(*Occupancy)(nil),       // 12: vigil.room.v1.Occupancy
+	(*Error)(nil),           // 13: vigil.room.v1.Error
+	(*Ack)(nil),             // 14: vigil.room.v1.Ack
+	(*Ended)(nil),           // 15: vigil.room.v1.Ended
+	(*JoinRequest)(nil),     // 16: vigil.room.v1.JoinRequest
+	(*JoinResponse)(nil),    // 17: vigil.room.v1.JoinResponse
+	(*AttachRequest)(nil),   // 18: vigil.room.v1.AttachRequest
+	(*SessionControl)(nil),  // 19: vigil.room.v1.SessionControl
+	(*AttachResponse)(nil),  // 20: vigil.room.v1.AttachResponse
+	(*SessionEnd)(nil),      // 21: vigil.room.v1.SessionEnd
+	(*EndRoomRequest)(nil),  // 22: vigil.room.v1.EndRoomRequest
+	(*EndRoomResponse)(nil), // 23: vigil.room.v1.EndRoomResponse
+	(*structpb.Value)(nil),  // 24: google.protobuf.Value
 }
 var file_vigil_room_v1_room_proto_depIdxs = []int32{
 	0,  // 0: vigil.room.v1.Hello.role:type_name -> vigil.room.v1.Role
-	3,  // 1: vigil.room.v1.State.playback:type_name -> vigil.room.v1.Playback
-	21, // 2: vigil.room.v1.State.formation:type_name -> google.protobuf.Value
-	7,  // 3: vigil.room.v1.State.marks:type_name -> vigil.room.v1.Mark
-	2,  // 4: vigil.room.v1.State.video:type_name -> vigil.room.v1.Video
-	21, // 5: vigil.room.v1.Formation.formation:type_name -> google.protobuf.Value
-	2,  // 6: vigil.room.v1.Reload.video:type_name -> vigil.room.v1.Video
-	1,  // 7: vigil.room.v1.JoinRequest.hello:type_name -> vigil.room.v1.Hello
-	5,  // 8: vigil.room.v1.JoinRequest.sync:type_name -> vigil.room.v1.Sync
-	6,  // 9: vigil.room.v1.JoinRequest.formation:type_name -> vigil.room.v1.Formation
-	7,  // 10: vigil.room.v1.JoinRequest.mark:type_name -> vigil.room.v1.Mark
-	8,  // 11: vigil.room.v1.JoinRequest.reload:type_name -> vigil.room.v1.Reload
-	4,  // 12: vigil.room.v1.JoinResponse.state:type_name -> vigil.room.v1.State
-	5,  // 13: vigil.room.v1.JoinResponse.sync:type_name -> vigil.room.v1.Sync
-	6,  // 14: vigil.room.v1.JoinResponse.formation:type_name -> vigil.room.v1.Formation
-	7,  // 15: vigil.room.v1.JoinResponse.mark:type_name -> vigil.room.v1.Mark
-	8,  // 16: vigil.room.v1.JoinResponse.reload:type_name -> vigil.room.v1.Reload
-	9,  // 17: vigil.room.v1.JoinResponse.occupancy:type_name -> vigil.room.v1.Occupancy
-	10, // 18: vigil.room.v1.JoinResponse.error:type_name -> vigil.room.v1.Error
-	12, // 19: vigil.room.v1.JoinResponse.ended:type_name -> vigil.room.v1.Ended
-	11, // 20: vigil.room.v1.JoinResponse.ack:type_name -> vigil.room.v1.Ack
-	1,  // 21: vigil.room.v1.AttachRequest.hello:type_name -> vigil.room.v1.Hello
-	16, // 22: vigil.room.v1.AttachRequest.control:type_name -> vigil.room.v1.SessionControl
-	13, // 23: vigil.room.v1.SessionControl.request:type_name -> vigil.room.v1.JoinRequest
-	14, // 24: vigil.room.v1.AttachResponse.frame:type_name -> vigil.room.v1.JoinResponse
-	18, // 25: vigil.room.v1.AttachResponse.end:type_name -> vigil.room.v1.SessionEnd
-	13, // 26: vigil.room.v1.RoomService.Join:input_type -> vigil.room.v1.JoinRequest
-	15, // 27: vigil.room.v1.RoomService.Attach:input_type -> vigil.room.v1.AttachRequest
-	19, // 28: vigil.room.v1.RoomService.EndRoom:input_type -> vigil.room.v1.EndRoomRequest
-	14, // 29: vigil.room.v1.RoomService.Join:output_type -> vigil.room.v1.JoinResponse
-	17, // 30: vigil.room.v1.RoomService.Attach:output_type -> vigil.room.v1.AttachResponse
-	20, // 31: vigil.room.v1.RoomService.EndRoom:output_type -> vigil.room.v1.EndRoomResponse
-	29, // [29:32] is the sub-list for method output_type
-	26, // [26:29] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	4,  // 1: vigil.room.v1.Playback.count_in:type_name -> vigil.room.v1.CountIn
+	24, // 2: vigil.room.v1.MarkFormation.formation:type_name -> google.protobuf.Value
+	3,  // 3: vigil.room.v1.State.playback:type_name -> vigil.room.v1.Playback
+	24, // 4: vigil.room.v1.State.formation:type_name -> google.protobuf.Value
+	10, // 5: vigil.room.v1.State.marks:type_name -> vigil.room.v1.Mark
+	2,  // 6: vigil.room.v1.State.video:type_name -> vigil.room.v1.Video
+	5,  // 7: vigil.room.v1.State.loop:type_name -> vigil.room.v1.Loop
+	4,  // 8: vigil.room.v1.Sync.count_in:type_name -> vigil.room.v1.CountIn
+	24, // 9: vigil.room.v1.Formation.formation:type_name -> google.protobuf.Value
+	24, // 10: vigil.room.v1.Mark.formation:type_name -> google.protobuf.Value
+	2,  // 11: vigil.room.v1.Reload.video:type_name -> vigil.room.v1.Video
+	1,  // 12: vigil.room.v1.JoinRequest.hello:type_name -> vigil.room.v1.Hello
+	8,  // 13: vigil.room.v1.JoinRequest.sync:type_name -> vigil.room.v1.Sync
+	9,  // 14: vigil.room.v1.JoinRequest.formation:type_name -> vigil.room.v1.Formation
+	10, // 15: vigil.room.v1.JoinRequest.mark:type_name -> vigil.room.v1.Mark
+	11, // 16: vigil.room.v1.JoinRequest.reload:type_name -> vigil.room.v1.Reload
+	5,  // 17: vigil.room.v1.JoinRequest.loop:type_name -> vigil.room.v1.Loop
+	6,  // 18: vigil.room.v1.JoinRequest.mark_formation:type_name -> vigil.room.v1.MarkFormation
+	7,  // 19: vigil.room.v1.JoinResponse.state:type_name -> vigil.room.v1.State
+	8,  // 20: vigil.room.v1.JoinResponse.sync:type_name -> vigil.room.v1.Sync
+	9,  // 21: vigil.room.v1.JoinResponse.formation:type_name -> vigil.room.v1.Formation
+	10, // 22: vigil.room.v1.JoinResponse.mark:type_name -> vigil.room.v1.Mark
+	11, // 23: vigil.room.v1.JoinResponse.reload:type_name -> vigil.room.v1.Reload
+	12, // 24: vigil.room.v1.JoinResponse.occupancy:type_name -> vigil.room.v1.Occupancy
+	13, // 25: vigil.room.v1.JoinResponse.error:type_name -> vigil.room.v1.Error
+	15, // 26: vigil.room.v1.JoinResponse.ended:type_name -> vigil.room.v1.Ended
+	14, // 27: vigil.room.v1.JoinResponse.ack:type_name -> vigil.room.v1.Ack
+	5,  // 28: vigil.room.v1.JoinResponse.loop:type_name -> vigil.room.v1.Loop
+	6,  // 29: vigil.room.v1.JoinResponse.mark_formation:type_name -> vigil.room.v1.MarkFormation
+	1,  // 30: vigil.room.v1.AttachRequest.hello:type_name -> vigil.room.v1.Hello
+	19, // 31: vigil.room.v1.AttachRequest.control:type_name -> vigil.room.v1.SessionControl
+	16, // 32: vigil.room.v1.SessionControl.request:type_name -> vigil.room.v1.JoinRequest
+	17, // 33: vigil.room.v1.AttachResponse.frame:type_name -> vigil.room.v1.JoinResponse
+	21, // 34: vigil.room.v1.AttachResponse.end:type_name -> vigil.room.v1.SessionEnd
+	16, // 35: vigil.room.v1.RoomService.Join:input_type -> vigil.room.v1.JoinRequest
+	18, // 36: vigil.room.v1.RoomService.Attach:input_type -> vigil.room.v1.AttachRequest
+	22, // 37: vigil.room.v1.RoomService.EndRoom:input_type -> vigil.room.v1.EndRoomRequest
+	17, // 38: vigil.room.v1.RoomService.Join:output_type -> vigil.room.v1.JoinResponse
+	20, // 39: vigil.room.v1.RoomService.Attach:output_type -> vigil.room.v1.AttachResponse
+	23, // 40: vigil.room.v1.RoomService.EndRoom:output_type -> vigil.room.v1.EndRoomResponse
+	38, // [38:41] is the sub-list for method output_type
+	35, // [35:38] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_vigil_room_v1_room_proto_init() }
@@ -1705,15 +2046,17 @@ func file_vigil_room_v1_room_proto_init() {
 	if File_vigil_room_v1_room_proto != nil {
 		return
 	}
-	file_vigil_room_v1_room_proto_msgTypes[7].OneofWrappers = []any{}
-	file_vigil_room_v1_room_proto_msgTypes[12].OneofWrappers = []any{
+	file_vigil_room_v1_room_proto_msgTypes[10].OneofWrappers = []any{}
+	file_vigil_room_v1_room_proto_msgTypes[15].OneofWrappers = []any{
 		(*JoinRequest_Hello)(nil),
 		(*JoinRequest_Sync)(nil),
 		(*JoinRequest_Formation)(nil),
 		(*JoinRequest_Mark)(nil),
 		(*JoinRequest_Reload)(nil),
+		(*JoinRequest_Loop)(nil),
+		(*JoinRequest_MarkFormation)(nil),
 	}
-	file_vigil_room_v1_room_proto_msgTypes[13].OneofWrappers = []any{
+	file_vigil_room_v1_room_proto_msgTypes[16].OneofWrappers = []any{
 		(*JoinResponse_State)(nil),
 		(*JoinResponse_Sync)(nil),
 		(*JoinResponse_Formation)(nil),
@@ -1723,8 +2066,10 @@ func file_vigil_room_v1_room_proto_init() {
 		(*JoinResponse_Error)(nil),
 		(*JoinResponse_Ended)(nil),
 		(*JoinResponse_Ack)(nil),
+		(*JoinResponse_Loop)(nil),
+		(*JoinResponse_MarkFormation)(nil),
 	}
-	file_vigil_room_v1_room_proto_msgTypes[14].OneofWrappers = []any{
+	file_vigil_room_v1_room_proto_msgTypes[17].OneofWrappers = []any{
 		(*AttachRequest_Hello)(nil),
 		(*AttachRequest_Detach)(nil),
 		(*AttachRequest_Control)(nil),
@@ -1735,7 +2080,7 @@ func file_vigil_room_v1_room_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_vigil_room_v1_room_proto_rawDesc), len(file_vigil_room_v1_room_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   20,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

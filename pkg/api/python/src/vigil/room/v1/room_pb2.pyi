@@ -40,6 +40,14 @@ class AttachResponse(_message.Message):
     version: int
     def __init__(self, session_id: _Optional[str] = ..., frame: _Optional[_Union[JoinResponse, _Mapping]] = ..., version: _Optional[int] = ..., end: _Optional[_Union[SessionEnd, _Mapping]] = ...) -> None: ...
 
+class CountIn(_message.Message):
+    __slots__ = ["beats", "bpm"]
+    BEATS_FIELD_NUMBER: _ClassVar[int]
+    BPM_FIELD_NUMBER: _ClassVar[int]
+    beats: int
+    bpm: int
+    def __init__(self, beats: _Optional[int] = ..., bpm: _Optional[int] = ...) -> None: ...
+
 class EndRoomRequest(_message.Message):
     __slots__ = ["code", "leader_token"]
     CODE_FIELD_NUMBER: _ClassVar[int]
@@ -89,28 +97,34 @@ class Hello(_message.Message):
     def __init__(self, code: _Optional[str] = ..., role: _Optional[_Union[Role, str]] = ..., client_id: _Optional[str] = ..., leader_token: _Optional[str] = ..., session_id: _Optional[str] = ...) -> None: ...
 
 class JoinRequest(_message.Message):
-    __slots__ = ["formation", "hello", "mark", "ref", "reload", "sync"]
+    __slots__ = ["formation", "hello", "loop", "mark", "mark_formation", "ref", "reload", "sync"]
     FORMATION_FIELD_NUMBER: _ClassVar[int]
     HELLO_FIELD_NUMBER: _ClassVar[int]
+    LOOP_FIELD_NUMBER: _ClassVar[int]
     MARK_FIELD_NUMBER: _ClassVar[int]
+    MARK_FORMATION_FIELD_NUMBER: _ClassVar[int]
     REF_FIELD_NUMBER: _ClassVar[int]
     RELOAD_FIELD_NUMBER: _ClassVar[int]
     SYNC_FIELD_NUMBER: _ClassVar[int]
     formation: Formation
     hello: Hello
+    loop: Loop
     mark: Mark
+    mark_formation: MarkFormation
     ref: int
     reload: Reload
     sync: Sync
-    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., sync: _Optional[_Union[Sync, _Mapping]] = ..., formation: _Optional[_Union[Formation, _Mapping]] = ..., mark: _Optional[_Union[Mark, _Mapping]] = ..., reload: _Optional[_Union[Reload, _Mapping]] = ..., ref: _Optional[int] = ...) -> None: ...
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., sync: _Optional[_Union[Sync, _Mapping]] = ..., formation: _Optional[_Union[Formation, _Mapping]] = ..., mark: _Optional[_Union[Mark, _Mapping]] = ..., reload: _Optional[_Union[Reload, _Mapping]] = ..., loop: _Optional[_Union[Loop, _Mapping]] = ..., mark_formation: _Optional[_Union[MarkFormation, _Mapping]] = ..., ref: _Optional[int] = ...) -> None: ...
 
 class JoinResponse(_message.Message):
-    __slots__ = ["ack", "ended", "error", "formation", "mark", "occupancy", "reload", "state", "sync"]
+    __slots__ = ["ack", "ended", "error", "formation", "loop", "mark", "mark_formation", "occupancy", "reload", "state", "sync"]
     ACK_FIELD_NUMBER: _ClassVar[int]
     ENDED_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     FORMATION_FIELD_NUMBER: _ClassVar[int]
+    LOOP_FIELD_NUMBER: _ClassVar[int]
     MARK_FIELD_NUMBER: _ClassVar[int]
+    MARK_FORMATION_FIELD_NUMBER: _ClassVar[int]
     OCCUPANCY_FIELD_NUMBER: _ClassVar[int]
     RELOAD_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -119,22 +133,46 @@ class JoinResponse(_message.Message):
     ended: Ended
     error: Error
     formation: Formation
+    loop: Loop
     mark: Mark
+    mark_formation: MarkFormation
     occupancy: Occupancy
     reload: Reload
     state: State
     sync: Sync
-    def __init__(self, state: _Optional[_Union[State, _Mapping]] = ..., sync: _Optional[_Union[Sync, _Mapping]] = ..., formation: _Optional[_Union[Formation, _Mapping]] = ..., mark: _Optional[_Union[Mark, _Mapping]] = ..., reload: _Optional[_Union[Reload, _Mapping]] = ..., occupancy: _Optional[_Union[Occupancy, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., ended: _Optional[_Union[Ended, _Mapping]] = ..., ack: _Optional[_Union[Ack, _Mapping]] = ...) -> None: ...
+    def __init__(self, state: _Optional[_Union[State, _Mapping]] = ..., sync: _Optional[_Union[Sync, _Mapping]] = ..., formation: _Optional[_Union[Formation, _Mapping]] = ..., mark: _Optional[_Union[Mark, _Mapping]] = ..., reload: _Optional[_Union[Reload, _Mapping]] = ..., occupancy: _Optional[_Union[Occupancy, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., ended: _Optional[_Union[Ended, _Mapping]] = ..., ack: _Optional[_Union[Ack, _Mapping]] = ..., loop: _Optional[_Union[Loop, _Mapping]] = ..., mark_formation: _Optional[_Union[MarkFormation, _Mapping]] = ...) -> None: ...
+
+class Loop(_message.Message):
+    __slots__ = ["at", "end_ms", "start_ms"]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    END_MS_FIELD_NUMBER: _ClassVar[int]
+    START_MS_FIELD_NUMBER: _ClassVar[int]
+    at: int
+    end_ms: int
+    start_ms: int
+    def __init__(self, start_ms: _Optional[int] = ..., end_ms: _Optional[int] = ..., at: _Optional[int] = ...) -> None: ...
 
 class Mark(_message.Message):
-    __slots__ = ["at", "label", "position_ms"]
+    __slots__ = ["at", "formation", "label", "position_ms"]
     AT_FIELD_NUMBER: _ClassVar[int]
+    FORMATION_FIELD_NUMBER: _ClassVar[int]
     LABEL_FIELD_NUMBER: _ClassVar[int]
     POSITION_MS_FIELD_NUMBER: _ClassVar[int]
     at: int
+    formation: _struct_pb2.Value
     label: str
     position_ms: int
-    def __init__(self, position_ms: _Optional[int] = ..., label: _Optional[str] = ..., at: _Optional[int] = ...) -> None: ...
+    def __init__(self, position_ms: _Optional[int] = ..., label: _Optional[str] = ..., at: _Optional[int] = ..., formation: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ...) -> None: ...
+
+class MarkFormation(_message.Message):
+    __slots__ = ["at", "formation", "position_ms"]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    FORMATION_FIELD_NUMBER: _ClassVar[int]
+    POSITION_MS_FIELD_NUMBER: _ClassVar[int]
+    at: int
+    formation: _struct_pb2.Value
+    position_ms: int
+    def __init__(self, position_ms: _Optional[int] = ..., formation: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., at: _Optional[int] = ...) -> None: ...
 
 class Occupancy(_message.Message):
     __slots__ = ["leader_present", "viewers"]
@@ -145,14 +183,18 @@ class Occupancy(_message.Message):
     def __init__(self, viewers: _Optional[int] = ..., leader_present: bool = ...) -> None: ...
 
 class Playback(_message.Message):
-    __slots__ = ["at", "playing", "position_ms"]
+    __slots__ = ["at", "count_in", "playing", "position_ms", "rate"]
     AT_FIELD_NUMBER: _ClassVar[int]
+    COUNT_IN_FIELD_NUMBER: _ClassVar[int]
     PLAYING_FIELD_NUMBER: _ClassVar[int]
     POSITION_MS_FIELD_NUMBER: _ClassVar[int]
+    RATE_FIELD_NUMBER: _ClassVar[int]
     at: int
+    count_in: CountIn
     playing: bool
     position_ms: int
-    def __init__(self, playing: bool = ..., position_ms: _Optional[int] = ..., at: _Optional[int] = ...) -> None: ...
+    rate: float
+    def __init__(self, playing: bool = ..., position_ms: _Optional[int] = ..., at: _Optional[int] = ..., rate: _Optional[float] = ..., count_in: _Optional[_Union[CountIn, _Mapping]] = ...) -> None: ...
 
 class Reload(_message.Message):
     __slots__ = ["at", "video"]
@@ -179,9 +221,10 @@ class SessionEnd(_message.Message):
     def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
 
 class State(_message.Message):
-    __slots__ = ["formation", "leader_present", "marks", "playback", "resumed", "video", "viewers"]
+    __slots__ = ["formation", "leader_present", "loop", "marks", "playback", "resumed", "video", "viewers"]
     FORMATION_FIELD_NUMBER: _ClassVar[int]
     LEADER_PRESENT_FIELD_NUMBER: _ClassVar[int]
+    LOOP_FIELD_NUMBER: _ClassVar[int]
     MARKS_FIELD_NUMBER: _ClassVar[int]
     PLAYBACK_FIELD_NUMBER: _ClassVar[int]
     RESUMED_FIELD_NUMBER: _ClassVar[int]
@@ -189,22 +232,27 @@ class State(_message.Message):
     VIEWERS_FIELD_NUMBER: _ClassVar[int]
     formation: _struct_pb2.Value
     leader_present: bool
+    loop: Loop
     marks: _containers.RepeatedCompositeFieldContainer[Mark]
     playback: Playback
     resumed: bool
     video: Video
     viewers: int
-    def __init__(self, playback: _Optional[_Union[Playback, _Mapping]] = ..., formation: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., marks: _Optional[_Iterable[_Union[Mark, _Mapping]]] = ..., video: _Optional[_Union[Video, _Mapping]] = ..., viewers: _Optional[int] = ..., leader_present: bool = ..., resumed: bool = ...) -> None: ...
+    def __init__(self, playback: _Optional[_Union[Playback, _Mapping]] = ..., formation: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., marks: _Optional[_Iterable[_Union[Mark, _Mapping]]] = ..., video: _Optional[_Union[Video, _Mapping]] = ..., viewers: _Optional[int] = ..., leader_present: bool = ..., resumed: bool = ..., loop: _Optional[_Union[Loop, _Mapping]] = ...) -> None: ...
 
 class Sync(_message.Message):
-    __slots__ = ["at", "playing", "position_ms"]
+    __slots__ = ["at", "count_in", "playing", "position_ms", "rate"]
     AT_FIELD_NUMBER: _ClassVar[int]
+    COUNT_IN_FIELD_NUMBER: _ClassVar[int]
     PLAYING_FIELD_NUMBER: _ClassVar[int]
     POSITION_MS_FIELD_NUMBER: _ClassVar[int]
+    RATE_FIELD_NUMBER: _ClassVar[int]
     at: int
+    count_in: CountIn
     playing: bool
     position_ms: int
-    def __init__(self, playing: bool = ..., position_ms: _Optional[int] = ..., at: _Optional[int] = ...) -> None: ...
+    rate: float
+    def __init__(self, playing: bool = ..., position_ms: _Optional[int] = ..., at: _Optional[int] = ..., rate: _Optional[float] = ..., count_in: _Optional[_Union[CountIn, _Mapping]] = ...) -> None: ...
 
 class Video(_message.Message):
     __slots__ = ["duration_ms", "title"]
