@@ -48,6 +48,8 @@ type Room struct {
 	LeaderPresent bool
 	LastActivity  int64
 	CreatedAt     int64
+	// Search is Name prepared for a Query's Match (FoldName).
+	Search Folded
 }
 
 // Limits of the input.

@@ -12,10 +12,12 @@ package store
 //	<prefix>:{lobby}:leaders   hash: code -> leader sessions
 //	<prefix>:{lobby}:version   counter bumped by every change
 //	<prefix>:{lobby}:changes   capped stream of changed codes
+//	<prefix>:{lobby}:pagekey   the HMAC key of page tokens (random, made once, shared by replicas)
 
 // keys are the lobby's keys, all on one hash tag.
 type keys struct {
 	activity, info, token, seq, viewers, leaders, version, changes string
+	pageKey                                                        string
 }
 
 func keysFor(prefix string) keys {
@@ -29,6 +31,7 @@ func keysFor(prefix string) keys {
 		leaders:  tag + ":leaders",
 		version:  tag + ":version",
 		changes:  tag + ":changes",
+		pageKey:  tag + ":pagekey",
 	}
 }
 

@@ -6,6 +6,7 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -91,7 +92,7 @@ func decodeInfo(code, s string) (domain.Room, error) {
 	if err1 != nil || err2 != nil {
 		return domain.Room{}, fmt.Errorf("room %q: malformed info", code)
 	}
-	return domain.Room{Code: code, Name: parts[2], CreatedAt: created, Video: domain.Video{Title: parts[3], DurationMs: dur}}, nil
+	return domain.Room{Code: code, Name: parts[2], CreatedAt: created, Video: domain.Video{Title: parts[3], DurationMs: dur}, Search: domain.FoldName(parts[2])}, nil
 }
 
 // Create adds r (its CreatedAt is also its first activity) with the leader token's hash.
@@ -266,6 +267,29 @@ func (s *Store) Prune(ctx context.Context, cutoff time.Time, limit int) (int, er
 		return 0, fmt.Errorf("prune rooms: %w", err)
 	}
 	return n, nil
+}
+
+// pageKeyLen is the size of the page tokens' HMAC key.
+const pageKeyLen = 32
+
+// PageKey returns the key that signs page tokens. The first replica to ask makes it (SET NX
+// of random bytes), so every replica signs and checks with the same key and a token from one
+// is honoured by another. Deleting the key invalidates every token given out (they read as
+// garbled, and callers start again from the first page).
+func (s *Store) PageKey(ctx context.Context) ([]byte, error) {
+	fresh := make([]byte, pageKeyLen)
+	_, _ = rand.Read(fresh)
+	key, err := s.rdb.SetArgs(ctx, s.k.pageKey, fresh, redis.SetArgs{Mode: "NX", Get: true}).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return fresh, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read page key: %w", err)
+	}
+	if len(key) != pageKeyLen {
+		return nil, fmt.Errorf("page key %s holds %d bytes, want %d", s.k.pageKey, len(key), pageKeyLen)
+	}
+	return key, nil
 }
 
 // Get returns a room, or domain.ErrNotFound when it is missing or was last active before

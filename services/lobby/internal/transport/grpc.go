@@ -5,7 +5,6 @@ package transport
 import (
 	"context"
 	"log/slog"
-	"sync"
 
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
 	"github.com/vigil-dev/vigil/pkg/usererr"
@@ -18,13 +17,6 @@ type Server struct {
 	lobbyv1.UnimplementedLobbyServiceServer
 	app *app.App
 	log *slog.Logger
-
-	// The proto form of the last list the app returned: the app hands out the same shared
-	// slice until the lobby changes, so it is converted once, not on every listing.
-	mu        sync.Mutex
-	lastFirst *domain.Room
-	lastLen   int
-	lastProto []*lobbyv1.Room
 }
 
 // NewServer serves a over gRPC.
@@ -43,42 +35,32 @@ func (s *Server) CreateRoom(ctx context.Context, req *lobbyv1.CreateRoomRequest)
 	return &lobbyv1.CreateRoomResponse{Code: r.Code, LeaderToken: token, Room: toProto(r)}, nil
 }
 
-// ListRooms implements the RPC.
+// ListRooms implements the RPC: one page of the lobby (AIP-158).
 func (s *Server) ListRooms(ctx context.Context, req *lobbyv1.ListRoomsRequest) (*lobbyv1.ListRoomsResponse, error) {
 	if req.KnownVersion != nil {
 		if err := domain.CheckVersion(req.GetKnownVersion()); err != nil {
 			return nil, s.toStatus(ctx, err)
 		}
 	}
-	rooms, version, err := s.app.List(ctx)
+	page, err := s.app.ListPage(ctx, app.PageRequest{
+		Size: req.GetPageSize(), SizeSet: req.PageSize != nil, Token: req.GetPageToken(),
+		Query: req.GetQuery(), Joinable: req.GetJoinable(),
+	})
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
-	if req.KnownVersion != nil && req.GetKnownVersion() == version {
-		return &lobbyv1.ListRoomsResponse{Version: version, NotModified: true}, nil
+	if req.KnownVersion != nil && req.GetKnownVersion() == page.Version {
+		return &lobbyv1.ListRoomsResponse{Version: page.Version, NotModified: true}, nil
 	}
-	if len(rooms) == 0 {
-		return &lobbyv1.ListRoomsResponse{Version: version}, nil
-	}
-	s.mu.Lock()
-	if s.lastFirst == &rooms[0] && s.lastLen == len(rooms) {
-		out := s.lastProto
-		s.mu.Unlock()
-		return &lobbyv1.ListRoomsResponse{Rooms: out, Version: version}, nil
-	}
-	s.mu.Unlock()
-	out := make([]*lobbyv1.Room, len(rooms))
-	// One allocation for all rooms and videos: a list of 10,000 rooms is the hot path.
-	ps := make([]lobbyv1.Room, len(rooms))
-	vs := make([]lobbyv1.Video, len(rooms))
-	for i, r := range rooms {
+	out := make([]*lobbyv1.Room, len(page.Rooms))
+	// One allocation for the page's rooms and one for their videos.
+	ps := make([]lobbyv1.Room, len(page.Rooms))
+	vs := make([]lobbyv1.Video, len(page.Rooms))
+	for i, r := range page.Rooms {
 		fill(&ps[i], &vs[i], r)
 		out[i] = &ps[i]
 	}
-	s.mu.Lock()
-	s.lastFirst, s.lastLen, s.lastProto = &rooms[0], len(rooms), out
-	s.mu.Unlock()
-	return &lobbyv1.ListRoomsResponse{Rooms: out, Version: version}, nil
+	return &lobbyv1.ListRoomsResponse{Rooms: out, Version: page.Version, NextPageToken: page.Next}, nil
 }
 
 // GetRoom implements the RPC.

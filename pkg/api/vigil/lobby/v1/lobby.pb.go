@@ -341,12 +341,24 @@ func (x *CreateRoomResponse) GetRoom() *Room {
 	return nil
 }
 
-// ListRoomsRequest may name the version of the list the caller already has.
+// ListRoomsRequest asks for one page of the lobby (AIP-158), optionally searched and filtered.
+// Pages follow a keyset cursor on (last activity, code): a room that does not change while a
+// caller pages through appears exactly once, and no room appears twice in one pass.
 type ListRoomsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// When the lobby is still at this version, the answer has not_modified set and no rooms,
-	// so a caller that keeps the list (the gateway does) skips reading 10,000 rooms again.
-	KnownVersion  *int64 `protobuf:"varint,1,opt,name=known_version,json=knownVersion,proto3,oneof" json:"known_version,omitempty"`
+	// When the lobby is still at this version, the answer has not_modified set and no rooms.
+	KnownVersion *int64 `protobuf:"varint,1,opt,name=known_version,json=knownVersion,proto3,oneof" json:"known_version,omitempty"`
+	// The most rooms on the page: 1 through 200; unset means 50. REST calls it limit.
+	PageSize *int32 `protobuf:"varint,2,opt,name=page_size,json=limit,proto3,oneof" json:"page_size,omitempty"`
+	// The next_page_token of the previous page; empty for the first page. It is opaque,
+	// integrity-checked, valid for one hour, and only with the same query and joinable.
+	PageToken string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Keeps rooms whose name contains every word of the query, case-insensitively; a letter
+	// typed without an accent also matches it with one (docs/LOBBY.md). Up to 80 characters.
+	// REST calls it q.
+	Query string `protobuf:"bytes,4,opt,name=query,json=q,proto3" json:"query,omitempty"`
+	// Keeps only rooms whose leader is present.
+	Joinable      bool `protobuf:"varint,5,opt,name=joinable,proto3" json:"joinable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -388,14 +400,44 @@ func (x *ListRoomsRequest) GetKnownVersion() int64 {
 	return 0
 }
 
-// ListRoomsResponse lists the rooms, most recently active first.
+func (x *ListRoomsRequest) GetPageSize() int32 {
+	if x != nil && x.PageSize != nil {
+		return *x.PageSize
+	}
+	return 0
+}
+
+func (x *ListRoomsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *ListRoomsRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *ListRoomsRequest) GetJoinable() bool {
+	if x != nil {
+		return x.Joinable
+	}
+	return false
+}
+
+// ListRoomsResponse is one page of rooms, most recently active first.
 type ListRoomsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Rooms []*Room                `protobuf:"bytes,1,rep,name=rooms,proto3" json:"rooms,omitempty"`
-	// The lobby's version this list reflects (every change of any room bumps it).
+	// The lobby's version this page reflects (every change of any room bumps it).
 	Version int64 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
 	// True when known_version is still current: rooms is empty and the caller's copy stands.
-	NotModified   bool `protobuf:"varint,3,opt,name=not_modified,json=notModified,proto3" json:"not_modified,omitempty"`
+	NotModified bool `protobuf:"varint,3,opt,name=not_modified,json=notModified,proto3" json:"not_modified,omitempty"`
+	// The token of the next page; empty on the last page.
+	NextPageToken string `protobuf:"bytes,4,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -449,6 +491,13 @@ func (x *ListRoomsResponse) GetNotModified() bool {
 		return x.NotModified
 	}
 	return false
+}
+
+func (x *ListRoomsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 // GetRoomRequest names the room.
@@ -1083,14 +1132,22 @@ const file_vigil_lobby_v1_lobby_proto_rawDesc = "" +
 	"\x12CreateRoomResponse\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12!\n" +
 	"\fleader_token\x18\x02 \x01(\tR\vleaderToken\x12(\n" +
-	"\x04room\x18\x03 \x01(\v2\x14.vigil.lobby.v1.RoomR\x04room\"N\n" +
+	"\x04room\x18\x03 \x01(\v2\x14.vigil.lobby.v1.RoomR\x04room\"\xc8\x01\n" +
 	"\x10ListRoomsRequest\x12(\n" +
-	"\rknown_version\x18\x01 \x01(\x03H\x00R\fknownVersion\x88\x01\x01B\x10\n" +
-	"\x0e_known_version\"|\n" +
+	"\rknown_version\x18\x01 \x01(\x03H\x00R\fknownVersion\x88\x01\x01\x12\x1d\n" +
+	"\tpage_size\x18\x02 \x01(\x05H\x01R\x05limit\x88\x01\x01\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\x12\x10\n" +
+	"\x05query\x18\x04 \x01(\tR\x01q\x12\x1a\n" +
+	"\bjoinable\x18\x05 \x01(\bR\bjoinableB\x10\n" +
+	"\x0e_known_versionB\f\n" +
+	"\n" +
+	"_page_size\"\xa4\x01\n" +
 	"\x11ListRoomsResponse\x12*\n" +
 	"\x05rooms\x18\x01 \x03(\v2\x14.vigil.lobby.v1.RoomR\x05rooms\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x03R\aversion\x12!\n" +
-	"\fnot_modified\x18\x03 \x01(\bR\vnotModified\"$\n" +
+	"\fnot_modified\x18\x03 \x01(\bR\vnotModified\x12&\n" +
+	"\x0fnext_page_token\x18\x04 \x01(\tR\rnextPageToken\"$\n" +
 	"\x0eGetRoomRequest\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\";\n" +
 	"\x0fGetRoomResponse\x12(\n" +

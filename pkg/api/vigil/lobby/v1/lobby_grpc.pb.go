@@ -41,7 +41,7 @@ type LobbyServiceClient interface {
 	// CreateRoom opens a room with a fresh unique code and a random leader token. The token is
 	// returned only here; the Lobby stores its hash.
 	CreateRoom(ctx context.Context, in *CreateRoomRequest, opts ...grpc.CallOption) (*CreateRoomResponse, error)
-	// ListRooms lists the open rooms, most recently active first.
+	// ListRooms answers a page of the open rooms, most recently active first.
 	ListRooms(ctx context.Context, in *ListRoomsRequest, opts ...grpc.CallOption) (*ListRoomsResponse, error)
 	// GetRoom returns one room (NOT_FOUND when missing or idle past the TTL plus grace).
 	GetRoom(ctx context.Context, in *GetRoomRequest, opts ...grpc.CallOption) (*GetRoomResponse, error)
@@ -159,7 +159,7 @@ type LobbyServiceServer interface {
 	// CreateRoom opens a room with a fresh unique code and a random leader token. The token is
 	// returned only here; the Lobby stores its hash.
 	CreateRoom(context.Context, *CreateRoomRequest) (*CreateRoomResponse, error)
-	// ListRooms lists the open rooms, most recently active first.
+	// ListRooms answers a page of the open rooms, most recently active first.
 	ListRooms(context.Context, *ListRoomsRequest) (*ListRoomsResponse, error)
 	// GetRoom returns one room (NOT_FOUND when missing or idle past the TTL plus grace).
 	GetRoom(context.Context, *GetRoomRequest) (*GetRoomResponse, error)

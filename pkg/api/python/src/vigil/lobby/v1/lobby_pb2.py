@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1avigil/lobby/v1/lobby.proto\x12\x0evigil.lobby.v1\">\n\x05Video\x12\x14\n\x05title\x18\x01 \x01(\tR\x05title\x12\x1f\n\x0b\x64uration_ms\x18\x02 \x01(\x03R\ndurationMs\"\xe0\x01\n\x04Room\x12\x12\n\x04\x63ode\x18\x01 \x01(\tR\x04\x63ode\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\x12+\n\x05video\x18\x03 \x01(\x0b\x32\x15.vigil.lobby.v1.VideoR\x05video\x12\x18\n\x07viewers\x18\x04 \x01(\x05R\x07viewers\x12%\n\x0eleader_present\x18\x05 \x01(\x08R\rleaderPresent\x12#\n\rlast_activity\x18\x06 \x01(\x03R\x0clastActivity\x12\x1d\n\ncreated_at\x18\x07 \x01(\x03R\tcreatedAt\"T\n\x11\x43reateRoomRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12+\n\x05video\x18\x02 \x01(\x0b\x32\x15.vigil.lobby.v1.VideoR\x05video\"u\n\x12\x43reateRoomResponse\x12\x12\n\x04\x63ode\x18\x01 \x01(\tR\x04\x63ode\x12!\n\x0cleader_token\x18\x02 \x01(\tR\x0bleaderToken\x12(\n\x04room\x18\x03 \x01(\x0b\x32\x14.vigil.lobby.v1.RoomR\x04room\"N\n\x10ListRoomsRequest\x12(\n\rknown_version\x18\x01 \x01(\x03H\x00R\x0cknownVersion\x88\x01\x01\x42\x10\n\x0e_known_version\"|\n\x11ListRoomsResponse\x12*\n\x05rooms\x18\x01 \x03(\x0b\x32\x14.vigil.lobby.v1.RoomR\x05rooms\x12\x18\n\x07version\x18\x02 \x01(\x03R\x07version\x12!\n\x0cnot_modified\x18\x03 \x01(\x08R\x0bnotModified\"$\n\x0eGetRoomRequest\x12\x12\n\x04\x63ode\x18\x01 \x01(\tR\x04\x63ode\";\n\x0fGetRoomResponse\x12(\n\x04room\x18\x01 \x01(\x0b\x32\x14.vigil.lobby.v1.RoomR\x04room\"\'\n\x11RemoveRoomRequest\x12\x12\n\x04\x63ode\x18\x01 \x01(\tR\x04\x63ode\".\n\x12RemoveRoomResponse\x12\x18\n\x07removed\x18\x01 \x01(\x08R\x07removed\"\x8c\x01\n\x1a\x41pplyOccupancyDeltaRequest\x12\x12\n\x04\x63ode\x18\x01 \x01(\tR\x04\x63ode\x12\x10\n\x03seq\x18\x02 \x01(\x03R\x03seq\x12#\n\rviewers_delta\x18\x03 \x01(\x05R\x0cviewersDelta\x12#\n\rleaders_delta\x18\x04 \x01(\x05R\x0cleadersDelta\"U\n\x1b\x41pplyOccupancyDeltaResponse\x12\x36\n\x07outcome\x18\x01 \x01(\x0e\x32\x1c.vigil.lobby.v1.DeltaOutcomeR\x07outcome\"y\n\x1d\x41pplyOccupancySnapshotRequest\x12\x12\n\x04\x63ode\x18\x01 \x01(\tR\x04\x63ode\x12\x10\n\x03seq\x18\x02 \x01(\x03R\x03seq\x12\x18\n\x07viewers\x18\x03 \x01(\x05R\x07viewers\x12\x18\n\x07leaders\x18\x04 \x01(\x05R\x07leaders\":\n\x1e\x41pplyOccupancySnapshotResponse\x12\x18\n\x07\x61pplied\x18\x01 \x01(\x08R\x07\x61pplied\"6\n\x10TouchRoomRequest\x12\x12\n\x04\x63ode\x18\x01 \x01(\tR\x04\x63ode\x12\x0e\n\x02\x61t\x18\x02 \x01(\x03R\x02\x61t\"\x13\n\x11TouchRoomResponse\"Q\n\x18VerifyLeaderTokenRequest\x12\x12\n\x04\x63ode\x18\x01 \x01(\tR\x04\x63ode\x12!\n\x0cleader_token\x18\x02 \x01(\tR\x0bleaderToken\"[\n\x19VerifyLeaderTokenResponse\x12\x14\n\x05valid\x18\x01 \x01(\x08R\x05valid\x12(\n\x04room\x18\x02 \x01(\x0b\x32\x14.vigil.lobby.v1.RoomR\x04room*{\n\x0c\x44\x65ltaOutcome\x12\x1d\n\x19\x44\x45LTA_OUTCOME_UNSPECIFIED\x10\x00\x12\x19\n\x15\x44\x45LTA_OUTCOME_APPLIED\x10\x01\x12\x17\n\x13\x44\x45LTA_OUTCOME_STALE\x10\x02\x12\x18\n\x14\x44\x45LTA_OUTCOME_RESYNC\x10\x03\x32\xfb\x05\n\x0cLobbyService\x12S\n\nCreateRoom\x12!.vigil.lobby.v1.CreateRoomRequest\x1a\".vigil.lobby.v1.CreateRoomResponse\x12P\n\tListRooms\x12 .vigil.lobby.v1.ListRoomsRequest\x1a!.vigil.lobby.v1.ListRoomsResponse\x12J\n\x07GetRoom\x12\x1e.vigil.lobby.v1.GetRoomRequest\x1a\x1f.vigil.lobby.v1.GetRoomResponse\x12S\n\nRemoveRoom\x12!.vigil.lobby.v1.RemoveRoomRequest\x1a\".vigil.lobby.v1.RemoveRoomResponse\x12n\n\x13\x41pplyOccupancyDelta\x12*.vigil.lobby.v1.ApplyOccupancyDeltaRequest\x1a+.vigil.lobby.v1.ApplyOccupancyDeltaResponse\x12w\n\x16\x41pplyOccupancySnapshot\x12-.vigil.lobby.v1.ApplyOccupancySnapshotRequest\x1a..vigil.lobby.v1.ApplyOccupancySnapshotResponse\x12P\n\tTouchRoom\x12 .vigil.lobby.v1.TouchRoomRequest\x1a!.vigil.lobby.v1.TouchRoomResponse\x12h\n\x11VerifyLeaderToken\x12(.vigil.lobby.v1.VerifyLeaderTokenRequest\x1a).vigil.lobby.v1.VerifyLeaderTokenResponseB;Z9github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1;lobbyv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1avigil/lobby/v1/lobby.proto\x12\x0evigil.lobby.v1\">\n\x05Video\x12\x14\n\x05title\x18\x01 \x01(\tR\x05title\x12\x1f\n\x0b\x64uration_ms\x18\x02 \x01(\x03R\ndurationMs\"\xe0\x01\n\x04Room\x12\x12\n\x04\x63ode\x18\x01 \x01(\tR\x04\x63ode\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\x12+\n\x05video\x18\x03 \x01(\x0b\x32\x15.vigil.lobby.v1.VideoR\x05video\x12\x18\n\x07viewers\x18\x04 \x01(\x05R\x07viewers\x12%\n\x0eleader_present\x18\x05 \x01(\x08R\rleaderPresent\x12#\n\rlast_activity\x18\x06 \x01(\x03R\x0clastActivity\x12\x1d\n\ncreated_at\x18\x07 \x01(\x03R\tcreatedAt\"T\n\x11\x43reateRoomRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12+\n\x05video\x18\x02 \x01(\x0b\x32\x15.vigil.lobby.v1.VideoR\x05video\"u\n\x12\x43reateRoomResponse\x12\x12\n\x04\x63ode\x18\x01 \x01(\tR\x04\x63ode\x12!\n\x0cleader_token\x18\x02 \x01(\tR\x0bleaderToken\x12(\n\x04room\x18\x03 \x01(\x0b\x32\x14.vigil.lobby.v1.RoomR\x04room\"\xc8\x01\n\x10ListRoomsRequest\x12(\n\rknown_version\x18\x01 \x01(\x03H\x00R\x0cknownVersion\x88\x01\x01\x12\x1d\n\tpage_size\x18\x02 \x01(\x05H\x01R\x05limit\x88\x01\x01\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\x12\x10\n\x05query\x18\x04 \x01(\tR\x01q\x12\x1a\n\x08joinable\x18\x05 \x01(\x08R\x08joinableB\x10\n\x0e_known_versionB\x0c\n\n_page_size\"\xa4\x01\n\x11ListRoomsResponse\x12*\n\x05rooms\x18\x01 \x03(\x0b\x32\x14.vigil.lobby.v1.RoomR\x05rooms\x12\x18\n\x07version\x18\x02 \x01(\x03R\x07version\x12!\n\x0cnot_modified\x18\x03 \x01(\x08R\x0bnotModified\x12&\n\x0fnext_page_token\x18\x04 \x01(\tR\rnextPageToken\"$\n\x0eGetRoomRequest\x12\x12\n\x04\x63ode\x18\x01 \x01(\tR\x04\x63ode\";\n\x0fGetRoomResponse\x12(\n\x04room\x18\x01 \x01(\x0b\x32\x14.vigil.lobby.v1.RoomR\x04room\"\'\n\x11RemoveRoomRequest\x12\x12\n\x04\x63ode\x18\x01 \x01(\tR\x04\x63ode\".\n\x12RemoveRoomResponse\x12\x18\n\x07removed\x18\x01 \x01(\x08R\x07removed\"\x8c\x01\n\x1a\x41pplyOccupancyDeltaRequest\x12\x12\n\x04\x63ode\x18\x01 \x01(\tR\x04\x63ode\x12\x10\n\x03seq\x18\x02 \x01(\x03R\x03seq\x12#\n\rviewers_delta\x18\x03 \x01(\x05R\x0cviewersDelta\x12#\n\rleaders_delta\x18\x04 \x01(\x05R\x0cleadersDelta\"U\n\x1b\x41pplyOccupancyDeltaResponse\x12\x36\n\x07outcome\x18\x01 \x01(\x0e\x32\x1c.vigil.lobby.v1.DeltaOutcomeR\x07outcome\"y\n\x1d\x41pplyOccupancySnapshotRequest\x12\x12\n\x04\x63ode\x18\x01 \x01(\tR\x04\x63ode\x12\x10\n\x03seq\x18\x02 \x01(\x03R\x03seq\x12\x18\n\x07viewers\x18\x03 \x01(\x05R\x07viewers\x12\x18\n\x07leaders\x18\x04 \x01(\x05R\x07leaders\":\n\x1e\x41pplyOccupancySnapshotResponse\x12\x18\n\x07\x61pplied\x18\x01 \x01(\x08R\x07\x61pplied\"6\n\x10TouchRoomRequest\x12\x12\n\x04\x63ode\x18\x01 \x01(\tR\x04\x63ode\x12\x0e\n\x02\x61t\x18\x02 \x01(\x03R\x02\x61t\"\x13\n\x11TouchRoomResponse\"Q\n\x18VerifyLeaderTokenRequest\x12\x12\n\x04\x63ode\x18\x01 \x01(\tR\x04\x63ode\x12!\n\x0cleader_token\x18\x02 \x01(\tR\x0bleaderToken\"[\n\x19VerifyLeaderTokenResponse\x12\x14\n\x05valid\x18\x01 \x01(\x08R\x05valid\x12(\n\x04room\x18\x02 \x01(\x0b\x32\x14.vigil.lobby.v1.RoomR\x04room*{\n\x0c\x44\x65ltaOutcome\x12\x1d\n\x19\x44\x45LTA_OUTCOME_UNSPECIFIED\x10\x00\x12\x19\n\x15\x44\x45LTA_OUTCOME_APPLIED\x10\x01\x12\x17\n\x13\x44\x45LTA_OUTCOME_STALE\x10\x02\x12\x18\n\x14\x44\x45LTA_OUTCOME_RESYNC\x10\x03\x32\xfb\x05\n\x0cLobbyService\x12S\n\nCreateRoom\x12!.vigil.lobby.v1.CreateRoomRequest\x1a\".vigil.lobby.v1.CreateRoomResponse\x12P\n\tListRooms\x12 .vigil.lobby.v1.ListRoomsRequest\x1a!.vigil.lobby.v1.ListRoomsResponse\x12J\n\x07GetRoom\x12\x1e.vigil.lobby.v1.GetRoomRequest\x1a\x1f.vigil.lobby.v1.GetRoomResponse\x12S\n\nRemoveRoom\x12!.vigil.lobby.v1.RemoveRoomRequest\x1a\".vigil.lobby.v1.RemoveRoomResponse\x12n\n\x13\x41pplyOccupancyDelta\x12*.vigil.lobby.v1.ApplyOccupancyDeltaRequest\x1a+.vigil.lobby.v1.ApplyOccupancyDeltaResponse\x12w\n\x16\x41pplyOccupancySnapshot\x12-.vigil.lobby.v1.ApplyOccupancySnapshotRequest\x1a..vigil.lobby.v1.ApplyOccupancySnapshotResponse\x12P\n\tTouchRoom\x12 .vigil.lobby.v1.TouchRoomRequest\x1a!.vigil.lobby.v1.TouchRoomResponse\x12h\n\x11VerifyLeaderToken\x12(.vigil.lobby.v1.VerifyLeaderTokenRequest\x1a).vigil.lobby.v1.VerifyLeaderTokenResponseB;Z9github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1;lobbyv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'vigil.lobby.v1.lobby_pb2', globals())
@@ -21,8 +21,8 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'Z9github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1;lobbyv1'
-  _DELTAOUTCOME._serialized_start=1602
-  _DELTAOUTCOME._serialized_end=1725
+  _DELTAOUTCOME._serialized_start=1766
+  _DELTAOUTCOME._serialized_end=1889
   _VIDEO._serialized_start=46
   _VIDEO._serialized_end=108
   _ROOM._serialized_start=111
@@ -31,34 +31,34 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _CREATEROOMREQUEST._serialized_end=421
   _CREATEROOMRESPONSE._serialized_start=423
   _CREATEROOMRESPONSE._serialized_end=540
-  _LISTROOMSREQUEST._serialized_start=542
-  _LISTROOMSREQUEST._serialized_end=620
-  _LISTROOMSRESPONSE._serialized_start=622
-  _LISTROOMSRESPONSE._serialized_end=746
-  _GETROOMREQUEST._serialized_start=748
-  _GETROOMREQUEST._serialized_end=784
-  _GETROOMRESPONSE._serialized_start=786
-  _GETROOMRESPONSE._serialized_end=845
-  _REMOVEROOMREQUEST._serialized_start=847
-  _REMOVEROOMREQUEST._serialized_end=886
-  _REMOVEROOMRESPONSE._serialized_start=888
-  _REMOVEROOMRESPONSE._serialized_end=934
-  _APPLYOCCUPANCYDELTAREQUEST._serialized_start=937
-  _APPLYOCCUPANCYDELTAREQUEST._serialized_end=1077
-  _APPLYOCCUPANCYDELTARESPONSE._serialized_start=1079
-  _APPLYOCCUPANCYDELTARESPONSE._serialized_end=1164
-  _APPLYOCCUPANCYSNAPSHOTREQUEST._serialized_start=1166
-  _APPLYOCCUPANCYSNAPSHOTREQUEST._serialized_end=1287
-  _APPLYOCCUPANCYSNAPSHOTRESPONSE._serialized_start=1289
-  _APPLYOCCUPANCYSNAPSHOTRESPONSE._serialized_end=1347
-  _TOUCHROOMREQUEST._serialized_start=1349
-  _TOUCHROOMREQUEST._serialized_end=1403
-  _TOUCHROOMRESPONSE._serialized_start=1405
-  _TOUCHROOMRESPONSE._serialized_end=1424
-  _VERIFYLEADERTOKENREQUEST._serialized_start=1426
-  _VERIFYLEADERTOKENREQUEST._serialized_end=1507
-  _VERIFYLEADERTOKENRESPONSE._serialized_start=1509
-  _VERIFYLEADERTOKENRESPONSE._serialized_end=1600
-  _LOBBYSERVICE._serialized_start=1728
-  _LOBBYSERVICE._serialized_end=2491
+  _LISTROOMSREQUEST._serialized_start=543
+  _LISTROOMSREQUEST._serialized_end=743
+  _LISTROOMSRESPONSE._serialized_start=746
+  _LISTROOMSRESPONSE._serialized_end=910
+  _GETROOMREQUEST._serialized_start=912
+  _GETROOMREQUEST._serialized_end=948
+  _GETROOMRESPONSE._serialized_start=950
+  _GETROOMRESPONSE._serialized_end=1009
+  _REMOVEROOMREQUEST._serialized_start=1011
+  _REMOVEROOMREQUEST._serialized_end=1050
+  _REMOVEROOMRESPONSE._serialized_start=1052
+  _REMOVEROOMRESPONSE._serialized_end=1098
+  _APPLYOCCUPANCYDELTAREQUEST._serialized_start=1101
+  _APPLYOCCUPANCYDELTAREQUEST._serialized_end=1241
+  _APPLYOCCUPANCYDELTARESPONSE._serialized_start=1243
+  _APPLYOCCUPANCYDELTARESPONSE._serialized_end=1328
+  _APPLYOCCUPANCYSNAPSHOTREQUEST._serialized_start=1330
+  _APPLYOCCUPANCYSNAPSHOTREQUEST._serialized_end=1451
+  _APPLYOCCUPANCYSNAPSHOTRESPONSE._serialized_start=1453
+  _APPLYOCCUPANCYSNAPSHOTRESPONSE._serialized_end=1511
+  _TOUCHROOMREQUEST._serialized_start=1513
+  _TOUCHROOMREQUEST._serialized_end=1567
+  _TOUCHROOMRESPONSE._serialized_start=1569
+  _TOUCHROOMRESPONSE._serialized_end=1588
+  _VERIFYLEADERTOKENREQUEST._serialized_start=1590
+  _VERIFYLEADERTOKENREQUEST._serialized_end=1671
+  _VERIFYLEADERTOKENRESPONSE._serialized_start=1673
+  _VERIFYLEADERTOKENRESPONSE._serialized_end=1764
+  _LOBBYSERVICE._serialized_start=1892
+  _LOBBYSERVICE._serialized_end=2655
 # @@protoc_insertion_point(module_scope)

@@ -77,20 +77,30 @@ class GetRoomResponse(_message.Message):
     def __init__(self, room: _Optional[_Union[Room, _Mapping]] = ...) -> None: ...
 
 class ListRoomsRequest(_message.Message):
-    __slots__ = ["known_version"]
+    __slots__ = ["joinable", "known_version", "page_size", "page_token", "query"]
+    JOINABLE_FIELD_NUMBER: _ClassVar[int]
     KNOWN_VERSION_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    joinable: bool
     known_version: int
-    def __init__(self, known_version: _Optional[int] = ...) -> None: ...
+    page_size: int
+    page_token: str
+    query: str
+    def __init__(self, known_version: _Optional[int] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., query: _Optional[str] = ..., joinable: bool = ...) -> None: ...
 
 class ListRoomsResponse(_message.Message):
-    __slots__ = ["not_modified", "rooms", "version"]
+    __slots__ = ["next_page_token", "not_modified", "rooms", "version"]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     NOT_MODIFIED_FIELD_NUMBER: _ClassVar[int]
     ROOMS_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
+    next_page_token: str
     not_modified: bool
     rooms: _containers.RepeatedCompositeFieldContainer[Room]
     version: int
-    def __init__(self, rooms: _Optional[_Iterable[_Union[Room, _Mapping]]] = ..., version: _Optional[int] = ..., not_modified: bool = ...) -> None: ...
+    def __init__(self, rooms: _Optional[_Iterable[_Union[Room, _Mapping]]] = ..., version: _Optional[int] = ..., not_modified: bool = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class RemoveRoomRequest(_message.Message):
     __slots__ = ["code"]

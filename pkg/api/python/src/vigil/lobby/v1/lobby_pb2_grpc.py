@@ -76,7 +76,7 @@ class LobbyServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def ListRooms(self, request, context):
-        """ListRooms lists the open rooms, most recently active first.
+        """ListRooms answers a page of the open rooms, most recently active first.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -1,0 +1,123 @@
+package domain
+
+import (
+	"strings"
+	"unicode"
+
+	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/vigil-dev/vigil/pkg/input"
+)
+
+// MaxQueryLen is the longest search query, in characters (a room name is at most 80).
+const MaxQueryLen = 80
+
+// How a search matches a room name (docs/LOBBY.md, "Search"):
+//
+//   - Case never matters: both sides are case-folded (Unicode full folding, so "STRASSE"
+//     finds "Straße") and composed (NFC), so an "é" typed as one code point or as "e" plus a
+//     combining accent is the same letter.
+//   - A letter typed without a mark matches that letter with any mark: "cafe" finds "Café",
+//     "nino" finds "Niño". People often leave accents out when they type, and a lobby search
+//     should not need them.
+//   - A letter typed with a mark matches only that mark: "niño" finds "Niño", not "Nino";
+//     whoever types the accent means it.
+//   - Every whitespace-separated word of the query must occur in the name, in any order:
+//     "tuesday salsa" finds "Salsa Tuesday".
+
+// Folded is a name prepared for searching: its case-folded letters, and the same letters
+// without marks, one rune each, aligned.
+type Folded struct {
+	letters []rune
+	bare    []rune
+}
+
+var folder = cases.Fold()
+
+// FoldName prepares a room name for Match.
+func FoldName(name string) Folded {
+	letters := []rune(norm.NFC.String(folder.String(name)))
+	bare := make([]rune, len(letters))
+	for i, r := range letters {
+		bare[i] = baseLetter(r)
+	}
+	return Folded{letters: letters, bare: bare}
+}
+
+// baseLetter is r without its marks: the first rune of its canonical decomposition when the
+// rest are all marks ("é" → "e", "ñ" → "n"), else r itself.
+func baseLetter(r rune) rune {
+	if r < 0x80 {
+		return r
+	}
+	d := []rune(norm.NFD.String(string(r)))
+	if len(d) < 2 {
+		return r
+	}
+	for _, m := range d[1:] {
+		if !unicode.Is(unicode.Mn, m) {
+			return r
+		}
+	}
+	return d[0]
+}
+
+// Query is a parsed search: its words, folded.
+type Query struct {
+	words []queryWord
+}
+
+type queryWord struct {
+	letters []rune
+	// plain[i] is true when letters[i] carries no mark, so it also matches a marked letter.
+	plain []bool
+}
+
+// ParseQuery checks and parses a search query; "" (or only spaces) matches every room.
+func ParseQuery(q string) (Query, error) {
+	if !input.Printable(q) || len([]rune(q)) > MaxQueryLen {
+		return Query{}, invalid("q must be at most 80 characters of text without control characters.")
+	}
+	var out Query
+	for _, w := range strings.Fields(q) {
+		f := FoldName(w)
+		qw := queryWord{letters: f.letters, plain: make([]bool, len(f.letters))}
+		for i := range f.letters {
+			qw.plain[i] = f.bare[i] == f.letters[i]
+		}
+		out.words = append(out.words, qw)
+	}
+	return out, nil
+}
+
+// Empty reports whether the query matches every room.
+func (q Query) Empty() bool { return len(q.words) == 0 }
+
+// Match reports whether every word of q occurs in the folded name.
+func (q Query) Match(name Folded) bool {
+	for _, w := range q.words {
+		if !w.in(name) {
+			return false
+		}
+	}
+	return true
+}
+
+func (w queryWord) in(name Folded) bool {
+	n := len(w.letters)
+	for start := 0; start+n <= len(name.letters); start++ {
+		ok := true
+		for i := 0; i < n; i++ {
+			l := name.letters[start+i]
+			if l != w.letters[i] && (!w.plain[i] || name.bare[start+i] != w.letters[i]) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
