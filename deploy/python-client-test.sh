@@ -2,7 +2,9 @@
 # The Python client (pkg/api/python) against a running stack: builds `vigil dev`, starts it on
 # free ports with its store in a temporary directory, installs the package into a temporary
 # venv (nothing downloaded: Debian's grpcio, protobuf and setuptools), and runs its tests over
-# gRPC: create and read a reservation, acquire and release a lock, post and read chat messages.
+# gRPC: the generated stubs (create and read a reservation, acquire and release a lock, post and
+# read chat messages) and the helpers (vigil.lockclient across threads, tasks and processes,
+# renewal, a killed holder, every timeout; vigil.reservationclient, vigil.chatclient).
 # Leaves the tree as it found it. VIGIL_PYTHON picks the interpreter (default Debian's, which has
 # python3-grpcio; the python3 first on PATH may be another one).
 set -euo pipefail
@@ -69,4 +71,13 @@ done
 step "python tests (the installed package, not the sources)"
 cd "$tmp"
 "$tmp/venv/bin/python" -c 'import vigil, sys; p = list(vigil.__path__); print("vigil from", *p); sys.exit(any(s.startswith(sys.argv[1]) for s in p))' "$repo/"
-PYTHONDONTWRITEBYTECODE=1 "$tmp/venv/bin/python" -m unittest discover -v -s "$repo/pkg/api/python/tests" -t "$repo/pkg/api/python/tests"
+# The closing line says PASS or FAIL with the count, after unittest's own summary.
+rc=0
+PYTHONDONTWRITEBYTECODE=1 "$tmp/venv/bin/python" -m unittest discover -v -s "$repo/pkg/api/python/tests" -t "$repo/pkg/api/python/tests" 2>&1 | tee "$tmp/unittest.log" || rc=$?
+ran=$(sed -n 's/^Ran \([0-9]*\) tests\{0,1\} in .*/\1/p' "$tmp/unittest.log")
+if [ "$rc" = 0 ]; then
+  step "python client tests: PASS (${ran:-?} tests)"
+else
+  step "python client tests: FAIL, $(grep -E '^FAILED' "$tmp/unittest.log" | tail -1 | sed 's/^FAILED //' || true) of ${ran:-?} tests (details above)"
+  exit "$rc"
+fi

@@ -1,0 +1,824 @@
+"""Mutexes on Vigil's lock service, with background renewal, fencing tokens and deadlines.
+
+What ``pkg/lockclient`` gives Go callers, for Python::
+
+    import grpc
+    from vigil.lockclient import Mutex
+
+    channel = grpc.insecure_channel("127.0.0.1:7002")
+    with Mutex(channel, "nightly-report", ttl=10, wait=30) as m:
+        store.write(data, fencing_token=m.fencing_token)  # the store refuses smaller tokens
+        m.check()                                          # raises LockLost once the hold is gone
+
+``Mutex`` waits for the lock in the service's first-come-first-served line (woken by the
+release, never polling), renews the lease every third of its TTL in a background thread, and
+releases it on exit. ``AsyncMutex`` does the same on ``grpc.aio`` with ``async with`` and a
+renewal task. Both are shaped like ``threading.Lock`` (``acquire(blocking=True, timeout=-1)``,
+``release()``, ``locked()``), and one mutex object shared by several threads (or tasks)
+excludes them from each other too.
+
+Every call to the service carries a deadline: ``acquire`` honours its ``timeout`` (give or take 50 ms for the answer; it waits
+no longer than ``call_timeout`` for an answer when it does not wait for the lock), renewals and
+releases take at most ``call_timeout`` (default 5 s). A service that does not answer within the
+deadline raises ``DeadlineExceeded``; one that cannot be reached is retried with backoff
+(50 ms doubling to 1 s) for up to ``call_timeout`` and then raises ``Unavailable``. Refused
+values raise ``InvalidArgument``; each carries the service's sentence (see ``vigil.errors``).
+
+The calls are LockService's unary calls: measured against one ``LockService.Session`` stream
+per channel from Python, the stream was not faster (see pkg/api/python/README.md), so the
+helpers keep the simpler path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+from types import TracebackType
+from typing import Any, Callable, Optional, Set, Type
+
+import grpc
+
+from vigil.errors import (
+    DeadlineExceeded,
+    InvalidArgument,
+    LockLost,
+    NotHeld,
+    Unavailable,
+    VigilError,
+    from_rpc_error,
+)
+from vigil.locks.v1 import locks_pb2, locks_pb2_grpc
+
+__all__ = [
+    "Mutex",
+    "AsyncMutex",
+    "AsyncLockSession",
+    "LockTimeout",
+    "LockLost",
+    "NotHeld",
+    "InvalidArgument",
+    "Unavailable",
+    "DeadlineExceeded",
+    "DEFAULT_TTL",
+    "DEFAULT_CALL_TIMEOUT",
+]
+
+#: The lease a mutex asks for when none is given, in seconds (the service's own default).
+DEFAULT_TTL = 30.0
+#: How long one call to the service (a renewal, a release, an acquire that does not wait for
+#: the lock) may take before it fails with ``DeadlineExceeded``, in seconds.
+DEFAULT_CALL_TIMEOUT = 5.0
+
+# The longest wait the service accepts in one acquire; a longer wait asks again.
+_MAX_WAIT = 60.0
+# A waiting acquire's call may outlive the wait it asks the service for by this much, so the
+# service's "not acquired" normally arrives before the call's deadline does.
+_ANSWER_MARGIN = 0.05
+_FIRST_BACKOFF = 0.05
+_MAX_BACKOFF = 1.0
+# Failures worth sending again: the service (or its store) was unreachable or busy.
+_TRANSIENT = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.ABORTED})
+
+
+class LockTimeout(VigilError, TimeoutError):
+    """``with Mutex(..., wait=s)`` did not get the lock within ``s`` seconds; ``holder`` is who
+    held it at the last answer (``None`` when unknown)."""
+
+    def __init__(self, details: str, holder: Optional[str] = None) -> None:
+        super().__init__(details)
+        self.holder = holder
+
+
+def _code(err: grpc.RpcError) -> Optional[grpc.StatusCode]:
+    return err.code() if callable(getattr(err, "code", None)) else None
+
+
+def _check_timeouts(ttl: float, wait: Optional[float], call_timeout: float) -> None:
+    # The service checks the TTL's range itself (and says so); these are the client's own.
+    if not ttl > 0:
+        raise InvalidArgument(f"ttl must be positive seconds, got {ttl!r}")
+    if wait is not None and not wait >= 0:
+        raise InvalidArgument(f"wait must be None or non-negative seconds, got {wait!r}")
+    if not call_timeout > 0:
+        raise InvalidArgument(f"call_timeout must be positive seconds, got {call_timeout!r}")
+
+
+def _acquire_deadline(blocking: bool, timeout: float, now: float) -> Optional[float]:
+    """The monotonic time acquire(blocking, timeout) gives up; None waits without end. Raises
+    ValueError for the combinations threading.Lock refuses."""
+    if not blocking:
+        if timeout != -1:
+            raise ValueError("can't specify a timeout for a non-blocking call")
+        return now
+    if timeout == -1:
+        return None
+    if timeout < 0:
+        raise ValueError("timeout value must be a non-negative number")
+    return now + timeout
+
+
+def _plan(deadline: Optional[float], now: float, call_timeout: float) -> "tuple[float, float, bool]":
+    """The lock wait to ask the service for and the call's deadline, both in seconds from now,
+    and whether that deadline is the caller's own: the call outlives the caller's deadline by
+    at most _ANSWER_MARGIN, and with no deadline it waits in chunks of the service's longest
+    wait, each with call_timeout to be answered."""
+    if deadline is None:
+        return _MAX_WAIT, _MAX_WAIT + call_timeout, False
+    remaining = deadline - now
+    if remaining <= 0:  # not waiting for the lock: one call, answered within call_timeout
+        return 0.0, call_timeout, False
+    if remaining > _MAX_WAIT:
+        return _MAX_WAIT, _MAX_WAIT + call_timeout, False
+    return remaining, remaining + _ANSWER_MARGIN, True
+
+
+class _Hold:
+    """One hold of a lock: its fencing token, when its lease ends by the client's clock
+    (counted from when the acquire was sent, so never later than the service's), and whether
+    it was lost."""
+
+    __slots__ = ("token", "expiry", "lost", "why")
+
+    def __init__(self, token: int, expiry: float) -> None:
+        self.token = token
+        self.expiry = expiry
+        self.lost = False
+        self.why = ""
+
+
+class _MutexBase:
+    """What Mutex and AsyncMutex share: identity, options, the current hold, the requests."""
+
+    def __init__(self, resource: str, owner: Optional[str], ttl: float, wait: Optional[float], call_timeout: float) -> None:
+        _check_timeouts(ttl, wait, call_timeout)
+        self._resource = resource
+        self._owner = owner if owner else str(uuid.uuid4())
+        self._ttl = float(ttl)
+        self._ttl_ms = max(1, int(round(self._ttl * 1000)))
+        self._wait = wait
+        self._call_timeout = float(call_timeout)
+        self._hold: Optional[_Hold] = None
+        self._holder: Optional[str] = None  # who held the lock at the last refusal
+
+    @property
+    def resource(self) -> str:
+        """The lock's name."""
+        return self._resource
+
+    @property
+    def owner(self) -> str:
+        """Who this mutex holds the lock as: the owner given, or a random UUID. Two mutexes with
+        the same owner do NOT exclude each other (re-acquiring is idempotent for an owner)."""
+        return self._owner
+
+    @property
+    def ttl(self) -> float:
+        """The lease in seconds, renewed every third of it while held."""
+        return self._ttl
+
+    @property
+    def fencing_token(self) -> Optional[int]:
+        """The fencing token of the current hold, ``None`` when not held. It grows with every new
+        holder of the resource: send it with every write, and have the storage refuse a write
+        whose token is smaller than one it has seen."""
+        h = self._hold
+        return h.token if h is not None else None
+
+    @property
+    def lost(self) -> bool:
+        """True once the current hold ended without a release (a renewal was refused, or the
+        lease ran out before a renewal got through): the holder must stop writing. False when
+        not held."""
+        h = self._hold
+        return h is not None and (h.lost or time.monotonic() >= h.expiry)
+
+    def locked(self) -> bool:
+        """True while this mutex holds the lock (even if the hold was lost: release it)."""
+        return self._hold is not None
+
+    def check(self) -> None:
+        """Raise ``LockLost`` when the hold was lost and ``NotHeld`` when nothing is held: call it
+        before a write that must happen under the lock."""
+        h = self._hold
+        if h is None:
+            raise NotHeld(f"lock {self._resource!r} is not held by {self._owner!r}")
+        if self.lost:
+            raise LockLost(self._lost_sentence(h))
+
+    def _lost_sentence(self, h: _Hold) -> str:
+        why = h.why or "its lease ran out before a renewal got through"
+        return f"lock {self._resource!r} (fencing token {h.token}) was lost: {why}"
+
+    def _acquire_request(self, wait: float) -> locks_pb2.AcquireRequest:
+        req = locks_pb2.AcquireRequest(resource=self._resource, owner=self._owner, ttl_ms=self._ttl_ms)
+        if wait > 0:
+            req.wait_ms = max(1, int(wait * 1000))
+        return req
+
+    def _release_request(self) -> locks_pb2.ReleaseRequest:
+        return locks_pb2.ReleaseRequest(resource=self._resource, owner=self._owner)
+
+    def _renew_request(self) -> locks_pb2.RenewRequest:
+        return locks_pb2.RenewRequest(resource=self._resource, owner=self._owner, ttl_ms=self._ttl_ms)
+
+    def _timeout_error(self) -> LockTimeout:
+        who = f" (held by {self._holder!r})" if self._holder else ""
+        return LockTimeout(f"lock {self._resource!r} not acquired within {self._wait:g} s{who}", self._holder)
+
+    def _renewed(self, h: _Hold, res: locks_pb2.RenewResponse, sent: float) -> Optional[float]:
+        """Records a renewal's answer; the pause before the next renewal, or None when lost."""
+        if res.renewed:
+            h.expiry = sent + self._ttl
+            return self._ttl / 3
+        h.lost, h.why = True, "a renewal was refused: the lease had ended and someone else may hold the lock"
+        return None
+
+    def _renew_failed(self, h: _Hold, err: grpc.RpcError, backoff: float) -> Optional[float]:
+        """Records a failed renewal; the pause before trying again, or None when the lease ran
+        out meanwhile (lost)."""
+        left = h.expiry - time.monotonic()
+        if left <= 0:
+            h.lost = True
+            h.why = f"the lease ran out while renewals failed ({from_rpc_error(err, 'renew')})"
+            return None
+        return min(backoff, left)
+
+    def _released(self, h: _Hold, res: Optional[locks_pb2.ReleaseResponse], retried: bool) -> None:
+        """Raises LockLost when the hold had been lost, or the service said this owner did not
+        hold the lock (unless an earlier attempt may have released it already)."""
+        if h.lost or time.monotonic() >= h.expiry:
+            raise LockLost(self._lost_sentence(h))
+        if res is not None and not res.released and not retried:
+            raise LockLost(f"lock {self._resource!r} (fencing token {h.token}) was no longer held by {self._owner!r} at release")
+
+    def __repr__(self) -> str:
+        state = "unlocked" if self._hold is None else ("lost" if self.lost else f"held, token {self._hold.token}")
+        return f"<{type(self).__name__} {self._resource!r} owner={self._owner!r} {state}>"
+
+
+class Mutex(_MutexBase):
+    """A lock on the service, held by one owner, renewed in the background while held.
+
+    ``channel`` is a ``grpc.Channel`` to the lock service (the caller owns and closes it).
+    ``owner`` defaults to a random UUID; ``ttl`` is the lease in seconds (100 ms through 1 h,
+    default 30 s), renewed every ``ttl/3``; ``wait`` is how long ``with`` waits for the lock
+    before raising ``LockTimeout`` (``None``: until acquired); ``call_timeout`` bounds every
+    call that does not wait for the lock (default 5 s).
+
+    Shared by several threads, one mutex excludes them like a ``threading.Lock`` (the first
+    takes it, the others wait in ``acquire``); mutexes with different owners exclude each other
+    across threads, processes and machines.
+    """
+
+    def __init__(
+        self,
+        channel: grpc.Channel,
+        resource: str,
+        owner: Optional[str] = None,
+        ttl: float = DEFAULT_TTL,
+        wait: Optional[float] = None,
+        *,
+        call_timeout: float = DEFAULT_CALL_TIMEOUT,
+    ) -> None:
+        super().__init__(resource, owner, ttl, wait, call_timeout)
+        self._stub = locks_pb2_grpc.LockServiceStub(channel)
+        self._local = threading.Lock()  # held from a successful acquire to its release
+        self._stop: Optional[threading.Event] = None
+        self._renewer: Optional[threading.Thread] = None
+        self._giving_back: Optional[grpc.Future] = None
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        """Take the lock: True when held, False when ``timeout`` seconds passed (or, with
+        ``blocking=False``, the lock was held by another owner) first.
+
+        Waits in the service's line for the lock, in arrival order, for up to ``timeout``
+        seconds (``-1``: without end); the call returns within ``timeout`` plus 50 ms even when
+        the service stops answering. A non-blocking acquire asks once and waits up to ``call_timeout`` for
+        the answer. Raises ``InvalidArgument`` for a name or TTL the service refuses,
+        ``Unavailable`` when the service stayed unreachable for ``call_timeout``, and
+        ``DeadlineExceeded`` when it did not answer a call without a lock wait in time.
+        """
+        deadline = _acquire_deadline(blocking, timeout, time.monotonic())
+        if deadline is None:
+            got = self._local.acquire()
+        else:
+            got = self._local.acquire(blocking, max(0.0, deadline - time.monotonic()) if blocking else -1)
+        if not got:
+            return False
+        try:
+            ok = self._acquire(deadline)
+        except BaseException:
+            self._local.release()
+            raise
+        if not ok:
+            self._local.release()
+        return ok
+
+    def _acquire(self, deadline: Optional[float]) -> bool:
+        self._settle_give_back()
+        backoff, failing_since = _FIRST_BACKOFF, None
+        while True:
+            sent = time.monotonic()
+            wait, call_deadline, callers = _plan(deadline, sent, self._call_timeout)
+            try:
+                res = self._stub.Acquire(self._acquire_request(wait), timeout=call_deadline)
+            except grpc.RpcError as err:
+                code, now = _code(err), time.monotonic()
+                if code in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED):
+                    # A grant may have crossed the deadline: give it back, without waiting.
+                    self._give_back()
+                    if callers:  # the caller's timeout, not a silent service
+                        return False
+                    raise from_rpc_error(err, f"acquire {self._resource!r}: no answer within {call_deadline:.3g} s") from None
+                if code not in _TRANSIENT:
+                    raise from_rpc_error(err, f"acquire {self._resource!r}") from None
+                failing_since = failing_since if failing_since is not None else sent
+                if now + backoff - failing_since > self._call_timeout or (callers and now + backoff >= deadline):
+                    raise from_rpc_error(err, f"acquire {self._resource!r}") from None
+                time.sleep(backoff)
+                backoff = min(2 * backoff, _MAX_BACKOFF)
+                continue
+            if res.acquired:
+                self._start_hold(res.fencing_token, sent + self._ttl)
+                return True
+            self._holder = res.holder if res.HasField("holder") else None
+            backoff, failing_since = _FIRST_BACKOFF, None
+            if deadline is not None and deadline - time.monotonic() <= 0.001:
+                return False
+
+    def _give_back(self) -> None:
+        """Releases, without waiting, a grant that may have crossed a deadline; the next acquire
+        waits for it first, so it cannot release that acquire's grant."""
+        try:
+            self._giving_back = self._stub.Release.future(self._release_request(), timeout=self._call_timeout)
+        except (grpc.RpcError, ValueError):  # the channel is closed: the lease ends on its own
+            pass
+
+    def _settle_give_back(self) -> None:
+        fut, self._giving_back = self._giving_back, None
+        if fut is not None:
+            try:
+                fut.result()  # bounded by the call's own deadline
+            except (grpc.RpcError, grpc.FutureCancelledError):
+                pass
+
+    def _start_hold(self, token: int, expiry: float) -> None:
+        h = _Hold(token, expiry)
+        stop = threading.Event()
+        self._hold, self._stop = h, stop
+        self._renewer = threading.Thread(target=self._renew, args=(h, stop), name=f"vigil-renew-{self._resource}", daemon=True)
+        self._renewer.start()
+
+    def _renew(self, h: _Hold, stop: threading.Event) -> None:
+        pause: Optional[float] = self._ttl / 3
+        backoff = _FIRST_BACKOFF
+        while pause is not None and not stop.wait(pause):
+            sent = time.monotonic()
+            left = h.expiry - sent
+            if left <= 0:
+                h.lost = True
+                return
+            try:
+                res = self._stub.Renew(self._renew_request(), timeout=min(self._call_timeout, left))
+            except grpc.RpcError as err:
+                if stop.is_set():
+                    return
+                pause = self._renew_failed(h, err, backoff)
+                backoff = min(2 * backoff, _MAX_BACKOFF)
+                continue
+            if stop.is_set():
+                return
+            pause, backoff = self._renewed(h, res, sent), _FIRST_BACKOFF
+
+    def release(self, timeout: Optional[float] = None) -> None:
+        """Give the lock back and stop renewing it; the next waiter gets it at once.
+
+        Waits up to ``timeout`` seconds (default ``call_timeout``) for the service, retrying an
+        unreachable one with backoff meanwhile. Raises ``NotHeld`` when this mutex holds
+        nothing, ``LockLost`` when the hold had been lost before the release (the lock is free
+        for this mutex again either way), and ``Unavailable`` or ``DeadlineExceeded`` when the
+        release did not get through (the lease then ends on its own after the TTL).
+        """
+        h, stop, renewer = self._hold, self._stop, self._renewer
+        if h is None:
+            raise NotHeld(f"lock {self._resource!r} is not held by {self._owner!r}")
+        self._hold, self._stop, self._renewer = None, None, None
+        if stop is not None:
+            stop.set()  # the release does not wait for the renewer: the next holder waits on it
+        try:
+            res, retried = self._release(self._call_timeout if timeout is None else timeout)
+        finally:
+            self._local.release()
+            if renewer is not None and renewer is not threading.current_thread():
+                renewer.join(self._call_timeout)
+        self._released(h, res, retried)
+
+    def _release(self, timeout: float) -> "tuple[locks_pb2.ReleaseResponse, bool]":
+        deadline = time.monotonic() + timeout
+        backoff, retried = _FIRST_BACKOFF, False
+        while True:
+            try:
+                return self._stub.Release(self._release_request(), timeout=max(0.001, deadline - time.monotonic())), retried
+            except grpc.RpcError as err:
+                if _code(err) not in _TRANSIENT or time.monotonic() + backoff >= deadline:
+                    raise from_rpc_error(err, f"release {self._resource!r}: no answer within {timeout:.3g} s") from None
+                time.sleep(backoff)
+                backoff, retried = min(2 * backoff, _MAX_BACKOFF), True
+
+    def __enter__(self) -> "Mutex":
+        if not self.acquire(timeout=-1 if self._wait is None else self._wait):
+            raise self._timeout_error()
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
+        try:
+            self.release()
+        except VigilError:
+            if exc_type is None:
+                raise
+            # The block's own exception is the one to see; the lease ends on its own.
+
+
+class _CallError(grpc.RpcError):
+    """A failed call on a Session stream, shaped like the failed unary call (code, details)."""
+
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        super().__init__(details)
+        self._c, self._d = code, details
+
+    def code(self) -> grpc.StatusCode:
+        return self._c
+
+    def details(self) -> str:
+        return self._d
+
+
+_CODES = {c.value[0]: c for c in grpc.StatusCode}
+
+
+class _AsyncUnary:
+    """AsyncMutex's calls as LockService's unary calls."""
+
+    def __init__(self, channel: grpc.aio.Channel) -> None:
+        self._stub = locks_pb2_grpc.LockServiceStub(channel)
+
+    async def acquire(self, req: locks_pb2.AcquireRequest, timeout: float) -> locks_pb2.AcquireResponse:
+        return await self._stub.Acquire(req, timeout=timeout)
+
+    async def renew(self, req: locks_pb2.RenewRequest, timeout: float) -> locks_pb2.RenewResponse:
+        return await self._stub.Renew(req, timeout=timeout)
+
+    async def release(self, req: locks_pb2.ReleaseRequest, timeout: float) -> locks_pb2.ReleaseResponse:
+        return await self._stub.Release(req, timeout=timeout)
+
+
+class AsyncLockSession:
+    """One ``LockService.Session`` stream on a ``grpc.aio`` channel, for many AsyncMutexes.
+
+    ``AsyncMutex(session, "reports")`` sends its acquires, renewals and releases as messages on
+    the session's stream instead of one gRPC call each: measured from Python, an acquire and
+    release pair costs the client less CPU this way and runs faster than over unary calls (see
+    pkg/api/python/README.md). Make one per channel and share it::
+
+        async with AsyncLockSession(channel) as locks:
+            async with AsyncMutex(locks, "reports", ttl=10) as m:
+                ...
+
+    The stream opens on first use and again after a break (a break fails the calls in flight
+    with ``Unavailable``, which the mutexes retry). Every call keeps its deadline: a waiting
+    acquire past its deadline is cancelled on the stream, and a grant that crossed the cancel
+    is given back. ``close()`` ends the stream; locks held stay held until released or their
+    lease ends.
+    """
+
+    def __init__(self, channel: grpc.aio.Channel) -> None:
+        self._stub = locks_pb2_grpc.LockServiceStub(channel)
+        self._call: Optional[Any] = None
+        self._reader: Optional["asyncio.Task[None]"] = None
+        self._pending: "dict[int, asyncio.Future[locks_pb2.SessionResponse]]" = {}
+        self._next_id = 0
+        self._closed = False
+        self._late: Set["asyncio.Future[Any]"] = set()  # give-backs of grants that crossed a cancel
+        self._writing = asyncio.Lock()  # a stream takes one write at a time
+
+    async def __aenter__(self) -> "AsyncLockSession":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Ends the stream; calls in flight fail with ``Unavailable``."""
+        self._closed = True
+        if self._late:
+            await asyncio.wait(set(self._late))
+        call, reader = self._call, self._reader
+        self._call = self._reader = None
+        if call is not None:
+            call.cancel()
+        if reader is not None:
+            await asyncio.gather(reader, return_exceptions=True)
+
+    def _stream(self) -> Any:
+        if self._closed:
+            raise _CallError(grpc.StatusCode.CANCELLED, "the lock session is closed")
+        if self._call is None:
+            call = self._stub.Session()
+            self._call = call
+            self._reader = asyncio.ensure_future(self._read(call))
+        return self._call
+
+    async def _read(self, call: Any) -> None:
+        why = "the lock session ended: the service shut down before answering"
+        try:
+            while True:
+                resp = await call.read()
+                if resp is grpc.aio.EOF:
+                    break
+                fut = self._pending.pop(resp.id, None)
+                if fut is not None and not fut.done():
+                    fut.set_result(resp)
+        except grpc.RpcError as err:
+            why = f"the lock session broke: {getattr(err, 'details', lambda: '')() or err}"
+        except asyncio.CancelledError:
+            why = "the lock session is closed"
+        finally:
+            if self._call is call:
+                self._call = self._reader = None
+            pending, self._pending = self._pending, {}
+            # Unanswered calls fail as unreachable, so the mutex sends them again on a new
+            # stream: after a drain (EOF) the service promises it did not run them.
+            for fut in pending.values():
+                if not fut.done():
+                    fut.set_exception(_CallError(grpc.StatusCode.UNAVAILABLE, why))
+
+    async def _send(self, req: locks_pb2.SessionRequest) -> "tuple[int, asyncio.Future[locks_pb2.SessionResponse]]":
+        call = self._stream()
+        self._next_id += 1
+        req.id = self._next_id
+        fut: "asyncio.Future[locks_pb2.SessionResponse]" = asyncio.get_running_loop().create_future()
+        self._pending[req.id] = fut
+        try:
+            async with self._writing:
+                await call.write(req)
+        except (grpc.RpcError, asyncio.InvalidStateError) as err:
+            self._pending.pop(req.id, None)
+            if self._call is call:
+                self._call = None
+                call.cancel()
+            raise _CallError(grpc.StatusCode.UNAVAILABLE, f"the lock session broke: {err}") from None
+        return req.id, fut
+
+    async def _answer(self, fut: "asyncio.Future[locks_pb2.SessionResponse]", req_id: int, timeout: float) -> locks_pb2.SessionResponse:
+        try:
+            resp = await asyncio.wait_for(asyncio.shield(fut), timeout)
+        except asyncio.TimeoutError:
+            self._pending.pop(req_id, None)
+            raise _CallError(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded") from None
+        if resp.HasField("error"):
+            raise _CallError(_CODES.get(resp.error.code, grpc.StatusCode.UNKNOWN), resp.error.message)
+        return resp
+
+    async def acquire(self, req: locks_pb2.AcquireRequest, timeout: float) -> locks_pb2.AcquireResponse:
+        """LockService.Acquire on the stream, answered within timeout seconds."""
+        if self._late:  # a give-back in flight must not release this acquire's grant
+            await asyncio.wait(set(self._late))
+        req_id, fut = await self._send(locks_pb2.SessionRequest(acquire=req))
+        try:
+            return (await self._answer(fut, req_id, timeout) if not req.wait_ms else await self._waiting(fut, req_id, req, timeout)).acquire
+        except asyncio.CancelledError:
+            if req.wait_ms:
+                self._cancel_wait(fut, req_id, req)
+            raise
+
+    async def _waiting(self, fut: "asyncio.Future[locks_pb2.SessionResponse]", req_id: int, req: locks_pb2.AcquireRequest, timeout: float) -> locks_pb2.SessionResponse:
+        try:
+            resp = await asyncio.wait_for(asyncio.shield(fut), timeout)
+        except asyncio.TimeoutError:
+            self._cancel_wait(fut, req_id, req)
+            raise _CallError(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded") from None
+        if resp.HasField("error"):
+            raise _CallError(_CODES.get(resp.error.code, grpc.StatusCode.UNKNOWN), resp.error.message)
+        return resp
+
+    def _cancel_wait(self, fut: "asyncio.Future[locks_pb2.SessionResponse]", req_id: int, req: locks_pb2.AcquireRequest) -> None:
+        """Takes a waiting acquire out of the service's line, and gives back a grant that crossed
+        the cancel, in the background (the session's next acquire waits for it)."""
+
+        async def settle() -> None:
+            call = self._call
+            if call is None:
+                return  # the stream broke: the service dropped the waiter itself
+            try:
+                async with self._writing:
+                    await call.write(locks_pb2.SessionRequest(cancel=locks_pb2.CancelRequest(id=req_id)))
+                resp = await asyncio.wait_for(asyncio.shield(fut), DEFAULT_CALL_TIMEOUT)
+            except (grpc.RpcError, asyncio.TimeoutError, asyncio.InvalidStateError, _CallError):
+                self._pending.pop(req_id, None)
+                return
+            if resp.HasField("acquire") and resp.acquire.acquired:
+                try:
+                    await self.release(locks_pb2.ReleaseRequest(resource=req.resource, owner=req.owner), DEFAULT_CALL_TIMEOUT)
+                except grpc.RpcError:  # the lease ends on its own
+                    pass
+
+        task = asyncio.ensure_future(settle())
+        self._late.add(task)
+        task.add_done_callback(self._late.discard)
+
+    async def renew(self, req: locks_pb2.RenewRequest, timeout: float) -> locks_pb2.RenewResponse:
+        """LockService.Renew on the stream."""
+        req_id, fut = await self._send(locks_pb2.SessionRequest(renew=req))
+        return (await self._answer(fut, req_id, timeout)).renew
+
+    async def release(self, req: locks_pb2.ReleaseRequest, timeout: float) -> locks_pb2.ReleaseResponse:
+        """LockService.Release on the stream."""
+        req_id, fut = await self._send(locks_pb2.SessionRequest(release=req))
+        return (await self._answer(fut, req_id, timeout)).release
+
+
+class AsyncMutex(_MutexBase):
+    """``Mutex`` on ``grpc.aio``: ``async with AsyncMutex(locks, "reports") as m: ...``.
+
+    ``locks`` is an ``AsyncLockSession`` (the faster path: one stream for every mutex on its
+    channel) or a ``grpc.aio.Channel`` (unary calls), created in the running event loop; the
+    renewal is a task of that loop. The options, timeouts and exceptions are Mutex's. Shared by
+    several tasks, one AsyncMutex excludes them like an ``asyncio.Lock``.
+    """
+
+    def __init__(
+        self,
+        locks: "AsyncLockSession | grpc.aio.Channel",
+        resource: str,
+        owner: Optional[str] = None,
+        ttl: float = DEFAULT_TTL,
+        wait: Optional[float] = None,
+        *,
+        call_timeout: float = DEFAULT_CALL_TIMEOUT,
+    ) -> None:
+        super().__init__(resource, owner, ttl, wait, call_timeout)
+        self._calls = locks if isinstance(locks, AsyncLockSession) else _AsyncUnary(locks)
+        self._local = asyncio.Lock()
+        self._renewer: Optional["asyncio.Task[None]"] = None
+        self._background: Set["asyncio.Future[Any]"] = set()  # give-backs in flight
+
+    async def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        """``Mutex.acquire``, awaited: True when held, False when ``timeout`` passed first."""
+        deadline = _acquire_deadline(blocking, timeout, time.monotonic())
+        if not await self._acquire_local(deadline):
+            return False
+        try:
+            ok = await self._acquire(deadline)
+        except BaseException:
+            self._local.release()
+            raise
+        if not ok:
+            self._local.release()
+        return ok
+
+    async def _acquire_local(self, deadline: Optional[float]) -> bool:
+        if deadline is None:
+            await self._local.acquire()
+            return True
+        if deadline <= time.monotonic():  # not blocking
+            if self._local.locked():
+                return False
+            await self._local.acquire()
+            return True
+        # asyncio.Lock.acquire has no timeout; wait_for may drop a lock acquired as it times out
+        # (before Python 3.12), so the wait is a task we settle ourselves.
+        task = asyncio.ensure_future(self._local.acquire())
+        try:
+            await asyncio.wait({task}, timeout=max(0.0, deadline - time.monotonic()))
+        except asyncio.CancelledError:
+            await self._settle(task, keep=False)
+            raise
+        return await self._settle(task, keep=True)
+
+    async def _settle(self, task: "asyncio.Task[bool]", keep: bool) -> bool:
+        """Ends a local lock wait: True when it got the lock (kept when keep, else released)."""
+        if not task.done():
+            task.cancel()
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if not task.cancelled():
+                raise
+            return False
+        if not keep:
+            self._local.release()
+        return keep
+
+    async def _acquire(self, deadline: Optional[float]) -> bool:
+        if self._background:  # a give-back must not release this acquire's grant
+            await asyncio.wait(set(self._background))  # each bounded by its call's deadline
+        backoff, failing_since = _FIRST_BACKOFF, None
+        while True:
+            sent = time.monotonic()
+            wait, call_deadline, callers = _plan(deadline, sent, self._call_timeout)
+            try:
+                res = await self._calls.acquire(self._acquire_request(wait), call_deadline)
+            except asyncio.CancelledError:
+                self._give_back()
+                raise
+            except grpc.RpcError as err:
+                code, now = _code(err), time.monotonic()
+                if code in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED):
+                    self._give_back()
+                    if callers:  # the caller's timeout, not a silent service
+                        return False
+                    raise from_rpc_error(err, f"acquire {self._resource!r}: no answer within {call_deadline:.3g} s") from None
+                if code not in _TRANSIENT:
+                    raise from_rpc_error(err, f"acquire {self._resource!r}") from None
+                failing_since = failing_since if failing_since is not None else sent
+                if now + backoff - failing_since > self._call_timeout or (callers and now + backoff >= deadline):
+                    raise from_rpc_error(err, f"acquire {self._resource!r}") from None
+                await asyncio.sleep(backoff)
+                backoff = min(2 * backoff, _MAX_BACKOFF)
+                continue
+            if res.acquired:
+                self._start_hold(res.fencing_token, sent + self._ttl)
+                return True
+            self._holder = res.holder if res.HasField("holder") else None
+            backoff, failing_since = _FIRST_BACKOFF, None
+            if deadline is not None and deadline - time.monotonic() <= 0.001:
+                return False
+
+    def _give_back(self) -> None:
+        """Releases, in the background, a grant that may have crossed a deadline or a cancel."""
+
+        async def give_back() -> None:
+            try:
+                await self._calls.release(self._release_request(), self._call_timeout)
+            except grpc.RpcError:  # the lease ends on its own
+                pass
+
+        try:
+            fut = asyncio.ensure_future(give_back())
+        except RuntimeError:  # no running loop
+            return
+        self._background.add(fut)
+        fut.add_done_callback(self._background.discard)
+
+    def _start_hold(self, token: int, expiry: float) -> None:
+        h = _Hold(token, expiry)
+        self._hold = h
+        self._renewer = asyncio.ensure_future(self._renew(h))
+
+    async def _renew(self, h: _Hold) -> None:
+        pause: Optional[float] = self._ttl / 3
+        backoff = _FIRST_BACKOFF
+        while pause is not None:
+            await asyncio.sleep(pause)
+            sent = time.monotonic()
+            left = h.expiry - sent
+            if left <= 0:
+                h.lost = True
+                return
+            try:
+                res = await self._calls.renew(self._renew_request(), min(self._call_timeout, left))
+            except grpc.RpcError as err:
+                pause = self._renew_failed(h, err, backoff)
+                backoff = min(2 * backoff, _MAX_BACKOFF)
+                continue
+            pause, backoff = self._renewed(h, res, sent), _FIRST_BACKOFF
+
+    async def release(self, timeout: Optional[float] = None) -> None:
+        """``Mutex.release``, awaited."""
+        h, renewer = self._hold, self._renewer
+        if h is None:
+            raise NotHeld(f"lock {self._resource!r} is not held by {self._owner!r}")
+        self._hold, self._renewer = None, None
+        if renewer is not None:
+            renewer.cancel()
+        try:
+            res, retried = await self._release(self._call_timeout if timeout is None else timeout)
+        finally:
+            self._local.release()
+        self._released(h, res, retried)
+
+    async def _release(self, timeout: float) -> "tuple[locks_pb2.ReleaseResponse, bool]":
+        deadline = time.monotonic() + timeout
+        backoff, retried = _FIRST_BACKOFF, False
+        while True:
+            try:
+                return await self._calls.release(self._release_request(), max(0.001, deadline - time.monotonic())), retried
+            except grpc.RpcError as err:
+                if _code(err) not in _TRANSIENT or time.monotonic() + backoff >= deadline:
+                    raise from_rpc_error(err, f"release {self._resource!r}: no answer within {timeout:.3g} s") from None
+                await asyncio.sleep(backoff)
+                backoff, retried = min(2 * backoff, _MAX_BACKOFF), True
+
+    async def __aenter__(self) -> "AsyncMutex":
+        if not await self.acquire(timeout=-1 if self._wait is None else self._wait):
+            raise self._timeout_error()
+        return self
+
+    async def __aexit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
+        try:
+            await self.release()
+        except VigilError:
+            if exc_type is None:
+                raise
