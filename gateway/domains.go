@@ -187,10 +187,11 @@ func lobbyDomain(addr string) domain {
 			"/vigil.lobby.v1.LobbyService/CreateRoom": http.StatusCreated,
 		},
 		sentences: jsonapi.Sentences{FieldErrors: map[protoreflect.FullName]string{
-			"vigil.lobby.v1.CreateRoomRequest.name":  "name must be 1 to 80 characters.",
-			"vigil.lobby.v1.CreateRoomRequest.video": "Describe the video: {\"title\", \"durationMs\"}.",
-			"vigil.lobby.v1.Video.title":             "video.title must be 1 to 200 characters.",
-			"vigil.lobby.v1.Video.duration_ms":       "video.durationMs must be an integer from 1 through 86400000.",
+			"vigil.lobby.v1.CreateRoomRequest.name":     "name must be 1 to 80 characters.",
+			"vigil.lobby.v1.CreateRoomRequest.video":    "Describe the video: {\"title\", \"durationMs\"}.",
+			"vigil.lobby.v1.Video.title":                "video.title must be 1 to 200 characters.",
+			"vigil.lobby.v1.Video.duration_ms":          "video.durationMs must be an integer from 1 through 86400000.",
+			"vigil.lobby.v1.ListRoomsRequest.page_size": "limit must be an integer from 1 through 200.",
 		}},
 	}
 }

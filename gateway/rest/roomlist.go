@@ -1,57 +1,63 @@
 package rest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"strconv"
-	"sync"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/vigil-dev/vigil/gateway/jsonapi"
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
 )
 
-// ServeRoomList answers GET /lobby/rooms in place of the generic grpc-gateway route: the list
-// is the lobby's hot, large answer (10,000 rooms are ~2 MiB of JSON), and the generic JSON
-// dialect renders through protojson and a map round trip, about 30 times slower than writing
-// the rooms directly. The JSON is the same: docs/API.md's room objects, numbers as numbers.
+// ServeRoomList answers GET /lobby/rooms?limit=N&pageToken=T&q=…&joinable=true in place of
+// the generic grpc-gateway route: one page of the lobby, `{"rooms": [room, …],
+// "nextPageToken": "…" | null}`, written directly (the generic dialect renders through
+// protojson and a map round trip). The JSON is docs/API.md's room objects, numbers as numbers.
 //
-// The rendered list is kept with the lobby version it reflects; each request asks the Lobby
-// whether that version is still current (known_version), so an unchanged lobby costs a tiny
-// call and a copy. The version is also the ETag: a browser that polls with If-None-Match gets
-// 304 while nothing changed.
+// Each page has its own ETag, a hash of its body: a client that asks again with If-None-Match
+// gets 304 while that page is unchanged, whatever happened to rooms on other pages.
+// Bad input (limit outside 1..200, a garbled, expired or foreign pageToken, joinable neither
+// true nor false) is a 400 with the Lobby's sentence.
 func (s *Relay) ServeRoomList(client lobbyv1.LobbyServiceClient) http.HandlerFunc {
-	var mu sync.Mutex
-	var cachedBody []byte
-	var cachedVersion int64
-	cached := false
 	return func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
 		req := &lobbyv1.ListRoomsRequest{}
-		// knownVersion is the route's documented query parameter; the cache below does its
-		// work, but a bad value is still refused as on every route.
-		if err := s.json.CheckQuery(req, r.URL.Query()); err != nil {
+		// limit and knownVersion are checked by the dialect's integer rule, as on every route.
+		if err := s.json.CheckQuery(req, q); err != nil {
 			jsonapi.WriteError(w, http.StatusBadRequest, err.Error())
 			return
 		}
-		mu.Lock()
-		if cached {
-			v := cachedVersion
-			req.KnownVersion = &v
+		if q.Has("limit") {
+			n, err := strconv.ParseInt(q.Get("limit"), 10, 32)
+			if err != nil {
+				jsonapi.WriteError(w, http.StatusBadRequest, limitSentence)
+				return
+			}
+			req.PageSize = proto.Int32(int32(n))
 		}
-		body, version := cachedBody, cachedVersion
-		mu.Unlock()
+		switch q.Get("joinable") {
+		case "", "false":
+		case "true":
+			req.Joinable = true
+		default:
+			jsonapi.WriteError(w, http.StatusBadRequest, "joinable must be true or false.")
+			return
+		}
+		req.PageToken, req.Query = q.Get("pageToken"), q.Get("q")
 		res, err := client.ListRooms(r.Context(), req)
 		if err != nil {
 			s.WriteRPCError(w, r, err)
 			return
 		}
-		if !res.GetNotModified() {
-			body, version = renderRoomList(res.GetRooms()), res.GetVersion()
-			mu.Lock()
-			if !cached || version >= cachedVersion {
-				cachedBody, cachedVersion, cached = body, version, true
-			}
-			mu.Unlock()
-		}
-		etag := `"` + strconv.FormatInt(version, 10) + `"`
+		body, rooms := renderRoomPage(res.GetRooms(), res.GetNextPageToken())
+		// The ETag covers the rooms and whether a next page exists, not the token itself (its
+		// expiry changes on every answer): a client that keeps a page keeps its token too,
+		// and that token continues from the same room.
+		sum := sha256.Sum256(appendBool(body[:rooms:rooms], res.GetNextPageToken() != ""))
+		etag := `"` + hex.EncodeToString(sum[:12]) + `"`
 		w.Header().Set("ETag", etag)
 		w.Header().Set("Cache-Control", "no-cache")
 		if r.Header.Get("If-None-Match") == etag {
@@ -63,7 +69,11 @@ func (s *Relay) ServeRoomList(client lobbyv1.LobbyServiceClient) http.HandlerFun
 	}
 }
 
-func renderRoomList(rooms []*lobbyv1.Room) []byte {
+// limitSentence is the Lobby's own sentence for a page size out of range.
+const limitSentence = "limit must be an integer from 1 through 200."
+
+// renderRoomPage writes a page's JSON; body[:rooms] is its rooms, without the token.
+func renderRoomPage(rooms []*lobbyv1.Room, next string) (body []byte, roomsEnd int) {
 	b := make([]byte, 0, 64+len(rooms)*192)
 	b = append(b, `{"rooms":[`...)
 	for i, rm := range rooms {
@@ -72,7 +82,15 @@ func renderRoomList(rooms []*lobbyv1.Room) []byte {
 		}
 		b = appendRoomJSON(b, rm)
 	}
-	return append(b, "]}\n"...)
+	b = append(b, ']')
+	roomsEnd = len(b)
+	b = append(b, `,"nextPageToken":`...)
+	if next == "" {
+		b = append(b, "null"...)
+	} else {
+		b = appendJSONString(b, next)
+	}
+	return append(b, "}\n"...), roomsEnd
 }
 
 // appendRoomJSON appends a lobby room as docs/API.md gives it.
@@ -113,4 +131,11 @@ func appendJSONString(b []byte, s string) []byte {
 		}
 	}
 	return append(b, '"')
+}
+
+func appendBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, 1)
+	}
+	return append(b, 0)
 }
