@@ -28,6 +28,21 @@ class ImportsTest(unittest.TestCase):
                 mod = importlib.import_module(f"vigil.{domain}.v1.{domain}_pb2_grpc")
                 self.assertTrue(callable(getattr(mod, stub)))
 
+    def test_helpers_import_and_document_every_public_name(self):
+        import inspect
+
+        for name in ["vigil.errors", "vigil.lockclient", "vigil.reservationclient", "vigil.chatclient"]:
+            mod = importlib.import_module(name)
+            self.assertTrue(mod.__doc__, name)
+            for attr in mod.__all__:
+                obj = getattr(mod, attr)
+                with self.subTest(name=f"{name}.{attr}"):
+                    if inspect.isclass(obj) or inspect.isfunction(obj):
+                        self.assertTrue(obj.__doc__, "no docstring")
+                        for meth, fn in vars(obj).items() if inspect.isclass(obj) else []:
+                            if inspect.isfunction(fn) and not meth.startswith("_"):
+                                self.assertTrue(fn.__doc__, f"{meth} has no docstring")
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

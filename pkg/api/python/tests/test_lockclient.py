@@ -22,7 +22,7 @@ from typing import Callable, List
 import grpc
 
 from vigil.errors import DeadlineExceeded, InvalidArgument, LockLost, NotHeld, Unavailable
-from vigil.lockclient import AsyncLockSession, AsyncMutex, LockTimeout, Mutex
+from vigil.lockclient import AsyncMutex, LockTimeout, Mutex
 from vigil.locks.v1 import locks_pb2, locks_pb2_grpc
 
 LOCKS = os.environ.get("VIGIL_LOCKS_ADDR", "127.0.0.1:7002")
@@ -266,6 +266,29 @@ class TimeoutsTest(unittest.TestCase):
             self.assertLess(elapsed, 0.4 + SLACK)
             self.assertFalse(m.locked())
 
+    def test_silent_service_async(self):
+        addr = silent_server(self, SilentLockService, locks_pb2_grpc.add_LockServiceServicer_to_server)
+
+        async def body():
+            ch = grpc.aio.insecure_channel(addr)
+            try:
+                m = AsyncMutex(ch, "r", ttl=1, call_timeout=0.3)
+                self.assertTrue(await m.acquire(blocking=False))
+                end = time.monotonic() + 1 + SLACK
+                while not m.lost:
+                    self.assertLess(time.monotonic(), end, "a lock whose renewals never answer not marked lost")
+                    await asyncio.sleep(0.02)
+                start = time.monotonic()
+                with self.assertRaises(DeadlineExceeded):
+                    await m.release(timeout=0.4)
+                elapsed = time.monotonic() - start
+                self.assertGreaterEqual(elapsed, 0.4)
+                self.assertLess(elapsed, 0.4 + SLACK)
+            finally:
+                await ch.close()
+
+        asyncio.run(body())
+
     def test_unreachable_service(self):
         with grpc.insecure_channel(f"127.0.0.1:{closed_port()}") as ch:
             for call in (lambda m: m.acquire(blocking=False), lambda m: m.acquire(timeout=10)):
@@ -279,19 +302,12 @@ class TimeoutsTest(unittest.TestCase):
 
 
 class AsyncMutexTest(unittest.TestCase):
-    """AsyncMutex over unary calls; AsyncMutexSessionTest runs the same over AsyncLockSession."""
-
-    session = False
-
     def run_async(self, coro_fn):
         async def main():
             ch = grpc.aio.insecure_channel(LOCKS)
             try:
                 await asyncio.wait_for(ch.channel_ready(), 60)
-                if not self.session:
-                    return await coro_fn(ch, ch)
-                async with AsyncLockSession(ch) as locks:
-                    return await coro_fn(ch, locks)
+                return await coro_fn(ch, ch)
             finally:
                 await ch.close()
 
@@ -369,11 +385,7 @@ class AsyncMutexTest(unittest.TestCase):
 
         self.run_async(body)
 
-
-class AsyncMutexSessionTest(AsyncMutexTest):
-    session = True
-
-    def test_waiting_acquire_past_its_deadline_is_cancelled_on_the_stream(self):
+    def test_timed_out_waiters_leave_the_line(self):
         r = unique("py-sess")
 
         async def body(ch, locks):

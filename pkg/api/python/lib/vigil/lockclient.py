@@ -17,16 +17,17 @@ renewal task. Both are shaped like ``threading.Lock`` (``acquire(blocking=True, 
 ``release()``, ``locked()``), and one mutex object shared by several threads (or tasks)
 excludes them from each other too.
 
-Every call to the service carries a deadline: ``acquire`` honours its ``timeout`` (give or take 50 ms for the answer; it waits
-no longer than ``call_timeout`` for an answer when it does not wait for the lock), renewals and
-releases take at most ``call_timeout`` (default 5 s). A service that does not answer within the
+Every call to the service carries a deadline: ``acquire`` honours its ``timeout`` (within
+50 ms for the answer; it waits no longer than ``call_timeout`` for an answer when it does not
+wait for the lock), renewals and releases take at most ``call_timeout`` (default 5 s). A service that does not answer within the
 deadline raises ``DeadlineExceeded``; one that cannot be reached is retried with backoff
 (50 ms doubling to 1 s) for up to ``call_timeout`` and then raises ``Unavailable``. Refused
 values raise ``InvalidArgument``; each carries the service's sentence (see ``vigil.errors``).
 
-The calls are LockService's unary calls: measured against one ``LockService.Session`` stream
-per channel from Python, the stream was not faster (see pkg/api/python/README.md), so the
-helpers keep the simpler path.
+Both use LockService's unary calls: from Python, one ``LockService.Session`` stream per
+channel was measured no faster for one caller and slower for several (threads must hand each
+message to a feeding and a reading thread; grpc.aio sends one message of a stream at a time),
+so the helpers keep the simpler path (pkg/api/python/README.md, examples/python/bench_locks.py).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import threading
 import time
 import uuid
 from types import TracebackType
-from typing import Any, Callable, Optional, Set, Type
+from typing import Any, Optional, Set, Type
 
 import grpc
 
@@ -54,7 +55,6 @@ from vigil.locks.v1 import locks_pb2, locks_pb2_grpc
 __all__ = [
     "Mutex",
     "AsyncMutex",
-    "AsyncLockSession",
     "LockTimeout",
     "LockLost",
     "NotHeld",
@@ -78,6 +78,9 @@ _MAX_WAIT = 60.0
 _ANSWER_MARGIN = 0.05
 _FIRST_BACKOFF = 0.05
 _MAX_BACKOFF = 1.0
+# A mutex's renewal thread ends after this many seconds without a hold (the next hold starts
+# another), so back-to-back holds share one thread and an idle mutex keeps none.
+_IDLE = 2.0
 # Failures worth sending again: the service (or its store) was unreachable or busy.
 _TRANSIENT = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.ABORTED})
 
@@ -139,13 +142,15 @@ class _Hold:
     (counted from when the acquire was sent, so never later than the service's), and whether
     it was lost."""
 
-    __slots__ = ("token", "expiry", "lost", "why")
+    __slots__ = ("token", "expiry", "lost", "why", "retry_at", "backoff")
 
     def __init__(self, token: int, expiry: float) -> None:
         self.token = token
         self.expiry = expiry
         self.lost = False
         self.why = ""
+        self.retry_at: Optional[float] = None  # after a failed renewal: when to try again
+        self.backoff = _FIRST_BACKOFF
 
 
 class _MutexBase:
@@ -285,8 +290,8 @@ class Mutex(_MutexBase):
         super().__init__(resource, owner, ttl, wait, call_timeout)
         self._stub = locks_pb2_grpc.LockServiceStub(channel)
         self._local = threading.Lock()  # held from a successful acquire to its release
-        self._stop: Optional[threading.Event] = None
-        self._renewer: Optional[threading.Thread] = None
+        self._cond = threading.Condition()  # guards _hold and _renewing for the renewer
+        self._renewing = False  # a renewal thread runs
         self._giving_back: Optional[grpc.Future] = None
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
@@ -365,32 +370,50 @@ class Mutex(_MutexBase):
                 pass
 
     def _start_hold(self, token: int, expiry: float) -> None:
-        h = _Hold(token, expiry)
-        stop = threading.Event()
-        self._hold, self._stop = h, stop
-        self._renewer = threading.Thread(target=self._renew, args=(h, stop), name=f"vigil-renew-{self._resource}", daemon=True)
-        self._renewer.start()
+        with self._cond:
+            self._hold = _Hold(token, expiry)
+            if self._renewing:
+                self._cond.notify()
+                return
+            self._renewing = True
+        threading.Thread(target=self._renew, name=f"vigil-renew-{self._resource}", daemon=True).start()
 
-    def _renew(self, h: _Hold, stop: threading.Event) -> None:
-        pause: Optional[float] = self._ttl / 3
-        backoff = _FIRST_BACKOFF
-        while pause is not None and not stop.wait(pause):
-            sent = time.monotonic()
-            left = h.expiry - sent
-            if left <= 0:
-                h.lost = True
-                return
-            try:
-                res = self._stub.Renew(self._renew_request(), timeout=min(self._call_timeout, left))
-            except grpc.RpcError as err:
-                if stop.is_set():
-                    return
-                pause = self._renew_failed(h, err, backoff)
-                backoff = min(2 * backoff, _MAX_BACKOFF)
-                continue
-            if stop.is_set():
-                return
-            pause, backoff = self._renewed(h, res, sent), _FIRST_BACKOFF
+    def _renew(self) -> None:
+        """Renews each hold every ttl/3 until it is released or lost; one thread serves the
+        mutex's holds one after the other, and ends after _IDLE seconds without one."""
+        with self._cond:
+            while True:
+                h = self._hold
+                if h is None or h.lost:
+                    if not self._cond.wait_for(lambda: self._hold is not h, timeout=_IDLE):
+                        self._renewing = False
+                        return
+                    continue
+                due = h.expiry - self._ttl * 2 / 3 if h.retry_at is None else h.retry_at
+                if self._cond.wait_for(lambda: self._hold is not h, timeout=max(0.0, due - time.monotonic())):
+                    continue  # released (or re-acquired) meanwhile
+                sent = time.monotonic()
+                left = h.expiry - sent
+                if left <= 0:
+                    h.lost = True
+                    continue
+                self._cond.release()
+                try:
+                    res: Optional[locks_pb2.RenewResponse] = self._stub.Renew(self._renew_request(), timeout=min(self._call_timeout, left))
+                    err: Optional[grpc.RpcError] = None
+                except grpc.RpcError as e:
+                    res, err = None, e
+                finally:
+                    self._cond.acquire()
+                if self._hold is not h:
+                    continue  # released while the renewal was in flight: its answer is moot
+                if res is not None:
+                    h.retry_at, h.backoff = None, _FIRST_BACKOFF
+                    self._renewed(h, res, sent)
+                else:
+                    pause = self._renew_failed(h, err, h.backoff)
+                    h.retry_at = None if pause is None else time.monotonic() + pause
+                    h.backoff = min(2 * h.backoff, _MAX_BACKOFF)
 
     def release(self, timeout: Optional[float] = None) -> None:
         """Give the lock back and stop renewing it; the next waiter gets it at once.
@@ -401,18 +424,16 @@ class Mutex(_MutexBase):
         for this mutex again either way), and ``Unavailable`` or ``DeadlineExceeded`` when the
         release did not get through (the lease then ends on its own after the TTL).
         """
-        h, stop, renewer = self._hold, self._stop, self._renewer
-        if h is None:
-            raise NotHeld(f"lock {self._resource!r} is not held by {self._owner!r}")
-        self._hold, self._stop, self._renewer = None, None, None
-        if stop is not None:
-            stop.set()  # the release does not wait for the renewer: the next holder waits on it
+        with self._cond:
+            h = self._hold
+            if h is None:
+                raise NotHeld(f"lock {self._resource!r} is not held by {self._owner!r}")
+            self._hold = None  # renewal stops; the release does not wait for the renewer
+            self._cond.notify()
         try:
             res, retried = self._release(self._call_timeout if timeout is None else timeout)
         finally:
             self._local.release()
-            if renewer is not None and renewer is not threading.current_thread():
-                renewer.join(self._call_timeout)
         self._released(h, res, retried)
 
     def _release(self, timeout: float) -> "tuple[locks_pb2.ReleaseResponse, bool]":
@@ -441,216 +462,17 @@ class Mutex(_MutexBase):
             # The block's own exception is the one to see; the lease ends on its own.
 
 
-class _CallError(grpc.RpcError):
-    """A failed call on a Session stream, shaped like the failed unary call (code, details)."""
-
-    def __init__(self, code: grpc.StatusCode, details: str) -> None:
-        super().__init__(details)
-        self._c, self._d = code, details
-
-    def code(self) -> grpc.StatusCode:
-        return self._c
-
-    def details(self) -> str:
-        return self._d
-
-
-_CODES = {c.value[0]: c for c in grpc.StatusCode}
-
-
-class _AsyncUnary:
-    """AsyncMutex's calls as LockService's unary calls."""
-
-    def __init__(self, channel: grpc.aio.Channel) -> None:
-        self._stub = locks_pb2_grpc.LockServiceStub(channel)
-
-    async def acquire(self, req: locks_pb2.AcquireRequest, timeout: float) -> locks_pb2.AcquireResponse:
-        return await self._stub.Acquire(req, timeout=timeout)
-
-    async def renew(self, req: locks_pb2.RenewRequest, timeout: float) -> locks_pb2.RenewResponse:
-        return await self._stub.Renew(req, timeout=timeout)
-
-    async def release(self, req: locks_pb2.ReleaseRequest, timeout: float) -> locks_pb2.ReleaseResponse:
-        return await self._stub.Release(req, timeout=timeout)
-
-
-class AsyncLockSession:
-    """One ``LockService.Session`` stream on a ``grpc.aio`` channel, for many AsyncMutexes.
-
-    ``AsyncMutex(session, "reports")`` sends its acquires, renewals and releases as messages on
-    the session's stream instead of one gRPC call each: measured from Python, an acquire and
-    release pair costs the client less CPU this way and runs faster than over unary calls (see
-    pkg/api/python/README.md). Make one per channel and share it::
-
-        async with AsyncLockSession(channel) as locks:
-            async with AsyncMutex(locks, "reports", ttl=10) as m:
-                ...
-
-    The stream opens on first use and again after a break (a break fails the calls in flight
-    with ``Unavailable``, which the mutexes retry). Every call keeps its deadline: a waiting
-    acquire past its deadline is cancelled on the stream, and a grant that crossed the cancel
-    is given back. ``close()`` ends the stream; locks held stay held until released or their
-    lease ends.
-    """
-
-    def __init__(self, channel: grpc.aio.Channel) -> None:
-        self._stub = locks_pb2_grpc.LockServiceStub(channel)
-        self._call: Optional[Any] = None
-        self._reader: Optional["asyncio.Task[None]"] = None
-        self._pending: "dict[int, asyncio.Future[locks_pb2.SessionResponse]]" = {}
-        self._next_id = 0
-        self._closed = False
-        self._late: Set["asyncio.Future[Any]"] = set()  # give-backs of grants that crossed a cancel
-        self._writing = asyncio.Lock()  # a stream takes one write at a time
-
-    async def __aenter__(self) -> "AsyncLockSession":
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def close(self) -> None:
-        """Ends the stream; calls in flight fail with ``Unavailable``."""
-        self._closed = True
-        if self._late:
-            await asyncio.wait(set(self._late))
-        call, reader = self._call, self._reader
-        self._call = self._reader = None
-        if call is not None:
-            call.cancel()
-        if reader is not None:
-            await asyncio.gather(reader, return_exceptions=True)
-
-    def _stream(self) -> Any:
-        if self._closed:
-            raise _CallError(grpc.StatusCode.CANCELLED, "the lock session is closed")
-        if self._call is None:
-            call = self._stub.Session()
-            self._call = call
-            self._reader = asyncio.ensure_future(self._read(call))
-        return self._call
-
-    async def _read(self, call: Any) -> None:
-        why = "the lock session ended: the service shut down before answering"
-        try:
-            while True:
-                resp = await call.read()
-                if resp is grpc.aio.EOF:
-                    break
-                fut = self._pending.pop(resp.id, None)
-                if fut is not None and not fut.done():
-                    fut.set_result(resp)
-        except grpc.RpcError as err:
-            why = f"the lock session broke: {getattr(err, 'details', lambda: '')() or err}"
-        except asyncio.CancelledError:
-            why = "the lock session is closed"
-        finally:
-            if self._call is call:
-                self._call = self._reader = None
-            pending, self._pending = self._pending, {}
-            # Unanswered calls fail as unreachable, so the mutex sends them again on a new
-            # stream: after a drain (EOF) the service promises it did not run them.
-            for fut in pending.values():
-                if not fut.done():
-                    fut.set_exception(_CallError(grpc.StatusCode.UNAVAILABLE, why))
-
-    async def _send(self, req: locks_pb2.SessionRequest) -> "tuple[int, asyncio.Future[locks_pb2.SessionResponse]]":
-        call = self._stream()
-        self._next_id += 1
-        req.id = self._next_id
-        fut: "asyncio.Future[locks_pb2.SessionResponse]" = asyncio.get_running_loop().create_future()
-        self._pending[req.id] = fut
-        try:
-            async with self._writing:
-                await call.write(req)
-        except (grpc.RpcError, asyncio.InvalidStateError) as err:
-            self._pending.pop(req.id, None)
-            if self._call is call:
-                self._call = None
-                call.cancel()
-            raise _CallError(grpc.StatusCode.UNAVAILABLE, f"the lock session broke: {err}") from None
-        return req.id, fut
-
-    async def _answer(self, fut: "asyncio.Future[locks_pb2.SessionResponse]", req_id: int, timeout: float) -> locks_pb2.SessionResponse:
-        try:
-            resp = await asyncio.wait_for(asyncio.shield(fut), timeout)
-        except asyncio.TimeoutError:
-            self._pending.pop(req_id, None)
-            raise _CallError(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded") from None
-        if resp.HasField("error"):
-            raise _CallError(_CODES.get(resp.error.code, grpc.StatusCode.UNKNOWN), resp.error.message)
-        return resp
-
-    async def acquire(self, req: locks_pb2.AcquireRequest, timeout: float) -> locks_pb2.AcquireResponse:
-        """LockService.Acquire on the stream, answered within timeout seconds."""
-        if self._late:  # a give-back in flight must not release this acquire's grant
-            await asyncio.wait(set(self._late))
-        req_id, fut = await self._send(locks_pb2.SessionRequest(acquire=req))
-        try:
-            return (await self._answer(fut, req_id, timeout) if not req.wait_ms else await self._waiting(fut, req_id, req, timeout)).acquire
-        except asyncio.CancelledError:
-            if req.wait_ms:
-                self._cancel_wait(fut, req_id, req)
-            raise
-
-    async def _waiting(self, fut: "asyncio.Future[locks_pb2.SessionResponse]", req_id: int, req: locks_pb2.AcquireRequest, timeout: float) -> locks_pb2.SessionResponse:
-        try:
-            resp = await asyncio.wait_for(asyncio.shield(fut), timeout)
-        except asyncio.TimeoutError:
-            self._cancel_wait(fut, req_id, req)
-            raise _CallError(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded") from None
-        if resp.HasField("error"):
-            raise _CallError(_CODES.get(resp.error.code, grpc.StatusCode.UNKNOWN), resp.error.message)
-        return resp
-
-    def _cancel_wait(self, fut: "asyncio.Future[locks_pb2.SessionResponse]", req_id: int, req: locks_pb2.AcquireRequest) -> None:
-        """Takes a waiting acquire out of the service's line, and gives back a grant that crossed
-        the cancel, in the background (the session's next acquire waits for it)."""
-
-        async def settle() -> None:
-            call = self._call
-            if call is None:
-                return  # the stream broke: the service dropped the waiter itself
-            try:
-                async with self._writing:
-                    await call.write(locks_pb2.SessionRequest(cancel=locks_pb2.CancelRequest(id=req_id)))
-                resp = await asyncio.wait_for(asyncio.shield(fut), DEFAULT_CALL_TIMEOUT)
-            except (grpc.RpcError, asyncio.TimeoutError, asyncio.InvalidStateError, _CallError):
-                self._pending.pop(req_id, None)
-                return
-            if resp.HasField("acquire") and resp.acquire.acquired:
-                try:
-                    await self.release(locks_pb2.ReleaseRequest(resource=req.resource, owner=req.owner), DEFAULT_CALL_TIMEOUT)
-                except grpc.RpcError:  # the lease ends on its own
-                    pass
-
-        task = asyncio.ensure_future(settle())
-        self._late.add(task)
-        task.add_done_callback(self._late.discard)
-
-    async def renew(self, req: locks_pb2.RenewRequest, timeout: float) -> locks_pb2.RenewResponse:
-        """LockService.Renew on the stream."""
-        req_id, fut = await self._send(locks_pb2.SessionRequest(renew=req))
-        return (await self._answer(fut, req_id, timeout)).renew
-
-    async def release(self, req: locks_pb2.ReleaseRequest, timeout: float) -> locks_pb2.ReleaseResponse:
-        """LockService.Release on the stream."""
-        req_id, fut = await self._send(locks_pb2.SessionRequest(release=req))
-        return (await self._answer(fut, req_id, timeout)).release
-
-
 class AsyncMutex(_MutexBase):
-    """``Mutex`` on ``grpc.aio``: ``async with AsyncMutex(locks, "reports") as m: ...``.
+    """``Mutex`` on ``grpc.aio``: ``async with AsyncMutex(channel, "reports") as m: ...``.
 
-    ``locks`` is an ``AsyncLockSession`` (the faster path: one stream for every mutex on its
-    channel) or a ``grpc.aio.Channel`` (unary calls), created in the running event loop; the
-    renewal is a task of that loop. The options, timeouts and exceptions are Mutex's. Shared by
-    several tasks, one AsyncMutex excludes them like an ``asyncio.Lock``.
+    ``channel`` is a ``grpc.aio.Channel`` (created in the running event loop); the renewal is a
+    task of that loop. The options, timeouts and exceptions are Mutex's. Shared by several
+    tasks, one AsyncMutex excludes them like an ``asyncio.Lock``.
     """
 
     def __init__(
         self,
-        locks: "AsyncLockSession | grpc.aio.Channel",
+        channel: grpc.aio.Channel,
         resource: str,
         owner: Optional[str] = None,
         ttl: float = DEFAULT_TTL,
@@ -659,7 +481,7 @@ class AsyncMutex(_MutexBase):
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
     ) -> None:
         super().__init__(resource, owner, ttl, wait, call_timeout)
-        self._calls = locks if isinstance(locks, AsyncLockSession) else _AsyncUnary(locks)
+        self._stub = locks_pb2_grpc.LockServiceStub(channel)
         self._local = asyncio.Lock()
         self._renewer: Optional["asyncio.Task[None]"] = None
         self._background: Set["asyncio.Future[Any]"] = set()  # give-backs in flight
@@ -719,7 +541,7 @@ class AsyncMutex(_MutexBase):
             sent = time.monotonic()
             wait, call_deadline, callers = _plan(deadline, sent, self._call_timeout)
             try:
-                res = await self._calls.acquire(self._acquire_request(wait), call_deadline)
+                res = await self._stub.Acquire(self._acquire_request(wait), timeout=call_deadline)
             except asyncio.CancelledError:
                 self._give_back()
                 raise
@@ -751,7 +573,7 @@ class AsyncMutex(_MutexBase):
 
         async def give_back() -> None:
             try:
-                await self._calls.release(self._release_request(), self._call_timeout)
+                await self._stub.Release(self._release_request(), timeout=self._call_timeout)
             except grpc.RpcError:  # the lease ends on its own
                 pass
 
@@ -778,7 +600,7 @@ class AsyncMutex(_MutexBase):
                 h.lost = True
                 return
             try:
-                res = await self._calls.renew(self._renew_request(), min(self._call_timeout, left))
+                res = await self._stub.Renew(self._renew_request(), timeout=min(self._call_timeout, left))
             except grpc.RpcError as err:
                 pause = self._renew_failed(h, err, backoff)
                 backoff = min(2 * backoff, _MAX_BACKOFF)
@@ -804,7 +626,7 @@ class AsyncMutex(_MutexBase):
         backoff, retried = _FIRST_BACKOFF, False
         while True:
             try:
-                return await self._calls.release(self._release_request(), max(0.001, deadline - time.monotonic())), retried
+                return await self._stub.Release(self._release_request(), timeout=max(0.001, deadline - time.monotonic())), retried
             except grpc.RpcError as err:
                 if _code(err) not in _TRANSIENT or time.monotonic() + backoff >= deadline:
                     raise from_rpc_error(err, f"release {self._resource!r}: no answer within {timeout:.3g} s") from None

@@ -63,13 +63,15 @@ class Reservations:
         """Moves a held reservation to "confirmed" and returns it. Raises ``FailedPrecondition``
         (with the service's sentence) when it is not held: expired, released, missing."""
         req = reservations_pb2.ConfirmReservationRequest(reservation_id=reservation_id)
-        return self._transition("confirm", "confirmed", reservation_id, timeout, lambda t: self._stub.ConfirmReservation(req, timeout=t).reservation)
+        return self._transition("confirm", "confirmed", reservation_id, timeout,
+                                lambda t: self._stub.ConfirmReservation(req, timeout=t).reservation)
 
     def release(self, reservation_id: str, *, timeout: Optional[float] = None) -> reservations_pb2.Reservation:
         """Moves a held reservation to "released" and returns it. Raises ``FailedPrecondition``
         when it is not held."""
         req = reservations_pb2.ReleaseReservationRequest(reservation_id=reservation_id)
-        return self._transition("release", "released", reservation_id, timeout, lambda t: self._stub.ReleaseReservation(req, timeout=t).reservation)
+        return self._transition("release", "released", reservation_id, timeout,
+                                lambda t: self._stub.ReleaseReservation(req, timeout=t).reservation)
 
     def _run(self, what: str, timeout: Optional[float], attempt: Callable[[float], T]) -> T:
         try:
