@@ -32,6 +32,8 @@ type Store interface {
 	Sweep(ctx context.Context, code string, now time.Time) (domain.SweepOutcome, string, domain.Change, error)
 	End(ctx context.Context, code, reason string, now time.Time) (bool, error)
 	Finish(ctx context.Context, code string, now time.Time) error
+	// People reads the people present (domain.ErrNoState: the room has no state here).
+	People(ctx context.Context, code string) ([]domain.Person, error)
 	// PublishEnd ends the room's sessions on every replica.
 	PublishEnd(ctx context.Context, code, reason string) error
 }
@@ -94,6 +96,8 @@ type Hello struct {
 	SessionID string
 	// Shared: the session is one of an Attach stream's, whose listener gets the room's events.
 	Shared bool
+	// Name is the person's display name ("": domain.DefaultName of the client id).
+	Name string
 }
 
 // Open checks a hello (the leader's token with the Lobby), creates the room's state from its
@@ -107,6 +111,11 @@ func (a *App) Open(ctx context.Context, h Hello) (*hub.Session, domain.Joined, e
 		return nil, domain.Joined{}, domain.Invalid("role must be leader or viewer.")
 	}
 	if err := domain.CheckClientID(h.ClientID); err != nil {
+		return nil, domain.Joined{}, err
+	}
+	if h.Name == "" {
+		h.Name = domain.DefaultName(h.ClientID)
+	} else if err := domain.CheckName(h.Name); err != nil {
 		return nil, domain.Joined{}, err
 	}
 	if h.SessionID == "" {
@@ -136,7 +145,7 @@ func (a *App) Open(ctx context.Context, h Hello) (*hub.Session, domain.Joined, e
 	if err != nil {
 		return nil, domain.Joined{}, fmt.Errorf("subscribe to room: %w", err)
 	}
-	joined, err := a.join(ctx, s, seed)
+	joined, err := a.join(ctx, s, h.Name, seed)
 	if err != nil {
 		var ue *domain.UserError
 		if !errors.As(err, &ue) {
@@ -155,10 +164,10 @@ func (a *App) Open(ctx context.Context, h Hello) (*hub.Session, domain.Joined, e
 	return s, joined, nil
 }
 
-func (a *App) join(ctx context.Context, s *hub.Session, seed *domain.Seed) (domain.Joined, error) {
+func (a *App) join(ctx context.Context, s *hub.Session, name string, seed *domain.Seed) (domain.Joined, error) {
 	now := a.c.Now()
 	leaseUntil := now.Add(a.c.SessionLease)
-	ss := domain.Attached{ID: s.ID, Role: s.Role, ClientID: s.ClientID, Attachment: s.Attachment}
+	ss := domain.Attached{ID: s.ID, Role: s.Role, ClientID: s.ClientID, Attachment: s.Attachment, Name: name}
 	joined, err := a.st.Join(ctx, s.Code, ss, now, leaseUntil)
 	if errors.Is(err, domain.ErrNoState) {
 		// The room's first join: its state starts from its Lobby entry.

@@ -59,6 +59,8 @@ type State struct {
 	// MarkFormations are the marks' formations (JSON) by position; marks without one are
 	// absent.
 	MarkFormations map[int64]string
+	// People present, in order of arrival.
+	People []Person
 }
 
 // Attached names an open session and the stream it is attached to.
@@ -69,6 +71,8 @@ type Attached struct {
 	// Attachment identifies the stream holding the session; Leave closes the session only for
 	// the stream it is attached to now.
 	Attachment string
+	// Name is the person's name, kept when this session is their first.
+	Name string
 }
 
 // Joined is what Join answers: the state for the joiner, the occupancy change for the Lobby,

@@ -34,6 +34,10 @@ const (
 	Occupancy Kind = 'o'
 	// End closes the room's sessions.
 	End Kind = 'e'
+	// Join is a person's arrival (their first session opened), sent to everyone.
+	Join Kind = 'j'
+	// Leave is a person's departure (their last session closed), sent to everyone.
+	Leave Kind = 'l'
 )
 
 // Event is one event of a room.
@@ -50,6 +54,8 @@ type Event struct {
 	Viewers, Leaders int32
 	// Reason (End events): "expired" or "ended".
 	Reason string
+	// Person who arrived (Join: every field) or left (Leave: Role and ClientID).
+	Person domain.Person
 }
 
 // Session is one open session held by this replica.

@@ -5,10 +5,12 @@ import (
 	"context"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vigil-dev/vigil/services/room/internal/domain"
 	"github.com/vigil-dev/vigil/services/room/internal/hub"
 )
 
@@ -106,6 +108,20 @@ func Parse(b []byte) (hub.Event, bool) {
 		ev.Viewers, ev.Leaders = int32(viewers), int32(leaders)
 	case hub.End:
 		ev.Reason = string(payload)
+	case hub.Join, hub.Leave:
+		// "<role>\t<client id>" and, for a join, "\t<since>\t<name>".
+		f := strings.SplitN(string(payload), "\t", 4)
+		if len(f[0]) != 1 || (ev.Kind == hub.Join) != (len(f) == 4) || len(f) < 2 {
+			return hub.Event{}, false
+		}
+		ev.Person = domain.Person{Role: domain.Role(f[0]), ClientID: f[1]}
+		if ev.Kind == hub.Join {
+			since, err := strconv.ParseInt(f[2], 10, 64)
+			if err != nil {
+				return hub.Event{}, false
+			}
+			ev.Person.Since, ev.Person.Name = since, f[3]
+		}
 	default:
 		return hub.Event{}, false
 	}

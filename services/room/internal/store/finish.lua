@@ -9,7 +9,7 @@ end
 if redis.call('EXISTS', KEYS[1]) == 1 and not ended() then
   return -1
 end
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[8], KEYS[9], KEYS[10])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12])
 alarm_clear(KEYS[6], ARGV[1])
 redis.call('SET', KEYS[7], 1, 'PX', ARGV[5])
 return 1

@@ -7,15 +7,18 @@
 -- ARGV[7]  client id
 -- ARGV[8]  lease end (ms)
 -- ARGV[9]  attachment token (the stream's; leave.lua only closes the session for this token)
+-- ARGV[10] the person's name (kept from their first open session; a re-attach changes nothing)
 -- Returns  {-1} no room; {-2, reason} ended; {-3} the session id is open for another role or
 --          client id; else {1, head, seq, viewersDelta, leadersDelta, state, marks, resumed,
---          lastRef, markFormations} where state is HMGET playing, positionMs, at, formation,
+--          lastRef, markFormations, people} where state is HMGET playing, positionMs, at, formation,
 --          title, durationMs, viewers, leaders, version, rate, countBeats, countBpm, loopStart,
 --          loopEnd; resumed is 1 for a re-attach; lastRef is the last control ref applied for
---          the session (0: none); markFormations is HGETALL of KEYS[10].
+--          the session (0: none); markFormations is HGETALL of KEYS[10]; people is
+--          HGETALL of the people (KEYS[11]).
 if type(ARGV[5]) ~= 'string' or ARGV[5] == '' or (ARGV[6] ~= 'l' and ARGV[6] ~= 'v')
-    or type(ARGV[7]) ~= 'string' or not int(ARGV[8]) or type(ARGV[9]) ~= 'string' or ARGV[9] == '' then
-  return redis.error_reply('ERR join.lua: want a session id, a role l or v, a client id, a lease end and an attachment token')
+    or type(ARGV[7]) ~= 'string' or not int(ARGV[8]) or type(ARGV[9]) ~= 'string' or ARGV[9] == ''
+    or type(ARGV[10]) ~= 'string' or ARGV[10] == '' then
+  return redis.error_reply('ERR join.lua: want a session id, a role l or v, a client id, a lease end, an attachment token and a name')
 end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return { -1 }
@@ -36,6 +39,7 @@ if open then
 else
   redis.call('ZADD', KEYS[2], ARGV[8], ARGV[5])
   redis.call('HSET', KEYS[3], ARGV[5], info)
+  arrive(info, ARGV[10])
   if ARGV[6] == 'l' then
     redis.call('HINCRBY', KEYS[1], 'leaders', 1)
     dl = 1
@@ -51,4 +55,4 @@ local state = redis.call('HMGET', KEYS[1], 'playing', 'positionMs', 'at', 'forma
   'durationMs', 'viewers', 'leaders', 'version', 'rate', 'countBeats', 'countBpm', 'loopStart', 'loopEnd')
 local lastRef = tonumber(redis.call('HGET', KEYS[9], ARGV[5]) or '0')
 return { 1, head, seq, dv, dl, state, redis.call('LRANGE', KEYS[5], 0, -1), resumed, lastRef,
-  redis.call('HGETALL', KEYS[10]) }
+  redis.call('HGETALL', KEYS[10]), redis.call('HGETALL', KEYS[11]) }

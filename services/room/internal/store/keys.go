@@ -15,11 +15,13 @@ package store
 //	<tag>:<code>:attach    hash: session id -> attachment token of its stream
 //	<tag>:<code>:crefs     hash: session id -> last applied control ref
 //	<tag>:<code>:mforms    hash: mark position -> its formation ("": none)
+//	<tag>:<code>:people    hash: "<role>:<client id>" -> "<since ms> <name>"
+//	<tag>:<code>:prefs     hash: "<role>:<client id>" -> open sessions
 func (s *Store) keys(code string) []string {
 	k := s.q.KeysOf(code)
 	base := k.Tag + ":" + code
 	return []string{base + ":state", base + ":sessions", base + ":sinfo", base + ":refs", base + ":marks", k.Alarms, base + ":gone",
-		base + ":attach", base + ":crefs", base + ":mforms"}
+		base + ":attach", base + ":crefs", base + ":mforms", base + ":people", base + ":prefs"}
 }
 
 // Channel is the pub/sub channel of a room's events: "<prefix>:room:events:<code>".

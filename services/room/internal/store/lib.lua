@@ -12,6 +12,9 @@
 --          to now (a re-attach replaces it; a close from an older stream then changes nothing)
 -- KEYS[9]  its control refs: hash, session id -> the last control ref applied for it
 -- KEYS[10] its marks' positions: hash, positionMs -> that position's formation (JSON; "": none)
+-- KEYS[11] its people: hash, "<role>:<client id>" -> "<since ms> <name>" (a person is present
+--          while one of their sessions is open)
+-- KEYS[12] its people's sessions: hash, "<role>:<client id>" -> open sessions
 -- ARGV[1]  room code
 -- ARGV[2]  the room's pub/sub channel
 -- ARGV[3]  now (ms)
@@ -43,12 +46,38 @@ local function ended()
   return nil
 end
 
--- drop closes one session and updates the counts; returns the viewers and leaders deltas.
+-- arrive counts a new session of the person info ("<role>:<client id>"); their first one
+-- adds them to the people and publishes "<version> j <role>\t<client id>\t<since>\t<name>"
+-- (a tab is a control character, which neither a client id nor a name holds).
+local function arrive(info, name)
+  if redis.call('HINCRBY', KEYS[12], info, 1) ~= 1 then
+    return
+  end
+  redis.call('HSET', KEYS[11], info, ARGV[3] .. ' ' .. name)
+  local v = redis.call('HINCRBY', KEYS[1], 'version', 1)
+  redis.call('PUBLISH', ARGV[2], v .. ' j ' .. string.sub(info, 1, 1) .. '\t' .. string.sub(info, 3) .. '\t' .. ARGV[3] .. '\t' .. name)
+end
+
+-- depart uncounts a closed session of the person info; their last one removes them and
+-- publishes "<version> l <role>\t<client id>".
+local function depart(info)
+  if redis.call('HINCRBY', KEYS[12], info, -1) > 0 then
+    return
+  end
+  redis.call('HDEL', KEYS[12], info)
+  redis.call('HDEL', KEYS[11], info)
+  local v = redis.call('HINCRBY', KEYS[1], 'version', 1)
+  redis.call('PUBLISH', ARGV[2], v .. ' l ' .. string.sub(info, 1, 1) .. '\t' .. string.sub(info, 3))
+end
+
+-- drop closes one session and updates the counts and the people; returns the viewers and
+-- leaders deltas.
 local function drop(id)
   local info = redis.call('HGET', KEYS[3], id)
   if not info then
     return 0, 0
   end
+  depart(info)
   redis.call('ZREM', KEYS[2], id)
   redis.call('HDEL', KEYS[3], id)
   redis.call('HDEL', KEYS[8], id)

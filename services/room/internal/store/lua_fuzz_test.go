@@ -17,11 +17,11 @@ func common(rest ...string) []string {
 // halfway through its writes.
 func FuzzLuaArguments(f *testing.F) {
 	scripts := redistest.LoadScripts(f, "lib.lua",
-		map[string]int{"init.lua": 10, "join.lua": 10, "leave.lua": 10, "act.lua": 10, "renew.lua": 10, "sweep.lua": 10, "end.lua": 10, "finish.lua": 10},
+		map[string]int{"init.lua": 12, "join.lua": 12, "leave.lua": 12, "act.lua": 12, "renew.lua": 12, "sweep.lua": 12, "end.lua": 12, "finish.lua": 12},
 		map[string][][]string{
 			"init.lua": {common("1700000000000", "1700000000000", "Routine", "180000"), common("x", "y", "t", "z")},
-			"join.lua": {common("s1", "v", "client-1", "1700000030000", "att1"), common("s2", "l", "lead", "1700000030000", "att2"),
-				common("s3", "q", "c", "x", "att3"), common("s1", "v", "client-1", "1700000030000", "")},
+			"join.lua": {common("s1", "v", "client-1", "1700000030000", "att1", "Ana"), common("s2", "l", "lead", "1700000030000", "att2", "Lead 日"),
+				common("s3", "q", "c", "x", "att3", "x"), common("s1", "v", "client-1", "1700000030000", "", "Ana"), common("s4", "v", "c", "1", "att4", "")},
 			"leave.lua": {common("s1", "att1"), common("s1", "")},
 			"act.lua": {common("sync", `{"type":"sync"}`, "s2", "1", "1", "5000", "100", "0", "0"),
 				common("loop", `{}`, "s2", "4", "1000", "5000"), common("markFormation", `{}`, "s2", "5", "1", `{"dancers":[]}`), common("formation", `{}`, "s2", "0", `{"a":1}`),

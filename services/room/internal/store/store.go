@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -150,7 +151,7 @@ func (s *Store) Init(ctx context.Context, code string, seed Seed, now time.Time)
 // ErrMissing when the room has no state; *ErrEnded when it has ended; ErrSessionTaken when
 // the id is open for another role or client.
 func (s *Store) Join(ctx context.Context, code string, ss Session, now, leaseUntil time.Time) (Joined, error) {
-	res, err := s.run(ctx, s.join, code, now, ss.ID, string(ss.Role), ss.ClientID, leaseUntil.UnixMilli(), ss.Attachment).Slice()
+	res, err := s.run(ctx, s.join, code, now, ss.ID, string(ss.Role), ss.ClientID, leaseUntil.UnixMilli(), ss.Attachment, ss.Name).Slice()
 	if err != nil {
 		return Joined{}, fmt.Errorf("join room: %w", err)
 	}
@@ -163,7 +164,7 @@ func (s *Store) Join(ctx context.Context, code string, ss Session, now, leaseUnt
 	s.wakeIf(ctx, code, toInt(res[1]))
 	ch := Change{Seq: toInt(res[2]), ViewersDelta: int32(toInt(res[3])), LeadersDelta: int32(toInt(res[4]))}
 	f, _ := res[5].([]any)
-	if len(f) != 14 || len(res) != 10 {
+	if len(f) != 14 || len(res) != 11 {
 		return Joined{}, errors.New("join room: malformed state")
 	}
 	st := State{
@@ -189,6 +190,8 @@ func (s *Store) Join(ctx context.Context, code string, ss Session, now, leaseUnt
 			st.MarkFormations[toInt(forms[i])] = js
 		}
 	}
+	flat, _ := res[10].([]any)
+	st.People = parsePeople(flat)
 	return Joined{State: st, Change: ch, Resumed: toInt(res[7]) == 1, LastRef: toInt(res[8])}, nil
 }
 
@@ -324,6 +327,47 @@ func (s *Store) Occupancy(ctx context.Context, code string) (seq int64, viewers,
 		return 0, 0, 0, ErrMissing
 	}
 	return toInt(vals[0]), int32(toInt(vals[1])), int32(toInt(vals[2])), nil
+}
+
+// People reads the people present in a room, in order of arrival. ErrMissing when the room
+// has no state (nobody has joined it yet, or it was deleted).
+func (s *Store) People(ctx context.Context, code string) ([]domain.Person, error) {
+	k := s.keys(code)
+	var exists *redis.IntCmd
+	var people *redis.MapStringStringCmd
+	// One MULTI: the room's existence and its people as of one moment.
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		exists = p.Exists(ctx, k[0])
+		people = p.HGetAll(ctx, k[11])
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read people: %w", err)
+	}
+	if exists.Val() == 0 {
+		return nil, ErrMissing
+	}
+	flat := make([]any, 0, 2*len(people.Val()))
+	for f, v := range people.Val() {
+		flat = append(flat, f, v)
+	}
+	return parsePeople(flat), nil
+}
+
+// parsePeople reads the people hash (HGETALL: "<role>:<client id>", "<since ms> <name>", …).
+func parsePeople(flat []any) []domain.Person {
+	out := make([]domain.Person, 0, len(flat)/2)
+	for i := 0; i+1 < len(flat); i += 2 {
+		info, val := toStr(flat[i]), toStr(flat[i+1])
+		since, name, ok1 := strings.Cut(val, " ")
+		if len(info) < 3 || info[1] != ':' || !ok1 {
+			continue
+		}
+		ms, _ := strconv.ParseInt(since, 10, 64)
+		out = append(out, domain.Person{Role: domain.Role(info[:1]), ClientID: info[2:], Name: name, Since: ms})
+	}
+	domain.SortPeople(out)
+	return out
 }
 
 // Exists reports whether the room has state here.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,7 +55,7 @@ func TestOccupancyMatchesTheRule(t *testing.T) {
 			client := fmt.Sprintf("c%d", rng.IntN(4))
 			lease := now + int64(1+rng.IntN(5))*1000
 			var j Joined
-			j, err = s.Join(ctx, code, Session{ID: id, Role: role, ClientID: client, Attachment: "a-" + id}, ms(now), ms(lease))
+			j, err = s.Join(ctx, code, Session{ID: id, Role: role, ClientID: client, Attachment: "a-" + id, Name: "name of " + id}, ms(now), ms(lease))
 			ch = j.Change
 			model[id] = domain.Session{Role: role, ClientID: client, LeaseUntil: lease}
 			what = fmt.Sprintf("join %s %s/%s", id, role, client)
@@ -124,6 +126,25 @@ func TestOccupancyMatchesTheRule(t *testing.T) {
 		if seq != lastSeq {
 			t.Fatalf("step %d (%s): stored seq %d, want %d", step, what, seq, lastSeq)
 		}
+		// The people are one per role and client id of the open sessions.
+		wantPeople := map[string]bool{}
+		for _, m := range model {
+			wantPeople[string(m.Role)+":"+m.ClientID] = true
+		}
+		people, err := s.People(ctx, code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotPeople := map[string]bool{}
+		for _, p := range people {
+			gotPeople[string(p.Role)+":"+p.ClientID] = true
+			if !strings.HasPrefix(p.Name, "name of s") {
+				t.Fatalf("step %d (%s): person %v has a name no session gave", step, what, p)
+			}
+		}
+		if !maps.Equal(gotPeople, wantPeople) || len(people) != len(gotPeople) {
+			t.Fatalf("step %d (%s): stored people %v, want %v", step, what, people, wantPeople)
+		}
 	}
 }
 
@@ -150,17 +171,17 @@ func TestReattachCountsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	lease := now.Add(time.Minute)
-	first, err := s.Join(ctx, code, Session{ID: "s1", Role: domain.Viewer, ClientID: "phone", Attachment: "a1"}, now, lease)
+	first, err := s.Join(ctx, code, Session{ID: "s1", Role: domain.Viewer, ClientID: "phone", Attachment: "a1", Name: "Phone"}, now, lease)
 	if err != nil || first.Resumed || first.Change.ViewersDelta != 1 || first.State.Viewers != 1 {
 		t.Fatalf("first join = %+v, %v; want counted, not resumed", first, err)
 	}
-	again, err := s.Join(ctx, code, Session{ID: "s1", Role: domain.Viewer, ClientID: "phone", Attachment: "a2"}, now, lease)
+	again, err := s.Join(ctx, code, Session{ID: "s1", Role: domain.Viewer, ClientID: "phone", Attachment: "a2", Name: "Phone"}, now, lease)
 	if err != nil || !again.Resumed || again.Change.Seq != 0 || again.State.Viewers != 1 {
 		t.Fatalf("re-attach = %+v, %v; want resumed with no change and 1 viewer", again, err)
 	}
 	for _, ss := range []Session{
-		{ID: "s1", Role: domain.Viewer, ClientID: "tablet", Attachment: "a3"},
-		{ID: "s1", Role: domain.Leader, ClientID: "phone", Attachment: "a3"},
+		{ID: "s1", Role: domain.Viewer, ClientID: "tablet", Attachment: "a3", Name: "X"},
+		{ID: "s1", Role: domain.Leader, ClientID: "phone", Attachment: "a3", Name: "X"},
 	} {
 		if _, err := s.Join(ctx, code, ss, now, lease); !errors.Is(err, ErrSessionTaken) {
 			t.Errorf("join %+v = %v, want ErrSessionTaken", ss, err)
@@ -176,7 +197,7 @@ func TestReattachCountsOnce(t *testing.T) {
 		t.Fatalf("leave from the current attachment = %+v, %v; want one viewer fewer", ch, err)
 	}
 	// Acting needs an open session; a ref is applied once.
-	lead, err := s.Join(ctx, code, Session{ID: "l1", Role: domain.Leader, ClientID: "lead", Attachment: "b1"}, now, lease)
+	lead, err := s.Join(ctx, code, Session{ID: "l1", Role: domain.Leader, ClientID: "lead", Attachment: "b1", Name: "Lead"}, now, lease)
 	if err != nil || lead.LastRef != 0 {
 		t.Fatalf("leader join = %+v, %v", lead, err)
 	}
@@ -187,7 +208,7 @@ func TestReattachCountsOnce(t *testing.T) {
 	if applied, err := s.Act(ctx, code, act, now); err != nil || applied {
 		t.Fatalf("Act(ref 7) again = %v, %v; want a repeat", applied, err)
 	}
-	if back, _ := s.Join(ctx, code, Session{ID: "l1", Role: domain.Leader, ClientID: "lead", Attachment: "b2"}, now, lease); back.LastRef != 7 {
+	if back, _ := s.Join(ctx, code, Session{ID: "l1", Role: domain.Leader, ClientID: "lead", Attachment: "b2", Name: "Lead"}, now, lease); back.LastRef != 7 {
 		t.Fatalf("leader re-attach LastRef = %d, want 7", back.LastRef)
 	}
 	act.Session = "gone"

@@ -71,6 +71,8 @@ func (a *attachStream) serve() error {
 				frame, _ = ev.Msg.(*roomv1.JoinResponse)
 			case hub.Occupancy:
 				frame = &roomv1.JoinResponse{Frame: &roomv1.JoinResponse_Occupancy{Occupancy: &roomv1.Occupancy{Viewers: ev.Viewers, LeaderPresent: ev.Leaders > 0}}}
+			case hub.Join, hub.Leave:
+				frame = peopleFrame(ev)
 			}
 			if frame == nil {
 				continue
@@ -257,6 +259,7 @@ func (a *attachStream) hello(h *roomv1.Hello) {
 		}
 		sess, joined, err := a.s.app.Open(ctx, app.Hello{
 			Code: h.GetCode(), Role: role, ClientID: h.GetClientId(), LeaderToken: h.GetLeaderToken(), SessionID: id, Shared: true,
+			Name: h.GetName(),
 		})
 		a.mu.Lock()
 		if err != nil {

@@ -73,6 +73,7 @@ func (s *Server) Join(stream roomv1.RoomService_JoinServer) error {
 	}
 	sess, joined, err := s.app.Open(ctx, app.Hello{
 		Code: h.GetCode(), Role: role, ClientID: h.GetClientId(), LeaderToken: h.GetLeaderToken(), SessionID: h.GetSessionId(),
+		Name: h.GetName(),
 	})
 	if err != nil {
 		return s.status(ctx, err)
@@ -155,6 +156,8 @@ func (s *Server) Join(stream roomv1.RoomService_JoinServer) error {
 				out, _ = ev.Msg.(*roomv1.JoinResponse)
 			case hub.Occupancy:
 				out = &roomv1.JoinResponse{Frame: &roomv1.JoinResponse_Occupancy{Occupancy: &roomv1.Occupancy{Viewers: ev.Viewers, LeaderPresent: ev.Leaders > 0}}}
+			case hub.Join, hub.Leave:
+				out = peopleFrame(ev)
 			}
 			if out == nil {
 				continue
@@ -418,5 +421,6 @@ func stateProto(st domain.State) *roomv1.State {
 			p.Marks = append(p.Marks, &m)
 		}
 	}
+	p.People = peopleProto(st.People)
 	return p
 }

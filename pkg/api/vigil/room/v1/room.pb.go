@@ -85,7 +85,12 @@ type Hello struct {
 	// Optional. The session id, chosen by the caller: 1 through 64 characters of [A-Za-z0-9_-].
 	// Empty: the service picks one. The id of a session open in the room with the same role and
 	// client id re-attaches to it; one open with another role or client id is INVALID_ARGUMENT.
-	SessionId     string `protobuf:"bytes,5,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	SessionId string `protobuf:"bytes,5,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Optional. The name the room's people list shows: 1 through 80 bytes of UTF-8 without
+	// control characters (else INVALID_ARGUMENT). Empty: "Dancer" and a short number drawn from
+	// the client id. A person's name is the one its first open session gave; a re-attach, or a
+	// second session with the same role and client id, keeps it.
+	Name          string `protobuf:"bytes,6,opt,name=name,proto3" json:"name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -155,6 +160,137 @@ func (x *Hello) GetSessionId() string {
 	return ""
 }
 
+func (x *Hello) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// Person is one person present in a room: a role and a client id (a viewer's sessions with one
+// client id are one person, as they are one viewer), under the name its first session gave.
+type Person struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ClientId string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	Name     string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Role     Role                   `protobuf:"varint,3,opt,name=role,proto3,enum=vigil.room.v1.Role" json:"role,omitempty"`
+	// When the person arrived, in ms since the Unix epoch.
+	Since         int64 `protobuf:"varint,4,opt,name=since,proto3" json:"since,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Person) Reset() {
+	*x = Person{}
+	mi := &file_vigil_room_v1_room_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Person) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Person) ProtoMessage() {}
+
+func (x *Person) ProtoReflect() protoreflect.Message {
+	mi := &file_vigil_room_v1_room_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Person.ProtoReflect.Descriptor instead.
+func (*Person) Descriptor() ([]byte, []int) {
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Person) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *Person) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Person) GetRole() Role {
+	if x != nil {
+		return x.Role
+	}
+	return Role_ROLE_UNSPECIFIED
+}
+
+func (x *Person) GetSince() int64 {
+	if x != nil {
+		return x.Since
+	}
+	return 0
+}
+
+// PersonLeft says a person's last session closed (or its lease ended).
+type PersonLeft struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClientId      string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	Role          Role                   `protobuf:"varint,2,opt,name=role,proto3,enum=vigil.room.v1.Role" json:"role,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PersonLeft) Reset() {
+	*x = PersonLeft{}
+	mi := &file_vigil_room_v1_room_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PersonLeft) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PersonLeft) ProtoMessage() {}
+
+func (x *PersonLeft) ProtoReflect() protoreflect.Message {
+	mi := &file_vigil_room_v1_room_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PersonLeft.ProtoReflect.Descriptor instead.
+func (*PersonLeft) Descriptor() ([]byte, []int) {
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *PersonLeft) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *PersonLeft) GetRole() Role {
+	if x != nil {
+		return x.Role
+	}
+	return Role_ROLE_UNSPECIFIED
+}
+
 // Video is what the room practises with.
 type Video struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -166,7 +302,7 @@ type Video struct {
 
 func (x *Video) Reset() {
 	*x = Video{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[1]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -178,7 +314,7 @@ func (x *Video) String() string {
 func (*Video) ProtoMessage() {}
 
 func (x *Video) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[1]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -191,7 +327,7 @@ func (x *Video) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Video.ProtoReflect.Descriptor instead.
 func (*Video) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{1}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Video) GetTitle() string {
@@ -227,7 +363,7 @@ type Playback struct {
 
 func (x *Playback) Reset() {
 	*x = Playback{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[2]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -239,7 +375,7 @@ func (x *Playback) String() string {
 func (*Playback) ProtoMessage() {}
 
 func (x *Playback) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[2]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -252,7 +388,7 @@ func (x *Playback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Playback.ProtoReflect.Descriptor instead.
 func (*Playback) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{2}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Playback) GetPlaying() bool {
@@ -304,7 +440,7 @@ type CountIn struct {
 
 func (x *CountIn) Reset() {
 	*x = CountIn{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[3]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -316,7 +452,7 @@ func (x *CountIn) String() string {
 func (*CountIn) ProtoMessage() {}
 
 func (x *CountIn) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[3]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -329,7 +465,7 @@ func (x *CountIn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountIn.ProtoReflect.Descriptor instead.
 func (*CountIn) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{3}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CountIn) GetBeats() int32 {
@@ -360,7 +496,7 @@ type Loop struct {
 
 func (x *Loop) Reset() {
 	*x = Loop{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[4]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -372,7 +508,7 @@ func (x *Loop) String() string {
 func (*Loop) ProtoMessage() {}
 
 func (x *Loop) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[4]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -385,7 +521,7 @@ func (x *Loop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Loop.ProtoReflect.Descriptor instead.
 func (*Loop) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{4}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Loop) GetStartMs() int64 {
@@ -425,7 +561,7 @@ type MarkFormation struct {
 
 func (x *MarkFormation) Reset() {
 	*x = MarkFormation{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[5]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -437,7 +573,7 @@ func (x *MarkFormation) String() string {
 func (*MarkFormation) ProtoMessage() {}
 
 func (x *MarkFormation) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[5]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -450,7 +586,7 @@ func (x *MarkFormation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MarkFormation.ProtoReflect.Descriptor instead.
 func (*MarkFormation) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{5}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *MarkFormation) GetPositionMs() int64 {
@@ -487,14 +623,17 @@ type State struct {
 	// True when the Hello re-attached to a session that was already open (nothing was counted).
 	Resumed bool `protobuf:"varint,7,opt,name=resumed,proto3" json:"resumed,omitempty"`
 	// The A-B loop (absent: none).
-	Loop          *Loop `protobuf:"bytes,8,opt,name=loop,proto3" json:"loop,omitempty"`
+	Loop *Loop `protobuf:"bytes,8,opt,name=loop,proto3" json:"loop,omitempty"`
+	// The people present, in order of arrival (the joiner among them); Person and PersonLeft
+	// frames (JoinResponse.join and .leave) keep it current.
+	People        []*Person `protobuf:"bytes,9,rep,name=people,proto3" json:"people,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *State) Reset() {
 	*x = State{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[6]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -506,7 +645,7 @@ func (x *State) String() string {
 func (*State) ProtoMessage() {}
 
 func (x *State) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[6]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -519,7 +658,7 @@ func (x *State) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use State.ProtoReflect.Descriptor instead.
 func (*State) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{6}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *State) GetPlayback() *Playback {
@@ -578,6 +717,13 @@ func (x *State) GetLoop() *Loop {
 	return nil
 }
 
+func (x *State) GetPeople() []*Person {
+	if x != nil {
+		return x.People
+	}
+	return nil
+}
+
 // Sync sets playback. The server stamps at.
 type Sync struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
@@ -595,7 +741,7 @@ type Sync struct {
 
 func (x *Sync) Reset() {
 	*x = Sync{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[7]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -607,7 +753,7 @@ func (x *Sync) String() string {
 func (*Sync) ProtoMessage() {}
 
 func (x *Sync) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[7]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -620,7 +766,7 @@ func (x *Sync) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sync.ProtoReflect.Descriptor instead.
 func (*Sync) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{7}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Sync) GetPlaying() bool {
@@ -669,7 +815,7 @@ type Formation struct {
 
 func (x *Formation) Reset() {
 	*x = Formation{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[8]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -681,7 +827,7 @@ func (x *Formation) String() string {
 func (*Formation) ProtoMessage() {}
 
 func (x *Formation) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[8]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -694,7 +840,7 @@ func (x *Formation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Formation.ProtoReflect.Descriptor instead.
 func (*Formation) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{8}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Formation) GetFormation() *structpb.Value {
@@ -728,7 +874,7 @@ type Mark struct {
 
 func (x *Mark) Reset() {
 	*x = Mark{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[9]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -740,7 +886,7 @@ func (x *Mark) String() string {
 func (*Mark) ProtoMessage() {}
 
 func (x *Mark) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[9]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -753,7 +899,7 @@ func (x *Mark) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mark.ProtoReflect.Descriptor instead.
 func (*Mark) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{9}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Mark) GetPositionMs() int64 {
@@ -796,7 +942,7 @@ type Reload struct {
 
 func (x *Reload) Reset() {
 	*x = Reload{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[10]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -808,7 +954,7 @@ func (x *Reload) String() string {
 func (*Reload) ProtoMessage() {}
 
 func (x *Reload) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[10]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -821,7 +967,7 @@ func (x *Reload) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reload.ProtoReflect.Descriptor instead.
 func (*Reload) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{10}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Reload) GetVideo() *Video {
@@ -849,7 +995,7 @@ type Occupancy struct {
 
 func (x *Occupancy) Reset() {
 	*x = Occupancy{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[11]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -861,7 +1007,7 @@ func (x *Occupancy) String() string {
 func (*Occupancy) ProtoMessage() {}
 
 func (x *Occupancy) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[11]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -874,7 +1020,7 @@ func (x *Occupancy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Occupancy.ProtoReflect.Descriptor instead.
 func (*Occupancy) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{11}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Occupancy) GetViewers() int32 {
@@ -903,7 +1049,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[12]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -915,7 +1061,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[12]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -928,7 +1074,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{12}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Error) GetMessage() string {
@@ -957,7 +1103,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[13]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -969,7 +1115,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[13]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -982,7 +1128,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{13}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Ack) GetRef() int64 {
@@ -1010,7 +1156,7 @@ type Ended struct {
 
 func (x *Ended) Reset() {
 	*x = Ended{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[14]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1022,7 +1168,7 @@ func (x *Ended) String() string {
 func (*Ended) ProtoMessage() {}
 
 func (x *Ended) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[14]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1035,7 +1181,7 @@ func (x *Ended) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ended.ProtoReflect.Descriptor instead.
 func (*Ended) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{14}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Ended) GetReason() string {
@@ -1066,7 +1212,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[15]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1078,7 +1224,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[15]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1091,7 +1237,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{15}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *JoinRequest) GetFrame() isJoinRequest_Frame {
@@ -1233,6 +1379,8 @@ type JoinResponse struct {
 	//	*JoinResponse_Ack
 	//	*JoinResponse_Loop
 	//	*JoinResponse_MarkFormation
+	//	*JoinResponse_Join
+	//	*JoinResponse_Leave
 	Frame         isJoinResponse_Frame `protobuf_oneof:"frame"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1240,7 +1388,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[16]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1252,7 +1400,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[16]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1265,7 +1413,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{16}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *JoinResponse) GetFrame() isJoinResponse_Frame {
@@ -1374,6 +1522,24 @@ func (x *JoinResponse) GetMarkFormation() *MarkFormation {
 	return nil
 }
 
+func (x *JoinResponse) GetJoin() *Person {
+	if x != nil {
+		if x, ok := x.Frame.(*JoinResponse_Join); ok {
+			return x.Join
+		}
+	}
+	return nil
+}
+
+func (x *JoinResponse) GetLeave() *PersonLeft {
+	if x != nil {
+		if x, ok := x.Frame.(*JoinResponse_Leave); ok {
+			return x.Leave
+		}
+	}
+	return nil
+}
+
 type isJoinResponse_Frame interface {
 	isJoinResponse_Frame()
 }
@@ -1422,6 +1588,16 @@ type JoinResponse_MarkFormation struct {
 	MarkFormation *MarkFormation `protobuf:"bytes,11,opt,name=mark_formation,json=markFormation,proto3,oneof"`
 }
 
+type JoinResponse_Join struct {
+	// A person arrived: their first session opened (a re-attach is not an arrival).
+	Join *Person `protobuf:"bytes,12,opt,name=join,proto3,oneof"`
+}
+
+type JoinResponse_Leave struct {
+	// A person left: their last session closed, or its lease ended.
+	Leave *PersonLeft `protobuf:"bytes,13,opt,name=leave,proto3,oneof"`
+}
+
 func (*JoinResponse_State) isJoinResponse_Frame() {}
 
 func (*JoinResponse_Sync) isJoinResponse_Frame() {}
@@ -1444,6 +1620,10 @@ func (*JoinResponse_Loop) isJoinResponse_Frame() {}
 
 func (*JoinResponse_MarkFormation) isJoinResponse_Frame() {}
 
+func (*JoinResponse_Join) isJoinResponse_Frame() {}
+
+func (*JoinResponse_Leave) isJoinResponse_Frame() {}
+
 // AttachRequest is one frame of an Attach stream.
 type AttachRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1459,7 +1639,7 @@ type AttachRequest struct {
 
 func (x *AttachRequest) Reset() {
 	*x = AttachRequest{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[17]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1471,7 +1651,7 @@ func (x *AttachRequest) String() string {
 func (*AttachRequest) ProtoMessage() {}
 
 func (x *AttachRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[17]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1484,7 +1664,7 @@ func (x *AttachRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttachRequest.ProtoReflect.Descriptor instead.
 func (*AttachRequest) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{17}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *AttachRequest) GetFrame() isAttachRequest_Frame {
@@ -1559,7 +1739,7 @@ type SessionControl struct {
 
 func (x *SessionControl) Reset() {
 	*x = SessionControl{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[18]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1571,7 +1751,7 @@ func (x *SessionControl) String() string {
 func (*SessionControl) ProtoMessage() {}
 
 func (x *SessionControl) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[18]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1584,7 +1764,7 @@ func (x *SessionControl) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionControl.ProtoReflect.Descriptor instead.
 func (*SessionControl) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{18}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SessionControl) GetSessionId() string {
@@ -1602,7 +1782,8 @@ func (x *SessionControl) GetRequest() *JoinRequest {
 }
 
 // AttachResponse is one frame of an Attach stream: a session's (State, Ack, Error, or its end)
-// or the room's (relayed frames, Occupancy, Ended: session_id empty, sent once per stream).
+// or the room's (relayed frames, Occupancy, people's join and leave, Ended: session_id empty,
+// sent once per stream).
 type AttachResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The session the frame or end is for; empty for the room's frames.
@@ -1621,7 +1802,7 @@ type AttachResponse struct {
 
 func (x *AttachResponse) Reset() {
 	*x = AttachResponse{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[19]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1633,7 +1814,7 @@ func (x *AttachResponse) String() string {
 func (*AttachResponse) ProtoMessage() {}
 
 func (x *AttachResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[19]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1646,7 +1827,7 @@ func (x *AttachResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttachResponse.ProtoReflect.Descriptor instead.
 func (*AttachResponse) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{19}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *AttachResponse) GetSessionId() string {
@@ -1688,7 +1869,7 @@ type SessionEnd struct {
 
 func (x *SessionEnd) Reset() {
 	*x = SessionEnd{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[20]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1700,7 +1881,7 @@ func (x *SessionEnd) String() string {
 func (*SessionEnd) ProtoMessage() {}
 
 func (x *SessionEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[20]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1713,7 +1894,7 @@ func (x *SessionEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEnd.ProtoReflect.Descriptor instead.
 func (*SessionEnd) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{20}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SessionEnd) GetCode() int32 {
@@ -1741,7 +1922,7 @@ type EndRoomRequest struct {
 
 func (x *EndRoomRequest) Reset() {
 	*x = EndRoomRequest{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[21]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1753,7 +1934,7 @@ func (x *EndRoomRequest) String() string {
 func (*EndRoomRequest) ProtoMessage() {}
 
 func (x *EndRoomRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[21]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1766,7 +1947,7 @@ func (x *EndRoomRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndRoomRequest.ProtoReflect.Descriptor instead.
 func (*EndRoomRequest) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{21}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *EndRoomRequest) GetCode() string {
@@ -1792,7 +1973,7 @@ type EndRoomResponse struct {
 
 func (x *EndRoomResponse) Reset() {
 	*x = EndRoomResponse{}
-	mi := &file_vigil_room_v1_room_proto_msgTypes[22]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1804,7 +1985,7 @@ func (x *EndRoomResponse) String() string {
 func (*EndRoomResponse) ProtoMessage() {}
 
 func (x *EndRoomResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_room_v1_room_proto_msgTypes[22]
+	mi := &file_vigil_room_v1_room_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1817,21 +1998,121 @@ func (x *EndRoomResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndRoomResponse.ProtoReflect.Descriptor instead.
 func (*EndRoomResponse) Descriptor() ([]byte, []int) {
-	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{22}
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{24}
+}
+
+// ListPeopleRequest names the room.
+type ListPeopleRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Code          string                 `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPeopleRequest) Reset() {
+	*x = ListPeopleRequest{}
+	mi := &file_vigil_room_v1_room_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPeopleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPeopleRequest) ProtoMessage() {}
+
+func (x *ListPeopleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_vigil_room_v1_room_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPeopleRequest.ProtoReflect.Descriptor instead.
+func (*ListPeopleRequest) Descriptor() ([]byte, []int) {
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ListPeopleRequest) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+// ListPeopleResponse is the room's people, in order of arrival.
+type ListPeopleResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	People        []*Person              `protobuf:"bytes,1,rep,name=people,proto3" json:"people,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPeopleResponse) Reset() {
+	*x = ListPeopleResponse{}
+	mi := &file_vigil_room_v1_room_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPeopleResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPeopleResponse) ProtoMessage() {}
+
+func (x *ListPeopleResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_vigil_room_v1_room_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPeopleResponse.ProtoReflect.Descriptor instead.
+func (*ListPeopleResponse) Descriptor() ([]byte, []int) {
+	return file_vigil_room_v1_room_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ListPeopleResponse) GetPeople() []*Person {
+	if x != nil {
+		return x.People
+	}
+	return nil
 }
 
 var File_vigil_room_v1_room_proto protoreflect.FileDescriptor
 
 const file_vigil_room_v1_room_proto_rawDesc = "" +
 	"\n" +
-	"\x18vigil/room/v1/room.proto\x12\rvigil.room.v1\x1a\x1cgoogle/protobuf/struct.proto\"\xa3\x01\n" +
+	"\x18vigil/room/v1/room.proto\x12\rvigil.room.v1\x1a\x1cgoogle/protobuf/struct.proto\"\xb7\x01\n" +
 	"\x05Hello\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12'\n" +
 	"\x04role\x18\x02 \x01(\x0e2\x13.vigil.room.v1.RoleR\x04role\x12\x1b\n" +
 	"\tclient_id\x18\x03 \x01(\tR\bclientId\x12!\n" +
 	"\fleader_token\x18\x04 \x01(\tR\vleaderToken\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x05 \x01(\tR\tsessionId\">\n" +
+	"session_id\x18\x05 \x01(\tR\tsessionId\x12\x12\n" +
+	"\x04name\x18\x06 \x01(\tR\x04name\"x\n" +
+	"\x06Person\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12'\n" +
+	"\x04role\x18\x03 \x01(\x0e2\x13.vigil.room.v1.RoleR\x04role\x12\x14\n" +
+	"\x05since\x18\x04 \x01(\x03R\x05since\"R\n" +
+	"\n" +
+	"PersonLeft\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12'\n" +
+	"\x04role\x18\x02 \x01(\x0e2\x13.vigil.room.v1.RoleR\x04role\">\n" +
 	"\x05Video\x12\x14\n" +
 	"\x05title\x18\x01 \x01(\tR\x05title\x12\x1f\n" +
 	"\vduration_ms\x18\x02 \x01(\x03R\n" +
@@ -1854,7 +2135,7 @@ const file_vigil_room_v1_room_proto_rawDesc = "" +
 	"\vposition_ms\x18\x01 \x01(\x03R\n" +
 	"positionMs\x124\n" +
 	"\tformation\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\tformation\x12\x0e\n" +
-	"\x02at\x18\x03 \x01(\x03R\x02at\"\xcd\x02\n" +
+	"\x02at\x18\x03 \x01(\x03R\x02at\"\xfc\x02\n" +
 	"\x05State\x123\n" +
 	"\bplayback\x18\x01 \x01(\v2\x17.vigil.room.v1.PlaybackR\bplayback\x124\n" +
 	"\tformation\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\tformation\x12)\n" +
@@ -1863,7 +2144,8 @@ const file_vigil_room_v1_room_proto_rawDesc = "" +
 	"\aviewers\x18\x05 \x01(\x05R\aviewers\x12%\n" +
 	"\x0eleader_present\x18\x06 \x01(\bR\rleaderPresent\x12\x18\n" +
 	"\aresumed\x18\a \x01(\bR\aresumed\x12'\n" +
-	"\x04loop\x18\b \x01(\v2\x13.vigil.room.v1.LoopR\x04loop\"\x98\x01\n" +
+	"\x04loop\x18\b \x01(\v2\x13.vigil.room.v1.LoopR\x04loop\x12-\n" +
+	"\x06people\x18\t \x03(\v2\x15.vigil.room.v1.PersonR\x06people\"\x98\x01\n" +
 	"\x04Sync\x12\x18\n" +
 	"\aplaying\x18\x01 \x01(\bR\aplaying\x12\x1f\n" +
 	"\vposition_ms\x18\x02 \x01(\x03R\n" +
@@ -1904,7 +2186,7 @@ const file_vigil_room_v1_room_proto_rawDesc = "" +
 	"\x04loop\x18\a \x01(\v2\x13.vigil.room.v1.LoopH\x00R\x04loop\x12E\n" +
 	"\x0emark_formation\x18\b \x01(\v2\x1c.vigil.room.v1.MarkFormationH\x00R\rmarkFormation\x12\x10\n" +
 	"\x03ref\x18\x06 \x01(\x03R\x03refB\a\n" +
-	"\x05frame\"\xb6\x04\n" +
+	"\x05frame\"\x96\x05\n" +
 	"\fJoinResponse\x12,\n" +
 	"\x05state\x18\x01 \x01(\v2\x14.vigil.room.v1.StateH\x00R\x05state\x12)\n" +
 	"\x04sync\x18\x02 \x01(\v2\x13.vigil.room.v1.SyncH\x00R\x04sync\x128\n" +
@@ -1917,7 +2199,9 @@ const file_vigil_room_v1_room_proto_rawDesc = "" +
 	"\x03ack\x18\t \x01(\v2\x12.vigil.room.v1.AckH\x00R\x03ack\x12)\n" +
 	"\x04loop\x18\n" +
 	" \x01(\v2\x13.vigil.room.v1.LoopH\x00R\x04loop\x12E\n" +
-	"\x0emark_formation\x18\v \x01(\v2\x1c.vigil.room.v1.MarkFormationH\x00R\rmarkFormationB\a\n" +
+	"\x0emark_formation\x18\v \x01(\v2\x1c.vigil.room.v1.MarkFormationH\x00R\rmarkFormation\x12+\n" +
+	"\x04join\x18\f \x01(\v2\x15.vigil.room.v1.PersonH\x00R\x04join\x121\n" +
+	"\x05leave\x18\r \x01(\v2\x19.vigil.room.v1.PersonLeftH\x00R\x05leaveB\a\n" +
 	"\x05frame\"\x9b\x01\n" +
 	"\rAttachRequest\x12,\n" +
 	"\x05hello\x18\x01 \x01(\v2\x14.vigil.room.v1.HelloH\x00R\x05hello\x12\x18\n" +
@@ -1941,15 +2225,21 @@ const file_vigil_room_v1_room_proto_rawDesc = "" +
 	"\x0eEndRoomRequest\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12!\n" +
 	"\fleader_token\x18\x02 \x01(\tR\vleaderToken\"\x11\n" +
-	"\x0fEndRoomResponse*>\n" +
+	"\x0fEndRoomResponse\"'\n" +
+	"\x11ListPeopleRequest\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\tR\x04code\"C\n" +
+	"\x12ListPeopleResponse\x12-\n" +
+	"\x06people\x18\x01 \x03(\v2\x15.vigil.room.v1.PersonR\x06people*>\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vROLE_LEADER\x10\x01\x12\x0f\n" +
-	"\vROLE_VIEWER\x10\x022\xe7\x01\n" +
+	"\vROLE_VIEWER\x10\x022\xba\x02\n" +
 	"\vRoomService\x12C\n" +
 	"\x04Join\x12\x1a.vigil.room.v1.JoinRequest\x1a\x1b.vigil.room.v1.JoinResponse(\x010\x01\x12I\n" +
 	"\x06Attach\x12\x1c.vigil.room.v1.AttachRequest\x1a\x1d.vigil.room.v1.AttachResponse(\x010\x01\x12H\n" +
-	"\aEndRoom\x12\x1d.vigil.room.v1.EndRoomRequest\x1a\x1e.vigil.room.v1.EndRoomResponseB9Z7github.com/vigil-dev/vigil/pkg/api/vigil/room/v1;roomv1b\x06proto3"
+	"\aEndRoom\x12\x1d.vigil.room.v1.EndRoomRequest\x1a\x1e.vigil.room.v1.EndRoomResponse\x12Q\n" +
+	"\n" +
+	"ListPeople\x12 .vigil.room.v1.ListPeopleRequest\x1a!.vigil.room.v1.ListPeopleResponseB9Z7github.com/vigil-dev/vigil/pkg/api/vigil/room/v1;roomv1b\x06proto3"
 
 var (
 	file_vigil_room_v1_room_proto_rawDescOnce sync.Once
@@ -1964,81 +2254,93 @@ func file_vigil_room_v1_room_proto_rawDescGZIP() []byte {
 }
 
 var file_vigil_room_v1_room_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_vigil_room_v1_room_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_vigil_room_v1_room_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_vigil_room_v1_room_proto_goTypes = []any{
-	(Role)(0),               // 0: vigil.room.v1.Role
-	(*Hello)(nil),           // 1: vigil.room.v1.Hello
-	(*Video)(nil),           // 2: vigil.room.v1.Video
-	(*Playback)(nil),        // 3: vigil.room.v1.Playback
-	(*CountIn)(nil),         // 4: vigil.room.v1.CountIn
-	(*Loop)(nil),            // 5: vigil.room.v1.Loop
-	(*MarkFormation)(nil),   // 6: vigil.room.v1.MarkFormation
-	(*State)(nil),           // 7: vigil.room.v1.State
-	(*Sync)(nil),            // 8: vigil.room.v1.Sync
-	(*Formation)(nil),       // 9: vigil.room.v1.Formation
-	(*Mark)(nil),            // 10: vigil.room.v1.Mark
-	(*Reload)(nil),          // 11: vigil.room.v1.Reload
-	(*Occupancy)(nil),       // 12: vigil.room.v1.Occupancy
-	(*Error)(nil),           // 13: vigil.room.v1.Error
-	(*Ack)(nil),             // 14: vigil.room.v1.Ack
-	(*Ended)(nil),           // 15: vigil.room.v1.Ended
-	(*JoinRequest)(nil),     // 16: vigil.room.v1.JoinRequest
-	(*JoinResponse)(nil),    // 17: vigil.room.v1.JoinResponse
-	(*AttachRequest)(nil),   // 18: vigil.room.v1.AttachRequest
-	(*SessionControl)(nil),  // 19: vigil.room.v1.SessionControl
-	(*AttachResponse)(nil),  // 20: vigil.room.v1.AttachResponse
-	(*SessionEnd)(nil),      // 21: vigil.room.v1.SessionEnd
-	(*EndRoomRequest)(nil),  // 22: vigil.room.v1.EndRoomRequest
-	(*EndRoomResponse)(nil), // 23: vigil.room.v1.EndRoomResponse
-	(*structpb.Value)(nil),  // 24: google.protobuf.Value
+	(Role)(0),                  // 0: vigil.room.v1.Role
+	(*Hello)(nil),              // 1: vigil.room.v1.Hello
+	(*Person)(nil),             // 2: vigil.room.v1.Person
+	(*PersonLeft)(nil),         // 3: vigil.room.v1.PersonLeft
+	(*Video)(nil),              // 4: vigil.room.v1.Video
+	(*Playback)(nil),           // 5: vigil.room.v1.Playback
+	(*CountIn)(nil),            // 6: vigil.room.v1.CountIn
+	(*Loop)(nil),               // 7: vigil.room.v1.Loop
+	(*MarkFormation)(nil),      // 8: vigil.room.v1.MarkFormation
+	(*State)(nil),              // 9: vigil.room.v1.State
+	(*Sync)(nil),               // 10: vigil.room.v1.Sync
+	(*Formation)(nil),          // 11: vigil.room.v1.Formation
+	(*Mark)(nil),               // 12: vigil.room.v1.Mark
+	(*Reload)(nil),             // 13: vigil.room.v1.Reload
+	(*Occupancy)(nil),          // 14: vigil.room.v1.Occupancy
+	(*Error)(nil),              // 15: vigil.room.v1.Error
+	(*Ack)(nil),                // 16: vigil.room.v1.Ack
+	(*Ended)(nil),              // 17: vigil.room.v1.Ended
+	(*JoinRequest)(nil),        // 18: vigil.room.v1.JoinRequest
+	(*JoinResponse)(nil),       // 19: vigil.room.v1.JoinResponse
+	(*AttachRequest)(nil),      // 20: vigil.room.v1.AttachRequest
+	(*SessionControl)(nil),     // 21: vigil.room.v1.SessionControl
+	(*AttachResponse)(nil),     // 22: vigil.room.v1.AttachResponse
+	(*SessionEnd)(nil),         // 23: vigil.room.v1.SessionEnd
+	(*EndRoomRequest)(nil),     // 24: vigil.room.v1.EndRoomRequest
+	(*EndRoomResponse)(nil),    // 25: vigil.room.v1.EndRoomResponse
+	(*ListPeopleRequest)(nil),  // 26: vigil.room.v1.ListPeopleRequest
+	(*ListPeopleResponse)(nil), // 27: vigil.room.v1.ListPeopleResponse
+	(*structpb.Value)(nil),     // 28: google.protobuf.Value
 }
 var file_vigil_room_v1_room_proto_depIdxs = []int32{
 	0,  // 0: vigil.room.v1.Hello.role:type_name -> vigil.room.v1.Role
-	4,  // 1: vigil.room.v1.Playback.count_in:type_name -> vigil.room.v1.CountIn
-	24, // 2: vigil.room.v1.MarkFormation.formation:type_name -> google.protobuf.Value
-	3,  // 3: vigil.room.v1.State.playback:type_name -> vigil.room.v1.Playback
-	24, // 4: vigil.room.v1.State.formation:type_name -> google.protobuf.Value
-	10, // 5: vigil.room.v1.State.marks:type_name -> vigil.room.v1.Mark
-	2,  // 6: vigil.room.v1.State.video:type_name -> vigil.room.v1.Video
-	5,  // 7: vigil.room.v1.State.loop:type_name -> vigil.room.v1.Loop
-	4,  // 8: vigil.room.v1.Sync.count_in:type_name -> vigil.room.v1.CountIn
-	24, // 9: vigil.room.v1.Formation.formation:type_name -> google.protobuf.Value
-	24, // 10: vigil.room.v1.Mark.formation:type_name -> google.protobuf.Value
-	2,  // 11: vigil.room.v1.Reload.video:type_name -> vigil.room.v1.Video
-	1,  // 12: vigil.room.v1.JoinRequest.hello:type_name -> vigil.room.v1.Hello
-	8,  // 13: vigil.room.v1.JoinRequest.sync:type_name -> vigil.room.v1.Sync
-	9,  // 14: vigil.room.v1.JoinRequest.formation:type_name -> vigil.room.v1.Formation
-	10, // 15: vigil.room.v1.JoinRequest.mark:type_name -> vigil.room.v1.Mark
-	11, // 16: vigil.room.v1.JoinRequest.reload:type_name -> vigil.room.v1.Reload
-	5,  // 17: vigil.room.v1.JoinRequest.loop:type_name -> vigil.room.v1.Loop
-	6,  // 18: vigil.room.v1.JoinRequest.mark_formation:type_name -> vigil.room.v1.MarkFormation
-	7,  // 19: vigil.room.v1.JoinResponse.state:type_name -> vigil.room.v1.State
-	8,  // 20: vigil.room.v1.JoinResponse.sync:type_name -> vigil.room.v1.Sync
-	9,  // 21: vigil.room.v1.JoinResponse.formation:type_name -> vigil.room.v1.Formation
-	10, // 22: vigil.room.v1.JoinResponse.mark:type_name -> vigil.room.v1.Mark
-	11, // 23: vigil.room.v1.JoinResponse.reload:type_name -> vigil.room.v1.Reload
-	12, // 24: vigil.room.v1.JoinResponse.occupancy:type_name -> vigil.room.v1.Occupancy
-	13, // 25: vigil.room.v1.JoinResponse.error:type_name -> vigil.room.v1.Error
-	15, // 26: vigil.room.v1.JoinResponse.ended:type_name -> vigil.room.v1.Ended
-	14, // 27: vigil.room.v1.JoinResponse.ack:type_name -> vigil.room.v1.Ack
-	5,  // 28: vigil.room.v1.JoinResponse.loop:type_name -> vigil.room.v1.Loop
-	6,  // 29: vigil.room.v1.JoinResponse.mark_formation:type_name -> vigil.room.v1.MarkFormation
-	1,  // 30: vigil.room.v1.AttachRequest.hello:type_name -> vigil.room.v1.Hello
-	19, // 31: vigil.room.v1.AttachRequest.control:type_name -> vigil.room.v1.SessionControl
-	16, // 32: vigil.room.v1.SessionControl.request:type_name -> vigil.room.v1.JoinRequest
-	17, // 33: vigil.room.v1.AttachResponse.frame:type_name -> vigil.room.v1.JoinResponse
-	21, // 34: vigil.room.v1.AttachResponse.end:type_name -> vigil.room.v1.SessionEnd
-	16, // 35: vigil.room.v1.RoomService.Join:input_type -> vigil.room.v1.JoinRequest
-	18, // 36: vigil.room.v1.RoomService.Attach:input_type -> vigil.room.v1.AttachRequest
-	22, // 37: vigil.room.v1.RoomService.EndRoom:input_type -> vigil.room.v1.EndRoomRequest
-	17, // 38: vigil.room.v1.RoomService.Join:output_type -> vigil.room.v1.JoinResponse
-	20, // 39: vigil.room.v1.RoomService.Attach:output_type -> vigil.room.v1.AttachResponse
-	23, // 40: vigil.room.v1.RoomService.EndRoom:output_type -> vigil.room.v1.EndRoomResponse
-	38, // [38:41] is the sub-list for method output_type
-	35, // [35:38] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	0,  // 1: vigil.room.v1.Person.role:type_name -> vigil.room.v1.Role
+	0,  // 2: vigil.room.v1.PersonLeft.role:type_name -> vigil.room.v1.Role
+	6,  // 3: vigil.room.v1.Playback.count_in:type_name -> vigil.room.v1.CountIn
+	28, // 4: vigil.room.v1.MarkFormation.formation:type_name -> google.protobuf.Value
+	5,  // 5: vigil.room.v1.State.playback:type_name -> vigil.room.v1.Playback
+	28, // 6: vigil.room.v1.State.formation:type_name -> google.protobuf.Value
+	12, // 7: vigil.room.v1.State.marks:type_name -> vigil.room.v1.Mark
+	4,  // 8: vigil.room.v1.State.video:type_name -> vigil.room.v1.Video
+	7,  // 9: vigil.room.v1.State.loop:type_name -> vigil.room.v1.Loop
+	2,  // 10: vigil.room.v1.State.people:type_name -> vigil.room.v1.Person
+	6,  // 11: vigil.room.v1.Sync.count_in:type_name -> vigil.room.v1.CountIn
+	28, // 12: vigil.room.v1.Formation.formation:type_name -> google.protobuf.Value
+	28, // 13: vigil.room.v1.Mark.formation:type_name -> google.protobuf.Value
+	4,  // 14: vigil.room.v1.Reload.video:type_name -> vigil.room.v1.Video
+	1,  // 15: vigil.room.v1.JoinRequest.hello:type_name -> vigil.room.v1.Hello
+	10, // 16: vigil.room.v1.JoinRequest.sync:type_name -> vigil.room.v1.Sync
+	11, // 17: vigil.room.v1.JoinRequest.formation:type_name -> vigil.room.v1.Formation
+	12, // 18: vigil.room.v1.JoinRequest.mark:type_name -> vigil.room.v1.Mark
+	13, // 19: vigil.room.v1.JoinRequest.reload:type_name -> vigil.room.v1.Reload
+	7,  // 20: vigil.room.v1.JoinRequest.loop:type_name -> vigil.room.v1.Loop
+	8,  // 21: vigil.room.v1.JoinRequest.mark_formation:type_name -> vigil.room.v1.MarkFormation
+	9,  // 22: vigil.room.v1.JoinResponse.state:type_name -> vigil.room.v1.State
+	10, // 23: vigil.room.v1.JoinResponse.sync:type_name -> vigil.room.v1.Sync
+	11, // 24: vigil.room.v1.JoinResponse.formation:type_name -> vigil.room.v1.Formation
+	12, // 25: vigil.room.v1.JoinResponse.mark:type_name -> vigil.room.v1.Mark
+	13, // 26: vigil.room.v1.JoinResponse.reload:type_name -> vigil.room.v1.Reload
+	14, // 27: vigil.room.v1.JoinResponse.occupancy:type_name -> vigil.room.v1.Occupancy
+	15, // 28: vigil.room.v1.JoinResponse.error:type_name -> vigil.room.v1.Error
+	17, // 29: vigil.room.v1.JoinResponse.ended:type_name -> vigil.room.v1.Ended
+	16, // 30: vigil.room.v1.JoinResponse.ack:type_name -> vigil.room.v1.Ack
+	7,  // 31: vigil.room.v1.JoinResponse.loop:type_name -> vigil.room.v1.Loop
+	8,  // 32: vigil.room.v1.JoinResponse.mark_formation:type_name -> vigil.room.v1.MarkFormation
+	2,  // 33: vigil.room.v1.JoinResponse.join:type_name -> vigil.room.v1.Person
+	3,  // 34: vigil.room.v1.JoinResponse.leave:type_name -> vigil.room.v1.PersonLeft
+	1,  // 35: vigil.room.v1.AttachRequest.hello:type_name -> vigil.room.v1.Hello
+	21, // 36: vigil.room.v1.AttachRequest.control:type_name -> vigil.room.v1.SessionControl
+	18, // 37: vigil.room.v1.SessionControl.request:type_name -> vigil.room.v1.JoinRequest
+	19, // 38: vigil.room.v1.AttachResponse.frame:type_name -> vigil.room.v1.JoinResponse
+	23, // 39: vigil.room.v1.AttachResponse.end:type_name -> vigil.room.v1.SessionEnd
+	2,  // 40: vigil.room.v1.ListPeopleResponse.people:type_name -> vigil.room.v1.Person
+	18, // 41: vigil.room.v1.RoomService.Join:input_type -> vigil.room.v1.JoinRequest
+	20, // 42: vigil.room.v1.RoomService.Attach:input_type -> vigil.room.v1.AttachRequest
+	24, // 43: vigil.room.v1.RoomService.EndRoom:input_type -> vigil.room.v1.EndRoomRequest
+	26, // 44: vigil.room.v1.RoomService.ListPeople:input_type -> vigil.room.v1.ListPeopleRequest
+	19, // 45: vigil.room.v1.RoomService.Join:output_type -> vigil.room.v1.JoinResponse
+	22, // 46: vigil.room.v1.RoomService.Attach:output_type -> vigil.room.v1.AttachResponse
+	25, // 47: vigil.room.v1.RoomService.EndRoom:output_type -> vigil.room.v1.EndRoomResponse
+	27, // 48: vigil.room.v1.RoomService.ListPeople:output_type -> vigil.room.v1.ListPeopleResponse
+	45, // [45:49] is the sub-list for method output_type
+	41, // [41:45] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_vigil_room_v1_room_proto_init() }
@@ -2046,8 +2348,8 @@ func file_vigil_room_v1_room_proto_init() {
 	if File_vigil_room_v1_room_proto != nil {
 		return
 	}
-	file_vigil_room_v1_room_proto_msgTypes[10].OneofWrappers = []any{}
-	file_vigil_room_v1_room_proto_msgTypes[15].OneofWrappers = []any{
+	file_vigil_room_v1_room_proto_msgTypes[12].OneofWrappers = []any{}
+	file_vigil_room_v1_room_proto_msgTypes[17].OneofWrappers = []any{
 		(*JoinRequest_Hello)(nil),
 		(*JoinRequest_Sync)(nil),
 		(*JoinRequest_Formation)(nil),
@@ -2056,7 +2358,7 @@ func file_vigil_room_v1_room_proto_init() {
 		(*JoinRequest_Loop)(nil),
 		(*JoinRequest_MarkFormation)(nil),
 	}
-	file_vigil_room_v1_room_proto_msgTypes[16].OneofWrappers = []any{
+	file_vigil_room_v1_room_proto_msgTypes[18].OneofWrappers = []any{
 		(*JoinResponse_State)(nil),
 		(*JoinResponse_Sync)(nil),
 		(*JoinResponse_Formation)(nil),
@@ -2068,8 +2370,10 @@ func file_vigil_room_v1_room_proto_init() {
 		(*JoinResponse_Ack)(nil),
 		(*JoinResponse_Loop)(nil),
 		(*JoinResponse_MarkFormation)(nil),
+		(*JoinResponse_Join)(nil),
+		(*JoinResponse_Leave)(nil),
 	}
-	file_vigil_room_v1_room_proto_msgTypes[17].OneofWrappers = []any{
+	file_vigil_room_v1_room_proto_msgTypes[19].OneofWrappers = []any{
 		(*AttachRequest_Hello)(nil),
 		(*AttachRequest_Detach)(nil),
 		(*AttachRequest_Control)(nil),
@@ -2080,7 +2384,7 @@ func file_vigil_room_v1_room_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_vigil_room_v1_room_proto_rawDesc), len(file_vigil_room_v1_room_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   23,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

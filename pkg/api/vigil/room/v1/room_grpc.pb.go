@@ -19,9 +19,10 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	RoomService_Join_FullMethodName    = "/vigil.room.v1.RoomService/Join"
-	RoomService_Attach_FullMethodName  = "/vigil.room.v1.RoomService/Attach"
-	RoomService_EndRoom_FullMethodName = "/vigil.room.v1.RoomService/EndRoom"
+	RoomService_Join_FullMethodName       = "/vigil.room.v1.RoomService/Join"
+	RoomService_Attach_FullMethodName     = "/vigil.room.v1.RoomService/Attach"
+	RoomService_EndRoom_FullMethodName    = "/vigil.room.v1.RoomService/EndRoom"
+	RoomService_ListPeople_FullMethodName = "/vigil.room.v1.RoomService/ListPeople"
 )
 
 // RoomServiceClient is the client API for RoomService service.
@@ -61,7 +62,8 @@ type RoomServiceClient interface {
 	// with code OK once it is closed. Controls carry their session id and ref and are answered as
 	// on Join, by an Ack or an Error with the session id.
 	//
-	// The room's relayed leader frames (for viewers), occupancy changes and its Ended frame are
+	// The room's relayed leader frames (for viewers), occupancy changes, people's join and leave
+	// frames and its Ended frame are
 	// sent ONCE per stream, without a session id, with the room's version: a session skips those
 	// at or below its State's version. The stream's end decides its sessions' fate as Join's
 	// does: the client ending it closes them all; a replica that shuts down ends it with
@@ -71,6 +73,10 @@ type RoomServiceClient interface {
 	// the Lobby. The leader token comes in leader_token or as "authorization: Bearer <token>"
 	// metadata.
 	EndRoom(ctx context.Context, in *EndRoomRequest, opts ...grpc.CallOption) (*EndRoomResponse, error)
+	// ListPeople answers the people present in a room, in order of arrival: the same list a
+	// joiner's State carries. A room the Lobby lists that nobody has joined yet has none; a room
+	// that is not open is NOT_FOUND.
+	ListPeople(ctx context.Context, in *ListPeopleRequest, opts ...grpc.CallOption) (*ListPeopleResponse, error)
 }
 
 type roomServiceClient struct {
@@ -117,6 +123,16 @@ func (c *roomServiceClient) EndRoom(ctx context.Context, in *EndRoomRequest, opt
 	return out, nil
 }
 
+func (c *roomServiceClient) ListPeople(ctx context.Context, in *ListPeopleRequest, opts ...grpc.CallOption) (*ListPeopleResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListPeopleResponse)
+	err := c.cc.Invoke(ctx, RoomService_ListPeople_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RoomServiceServer is the server API for RoomService service.
 // All implementations must embed UnimplementedRoomServiceServer
 // for forward compatibility.
@@ -154,7 +170,8 @@ type RoomServiceServer interface {
 	// with code OK once it is closed. Controls carry their session id and ref and are answered as
 	// on Join, by an Ack or an Error with the session id.
 	//
-	// The room's relayed leader frames (for viewers), occupancy changes and its Ended frame are
+	// The room's relayed leader frames (for viewers), occupancy changes, people's join and leave
+	// frames and its Ended frame are
 	// sent ONCE per stream, without a session id, with the room's version: a session skips those
 	// at or below its State's version. The stream's end decides its sessions' fate as Join's
 	// does: the client ending it closes them all; a replica that shuts down ends it with
@@ -164,6 +181,10 @@ type RoomServiceServer interface {
 	// the Lobby. The leader token comes in leader_token or as "authorization: Bearer <token>"
 	// metadata.
 	EndRoom(context.Context, *EndRoomRequest) (*EndRoomResponse, error)
+	// ListPeople answers the people present in a room, in order of arrival: the same list a
+	// joiner's State carries. A room the Lobby lists that nobody has joined yet has none; a room
+	// that is not open is NOT_FOUND.
+	ListPeople(context.Context, *ListPeopleRequest) (*ListPeopleResponse, error)
 	mustEmbedUnimplementedRoomServiceServer()
 }
 
@@ -182,6 +203,9 @@ func (UnimplementedRoomServiceServer) Attach(grpc.BidiStreamingServer[AttachRequ
 }
 func (UnimplementedRoomServiceServer) EndRoom(context.Context, *EndRoomRequest) (*EndRoomResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method EndRoom not implemented")
+}
+func (UnimplementedRoomServiceServer) ListPeople(context.Context, *ListPeopleRequest) (*ListPeopleResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListPeople not implemented")
 }
 func (UnimplementedRoomServiceServer) mustEmbedUnimplementedRoomServiceServer() {}
 func (UnimplementedRoomServiceServer) testEmbeddedByValue()                     {}
@@ -236,6 +260,24 @@ func _RoomService_EndRoom_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RoomService_ListPeople_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListPeopleRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RoomServiceServer).ListPeople(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RoomService_ListPeople_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RoomServiceServer).ListPeople(ctx, req.(*ListPeopleRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // RoomService_ServiceDesc is the grpc.ServiceDesc for RoomService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -246,6 +288,10 @@ var RoomService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "EndRoom",
 			Handler:    _RoomService_EndRoom_Handler,
+		},
+		{
+			MethodName: "ListPeople",
+			Handler:    _RoomService_ListPeople_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

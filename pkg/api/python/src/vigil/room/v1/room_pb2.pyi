@@ -83,18 +83,20 @@ class Formation(_message.Message):
     def __init__(self, formation: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., at: _Optional[int] = ...) -> None: ...
 
 class Hello(_message.Message):
-    __slots__ = ["client_id", "code", "leader_token", "role", "session_id"]
+    __slots__ = ["client_id", "code", "leader_token", "name", "role", "session_id"]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     CODE_FIELD_NUMBER: _ClassVar[int]
     LEADER_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     client_id: str
     code: str
     leader_token: str
+    name: str
     role: Role
     session_id: str
-    def __init__(self, code: _Optional[str] = ..., role: _Optional[_Union[Role, str]] = ..., client_id: _Optional[str] = ..., leader_token: _Optional[str] = ..., session_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, code: _Optional[str] = ..., role: _Optional[_Union[Role, str]] = ..., client_id: _Optional[str] = ..., leader_token: _Optional[str] = ..., session_id: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
 
 class JoinRequest(_message.Message):
     __slots__ = ["formation", "hello", "loop", "mark", "mark_formation", "ref", "reload", "sync"]
@@ -117,11 +119,13 @@ class JoinRequest(_message.Message):
     def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., sync: _Optional[_Union[Sync, _Mapping]] = ..., formation: _Optional[_Union[Formation, _Mapping]] = ..., mark: _Optional[_Union[Mark, _Mapping]] = ..., reload: _Optional[_Union[Reload, _Mapping]] = ..., loop: _Optional[_Union[Loop, _Mapping]] = ..., mark_formation: _Optional[_Union[MarkFormation, _Mapping]] = ..., ref: _Optional[int] = ...) -> None: ...
 
 class JoinResponse(_message.Message):
-    __slots__ = ["ack", "ended", "error", "formation", "loop", "mark", "mark_formation", "occupancy", "reload", "state", "sync"]
+    __slots__ = ["ack", "ended", "error", "formation", "join", "leave", "loop", "mark", "mark_formation", "occupancy", "reload", "state", "sync"]
     ACK_FIELD_NUMBER: _ClassVar[int]
     ENDED_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     FORMATION_FIELD_NUMBER: _ClassVar[int]
+    JOIN_FIELD_NUMBER: _ClassVar[int]
+    LEAVE_FIELD_NUMBER: _ClassVar[int]
     LOOP_FIELD_NUMBER: _ClassVar[int]
     MARK_FIELD_NUMBER: _ClassVar[int]
     MARK_FORMATION_FIELD_NUMBER: _ClassVar[int]
@@ -133,6 +137,8 @@ class JoinResponse(_message.Message):
     ended: Ended
     error: Error
     formation: Formation
+    join: Person
+    leave: PersonLeft
     loop: Loop
     mark: Mark
     mark_formation: MarkFormation
@@ -140,7 +146,19 @@ class JoinResponse(_message.Message):
     reload: Reload
     state: State
     sync: Sync
-    def __init__(self, state: _Optional[_Union[State, _Mapping]] = ..., sync: _Optional[_Union[Sync, _Mapping]] = ..., formation: _Optional[_Union[Formation, _Mapping]] = ..., mark: _Optional[_Union[Mark, _Mapping]] = ..., reload: _Optional[_Union[Reload, _Mapping]] = ..., occupancy: _Optional[_Union[Occupancy, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., ended: _Optional[_Union[Ended, _Mapping]] = ..., ack: _Optional[_Union[Ack, _Mapping]] = ..., loop: _Optional[_Union[Loop, _Mapping]] = ..., mark_formation: _Optional[_Union[MarkFormation, _Mapping]] = ...) -> None: ...
+    def __init__(self, state: _Optional[_Union[State, _Mapping]] = ..., sync: _Optional[_Union[Sync, _Mapping]] = ..., formation: _Optional[_Union[Formation, _Mapping]] = ..., mark: _Optional[_Union[Mark, _Mapping]] = ..., reload: _Optional[_Union[Reload, _Mapping]] = ..., occupancy: _Optional[_Union[Occupancy, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., ended: _Optional[_Union[Ended, _Mapping]] = ..., ack: _Optional[_Union[Ack, _Mapping]] = ..., loop: _Optional[_Union[Loop, _Mapping]] = ..., mark_formation: _Optional[_Union[MarkFormation, _Mapping]] = ..., join: _Optional[_Union[Person, _Mapping]] = ..., leave: _Optional[_Union[PersonLeft, _Mapping]] = ...) -> None: ...
+
+class ListPeopleRequest(_message.Message):
+    __slots__ = ["code"]
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    code: str
+    def __init__(self, code: _Optional[str] = ...) -> None: ...
+
+class ListPeopleResponse(_message.Message):
+    __slots__ = ["people"]
+    PEOPLE_FIELD_NUMBER: _ClassVar[int]
+    people: _containers.RepeatedCompositeFieldContainer[Person]
+    def __init__(self, people: _Optional[_Iterable[_Union[Person, _Mapping]]] = ...) -> None: ...
 
 class Loop(_message.Message):
     __slots__ = ["at", "end_ms", "start_ms"]
@@ -182,6 +200,26 @@ class Occupancy(_message.Message):
     viewers: int
     def __init__(self, viewers: _Optional[int] = ..., leader_present: bool = ...) -> None: ...
 
+class Person(_message.Message):
+    __slots__ = ["client_id", "name", "role", "since"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    SINCE_FIELD_NUMBER: _ClassVar[int]
+    client_id: str
+    name: str
+    role: Role
+    since: int
+    def __init__(self, client_id: _Optional[str] = ..., name: _Optional[str] = ..., role: _Optional[_Union[Role, str]] = ..., since: _Optional[int] = ...) -> None: ...
+
+class PersonLeft(_message.Message):
+    __slots__ = ["client_id", "role"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    client_id: str
+    role: Role
+    def __init__(self, client_id: _Optional[str] = ..., role: _Optional[_Union[Role, str]] = ...) -> None: ...
+
 class Playback(_message.Message):
     __slots__ = ["at", "count_in", "playing", "position_ms", "rate"]
     AT_FIELD_NUMBER: _ClassVar[int]
@@ -221,11 +259,12 @@ class SessionEnd(_message.Message):
     def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
 
 class State(_message.Message):
-    __slots__ = ["formation", "leader_present", "loop", "marks", "playback", "resumed", "video", "viewers"]
+    __slots__ = ["formation", "leader_present", "loop", "marks", "people", "playback", "resumed", "video", "viewers"]
     FORMATION_FIELD_NUMBER: _ClassVar[int]
     LEADER_PRESENT_FIELD_NUMBER: _ClassVar[int]
     LOOP_FIELD_NUMBER: _ClassVar[int]
     MARKS_FIELD_NUMBER: _ClassVar[int]
+    PEOPLE_FIELD_NUMBER: _ClassVar[int]
     PLAYBACK_FIELD_NUMBER: _ClassVar[int]
     RESUMED_FIELD_NUMBER: _ClassVar[int]
     VIDEO_FIELD_NUMBER: _ClassVar[int]
@@ -234,11 +273,12 @@ class State(_message.Message):
     leader_present: bool
     loop: Loop
     marks: _containers.RepeatedCompositeFieldContainer[Mark]
+    people: _containers.RepeatedCompositeFieldContainer[Person]
     playback: Playback
     resumed: bool
     video: Video
     viewers: int
-    def __init__(self, playback: _Optional[_Union[Playback, _Mapping]] = ..., formation: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., marks: _Optional[_Iterable[_Union[Mark, _Mapping]]] = ..., video: _Optional[_Union[Video, _Mapping]] = ..., viewers: _Optional[int] = ..., leader_present: bool = ..., resumed: bool = ..., loop: _Optional[_Union[Loop, _Mapping]] = ...) -> None: ...
+    def __init__(self, playback: _Optional[_Union[Playback, _Mapping]] = ..., formation: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., marks: _Optional[_Iterable[_Union[Mark, _Mapping]]] = ..., video: _Optional[_Union[Video, _Mapping]] = ..., viewers: _Optional[int] = ..., leader_present: bool = ..., resumed: bool = ..., loop: _Optional[_Union[Loop, _Mapping]] = ..., people: _Optional[_Iterable[_Union[Person, _Mapping]]] = ...) -> None: ...
 
 class Sync(_message.Message):
     __slots__ = ["at", "count_in", "playing", "position_ms", "rate"]

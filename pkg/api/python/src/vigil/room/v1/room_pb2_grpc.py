@@ -33,6 +33,11 @@ class RoomServiceStub(object):
                 request_serializer=vigil_dot_room_dot_v1_dot_room__pb2.EndRoomRequest.SerializeToString,
                 response_deserializer=vigil_dot_room_dot_v1_dot_room__pb2.EndRoomResponse.FromString,
                 )
+        self.ListPeople = channel.unary_unary(
+                '/vigil.room.v1.RoomService/ListPeople',
+                request_serializer=vigil_dot_room_dot_v1_dot_room__pb2.ListPeopleRequest.SerializeToString,
+                response_deserializer=vigil_dot_room_dot_v1_dot_room__pb2.ListPeopleResponse.FromString,
+                )
 
 
 class RoomServiceServicer(object):
@@ -76,7 +81,8 @@ class RoomServiceServicer(object):
         with code OK once it is closed. Controls carry their session id and ref and are answered as
         on Join, by an Ack or an Error with the session id.
 
-        The room's relayed leader frames (for viewers), occupancy changes and its Ended frame are
+        The room's relayed leader frames (for viewers), occupancy changes, people's join and leave
+        frames and its Ended frame are
         sent ONCE per stream, without a session id, with the room's version: a session skips those
         at or below its State's version. The stream's end decides its sessions' fate as Join's
         does: the client ending it closes them all; a replica that shuts down ends it with
@@ -90,6 +96,15 @@ class RoomServiceServicer(object):
         """EndRoom ends the room for everyone (sockets close with reason "ended") and removes it from
         the Lobby. The leader token comes in leader_token or as "authorization: Bearer <token>"
         metadata.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListPeople(self, request, context):
+        """ListPeople answers the people present in a room, in order of arrival: the same list a
+        joiner's State carries. A room the Lobby lists that nobody has joined yet has none; a room
+        that is not open is NOT_FOUND.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -112,6 +127,11 @@ def add_RoomServiceServicer_to_server(servicer, server):
                     servicer.EndRoom,
                     request_deserializer=vigil_dot_room_dot_v1_dot_room__pb2.EndRoomRequest.FromString,
                     response_serializer=vigil_dot_room_dot_v1_dot_room__pb2.EndRoomResponse.SerializeToString,
+            ),
+            'ListPeople': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListPeople,
+                    request_deserializer=vigil_dot_room_dot_v1_dot_room__pb2.ListPeopleRequest.FromString,
+                    response_serializer=vigil_dot_room_dot_v1_dot_room__pb2.ListPeopleResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -175,5 +195,22 @@ class RoomService(object):
         return grpc.experimental.unary_unary(request, target, '/vigil.room.v1.RoomService/EndRoom',
             vigil_dot_room_dot_v1_dot_room__pb2.EndRoomRequest.SerializeToString,
             vigil_dot_room_dot_v1_dot_room__pb2.EndRoomResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListPeople(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/vigil.room.v1.RoomService/ListPeople',
+            vigil_dot_room_dot_v1_dot_room__pb2.ListPeopleRequest.SerializeToString,
+            vigil_dot_room_dot_v1_dot_room__pb2.ListPeopleResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -1,0 +1,47 @@
+package domain
+
+import (
+	"fmt"
+	"hash/fnv"
+	"sort"
+
+	"github.com/vigil-dev/vigil/pkg/input"
+)
+
+// MaxNameBytes bounds a person's display name.
+const MaxNameBytes = 80
+
+// Person is one person present in a room: a role and a client id (a viewer's sessions with one
+// client id are one person, as they are one viewer), under the name their first session gave.
+type Person struct {
+	Role     Role
+	ClientID string
+	Name     string
+	// Since is when the person arrived (ms since the Unix epoch).
+	Since int64
+}
+
+// CheckName validates a display name: 1-80 bytes of UTF-8 without control characters.
+func CheckName(name string) error { return input.Name("name", name, MaxNameBytes) }
+
+// DefaultName is the name of a person who gave none: "Dancer" and a short number drawn from
+// the client id, so a device keeps its number across reconnects.
+func DefaultName(clientID string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(clientID))
+	return fmt.Sprintf("Dancer %d", h.Sum32()%1000+1)
+}
+
+// SortPeople puts people in order of arrival (ties: leaders first, then by client id).
+func SortPeople(p []Person) {
+	sort.Slice(p, func(i, j int) bool {
+		a, b := p[i], p[j]
+		if a.Since != b.Since {
+			return a.Since < b.Since
+		}
+		if a.Role != b.Role {
+			return a.Role == Leader
+		}
+		return a.ClientID < b.ClientID
+	})
+}
