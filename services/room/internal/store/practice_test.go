@@ -38,7 +38,7 @@ func TestPracticeState(t *testing.T) {
 	lease := now.Add(time.Minute)
 	join := func() State {
 		t.Helper()
-		j, err := s.Join(ctx, code, Session{ID: "v1", Role: domain.Viewer, ClientID: "phone", Attachment: "a1"}, now, lease)
+		j, err := s.Join(ctx, code, Session{ID: "v1", Role: domain.Viewer, ClientID: "phone", Attachment: "a1", Name: "Phone"}, now, lease)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +47,7 @@ func TestPracticeState(t *testing.T) {
 	if st := join(); st.RateCenti != 100 || st.Loop.Set() || st.CountIn != (domain.CountIn{}) || len(st.MarkFormations) != 0 {
 		t.Fatalf("fresh room = %+v, want rate 100, no loop, no count-in, no mark formations", st)
 	}
-	if _, err := s.Join(ctx, code, Session{ID: "l1", Role: domain.Leader, ClientID: "lead", Attachment: "b1"}, now, lease); err != nil {
+	if _, err := s.Join(ctx, code, Session{ID: "l1", Role: domain.Leader, ClientID: "lead", Attachment: "b1", Name: "Lead"}, now, lease); err != nil {
 		t.Fatal(err)
 	}
 	ref := int64(0)

@@ -338,7 +338,7 @@ func (s *Store) People(ctx context.Context, code string) ([]domain.Person, error
 	// One MULTI: the room's existence and its people as of one moment.
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		exists = p.Exists(ctx, k[0])
-		people = p.HGetAll(ctx, k[11])
+		people = p.HGetAll(ctx, k[10])
 		return nil
 	})
 	if err != nil {
