@@ -21,6 +21,16 @@ import (
 // included); one more is answered RESOURCE_EXHAUSTED at once.
 const MaxSessionCalls = 4096
 
+// DrainGrace bounds how long a draining session waits for the calls it is running to finish
+// and their answers to be sent. A call runs for milliseconds; what outlasts this is an answer
+// the client does not read (its receive window is full), and the session then ends UNAVAILABLE
+// without waiting for it, so the client knows its unanswered calls may have run. Well below
+// the server's drain timeout (10s by default), so the drain need not cut the session.
+const DrainGrace = 2 * time.Second
+
+// errUndelivered ends a drained session whose answers the client did not read in DrainGrace.
+var errUndelivered = status.Error(codes.Unavailable, "the lock service replica shut down before the client read its answers; calls not answered may have run")
+
 // maxIdleWorkers bounds the goroutines a session keeps waiting for their next turn to read. A
 // busy session reuses its goroutines, and the stacks they grew in gRPC and go-redis, instead of
 // starting and growing one per call (6 % of the CPU of 32 uncontended clients went to growing
@@ -58,22 +68,55 @@ func (ss *session) serve(cancel context.CancelFunc) error {
 	select {
 	case err = <-ss.recvErr:
 		if err == nil {
-			// The client closed its side: the calls in flight finish and are answered.
-			ss.wg.Wait()
+			// The client closed its side: the calls in flight finish and are answered, unless
+			// the replica drains first (a waiting acquire would hold the drain for its wait).
+			finished := ss.finished()
+			select {
+			case <-finished:
+			case <-s.stopping:
+				ss.drain()
+				err = ss.await(finished)
+			}
 		}
 	case <-s.stopping:
 		ss.drain()
-		ss.wg.Wait()
+		err = ss.await(ss.finished())
 	}
 	ss.mu.Lock()
 	ss.done = true // no call starts after this
 	ss.mu.Unlock()
 	cancel()
+	if err == errUndelivered {
+		// A call is stuck sending to a client that does not read: it ends when the stream
+		// does, as this handler returns; nothing else is sent, as ss.ctx has ended.
+		return err
+	}
 	ss.wg.Wait()
 	ss.sendMu.Lock()
 	ss.closed = true // nothing is sent after the handler returns
 	ss.sendMu.Unlock()
 	return err
+}
+
+// finished is closed once the calls running have ended. Only once no call can start (reading
+// ended, or the drain began): WaitGroup.Add must not race Wait at zero.
+func (ss *session) finished() <-chan struct{} {
+	ch := make(chan struct{})
+	go func() { ss.wg.Wait(); close(ch) }()
+	return ch
+}
+
+// await waits for finished for at most the drain grace; errUndelivered when it ran out.
+func (ss *session) await(finished <-chan struct{}) error {
+	t := time.NewTimer(ss.srv.drainGrace)
+	defer t.Stop()
+	select {
+	case <-finished:
+		return nil
+	case <-t.C:
+		ss.srv.log.Warn("lock session drained with answers the client did not read", "event", "session_drain_undelivered")
+		return errUndelivered
+	}
 }
 
 // drain stops the session taking calls and takes its waiting acquires out of their queues.

@@ -6,6 +6,7 @@ package transport
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -29,6 +30,8 @@ type Server struct {
 	stopping <-chan struct{}
 	// metrics time the calls on sessions, which gRPC's metrics see only as one long stream.
 	metrics *app.Metrics
+	// drainGrace bounds a draining session's wait for its running calls (DrainGrace).
+	drainGrace time.Duration
 }
 
 var _ locksv1.LockServiceServer = (*Server)(nil)
@@ -36,7 +39,7 @@ var _ locksv1.LockServiceServer = (*Server)(nil)
 // New returns a Server on a; sessions end when stopping is closed, and their calls are timed
 // on m (nil: not timed).
 func New(a *app.App, log *slog.Logger, stopping <-chan struct{}, m *app.Metrics) *Server {
-	return &Server{app: a, log: log, stopping: stopping, metrics: m}
+	return &Server{app: a, log: log, stopping: stopping, metrics: m, drainGrace: DrainGrace}
 }
 
 // Acquire implements LockService.Acquire.
