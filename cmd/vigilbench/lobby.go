@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/vigil-dev/vigil/gateway"
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
@@ -30,6 +32,8 @@ type lobbyBench struct {
 	rooms     int
 	lists     int
 	touchRate int
+	ceiling   bool
+	redis     ceilingFlags
 }
 
 // benchLobby measures the lobby domain through the real Lobby, one Room replica and the
@@ -43,7 +47,9 @@ func benchLobby(ctx context.Context, h *Harness, fs *flag.FlagSet, args []string
 	fs.IntVar(&o.parallel, "parallel", 16, "rooms churning at once in the loaded churn run")
 	fs.IntVar(&o.rooms, "rooms", 10000, "rooms added to the lobby for the listing runs (0 skips them)")
 	fs.IntVar(&o.lists, "lists", 200, "listings timed per way (gRPC, HTTP) and condition")
-	fs.IntVar(&o.touchRate, "touch-rate", 500, "room changes per second during the second listing run")
+	fs.IntVar(&o.touchRate, "touch-rate", 500, "room changes per second during the second listing run, and where the ceiling run starts")
+	fs.BoolVar(&o.ceiling, "ceiling", true, "after the listings, double the change rate until a page's p99 passes 10 ms (needs -rooms)")
+	o.redis.register(fs)
 	if err := parseBenchFlags(fs, args); err != nil {
 		return err
 	}
@@ -73,6 +79,20 @@ func benchLobby(ctx context.Context, h *Harness, fs *flag.FlagSet, args []string
 	if o.rooms > 0 {
 		if err := st.benchListing(ctx, rep, o); err != nil {
 			return err
+		}
+	}
+	if o.rooms > 0 && o.ceiling {
+		var lobbyCeiling float64
+		raw, err := withCeilings(ctx, b, h, o.redis, func() error {
+			var err error
+			lobbyCeiling, err = st.benchCeiling(ctx, rep, o)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if raw.unpipelined > 0 {
+			rep.add("lobby_ceiling_ratio", "the lobby's change ceiling / raw EVALSHA ceiling (unpipelined) of the same run", lobbyCeiling/raw.unpipelined, "x")
 		}
 	}
 	rep.note("CPU/op is this process's user+system CPU per operation: the whole stack (gateway, Room, Lobby) plus the benchmark's clients and poller, not Redis")
@@ -163,70 +183,152 @@ func (st *lobbyStack) benchChurn(ctx context.Context, rep *benchReport, o lobbyB
 	return nil
 }
 
-// benchListing fills the lobby with o.rooms more rooms and times listings over gRPC and over
-// the gateway's HTTP, with the lobby unchanged and with o.touchRate room changes a second.
+// benchListing fills the lobby with o.rooms more rooms and times pages and searches over gRPC
+// and over the gateway's HTTP, with the lobby unchanged and with o.touchRate room changes a
+// second.
 func (st *lobbyStack) benchListing(ctx context.Context, rep *benchReport, o lobbyBench) error {
 	benchStage("listing: creating %d rooms", o.rooms)
 	if err := fill(ctx, st.lobby, o.rooms); err != nil {
 		return err
 	}
-	codes, err := allCodes(ctx, st.lobby)
+	codes, deep, err := allCodes(ctx, st.lobby, o.rooms/2)
 	if err != nil {
 		return err
 	}
 	rep.add("listing_rooms", "rooms in the lobby for the listings", float64(len(codes)), "rooms")
-	if _, err := st.lobby.ListRooms(ctx, &lobbyv1.ListRoomsRequest{}); err != nil { // warm the cache
-		return err
+	t := rep.table("listing", fmt.Sprintf("Pages of the lobby's %d rooms", len(codes)), append(append([]benchColumn(nil), lobbyColumns...), benchColumn{"failed", "ops"})...)
+	paths := []struct{ name, path string }{
+		{"GET /lobby/rooms?limit=50, first page", "/lobby/rooms?limit=50"},
+		{fmt.Sprintf("GET /lobby/rooms?limit=50, page at room %d", o.rooms/2), "/lobby/rooms?limit=50&pageToken=" + url.QueryEscape(deep)},
+		{"GET /lobby/rooms?q=salsa+tue, search (1 room in 100 matches)", "/lobby/rooms?q=salsa+tue"},
+		{"GET /lobby/rooms?q=zzz, search matching nothing (scans every room)", "/lobby/rooms?q=zzz"},
 	}
-	t := rep.table("listing", fmt.Sprintf("Listing the lobby's %d rooms", len(codes)), append(append([]benchColumn(nil), lobbyColumns...), benchColumn{"failed", "ops"})...)
 	for _, rate := range []int{0, o.touchRate} {
 		during := "unchanged lobby"
 		if rate > 0 {
 			during = fmt.Sprintf("%d room changes/s", rate)
 		}
-		benchStage("listing: %d listings over gRPC and over HTTP, %s", o.lists, during)
+		benchStage("listing: %d pages each over gRPC and over HTTP, %s", o.lists, during)
 		stop := make(chan struct{})
 		var bg sync.WaitGroup
 		if rate > 0 {
-			bg.Go(func() { touchAtRate(ctx, st.lobby, codes, rate, stop) })
+			bg.Go(func() { touchAtRate(ctx, st.lobby, codes, rate, stop, nil) })
 		}
 		c0 := processCPU()
 		grpcTimes, gFailed := timeGRPCList(ctx, st.lobby, o.lists)
-		lobbyRow(t, "ListRooms over gRPC, "+during, grpcTimes, c0, float64(gFailed))
-		c1 := processCPU()
-		httpTimes, size, hFailed := st.timeHTTPList(ctx, o.lists)
-		lobbyRow(t, "GET /lobby/rooms, "+during, httpTimes, c1, float64(hFailed))
+		lobbyRow(t, "ListRooms page of 50 over gRPC, "+during, grpcTimes, c0, float64(gFailed))
+		for _, p := range paths {
+			c1 := processCPU()
+			httpTimes, size, hFailed := st.timeHTTPGet(ctx, p.path, o.lists)
+			lobbyRow(t, p.name+", "+during, httpTimes, c1, float64(hFailed))
+			if rate == 0 && strings.Contains(p.path, "limit=50&") {
+				rep.add("page_json_kib", "a page of 50 rooms: body", float64(size)/1024, "KiB")
+			}
+		}
 		close(stop)
 		bg.Wait()
-		if rate == 0 {
-			rep.add("listing_json_kib", "GET /lobby/rooms body", float64(size)/1024, "KiB")
-		}
 	}
 	return nil
 }
 
-func allCodes(ctx context.Context, lobby lobbyv1.LobbyServiceClient) ([]string, error) {
-	res, err := lobby.ListRooms(ctx, &lobbyv1.ListRoomsRequest{})
+// benchCeiling raises the rate of room changes, doubling it from o.touchRate, until a page of
+// 50 over REST has a p99 above 10 ms, and reports the highest rate it kept up with below that.
+func (st *lobbyStack) benchCeiling(ctx context.Context, rep *benchReport, o lobbyBench) (float64, error) {
+	codes, _, err := allCodes(ctx, st.lobby, 0)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	codes := make([]string, 0, len(res.GetRooms()))
-	for _, r := range res.GetRooms() {
-		codes = append(codes, r.GetCode())
+	t := rep.table("ceiling", "Room changes/s against a page of 50 over REST (GET /lobby/rooms?limit=50)",
+		benchColumn{"asked", "changes/s"}, benchColumn{"done", "changes/s"}, benchColumn{"p50", "ms"}, benchColumn{"p99", "ms"}, benchColumn{"failed", "ops"})
+	best := 0.0
+	for rate := o.touchRate; rate <= 256_000; rate *= 2 {
+		benchStage("ceiling: %d room changes/s asked, %d pages", rate, o.lists)
+		stop := make(chan struct{})
+		var done atomic.Int64
+		var bg sync.WaitGroup
+		bg.Go(func() { touchAtRate(ctx, st.lobby, codes, rate, stop, &done) })
+		time.Sleep(200 * time.Millisecond) // let the rate settle before timing
+		n0, t0 := done.Load(), time.Now()
+		times, _, failed := st.timeHTTPGet(ctx, "/lobby/rooms?limit=50", o.lists)
+		achieved := float64(done.Load()-n0) / time.Since(t0).Seconds()
+		close(stop)
+		bg.Wait()
+		p99 := times.percentile(99)
+		t.row(fmt.Sprintf("%d changes/s asked", rate), float64(rate), achieved, times.percentile(50), p99, float64(failed))
+		if p99 > 10 || achieved < float64(rate)*0.8 {
+			break
+		}
+		best = achieved
 	}
-	return codes, nil
+	rep.add("lobby_ceiling", "room changes/s a page of 50 keeps p99 ≤ 10 ms at (and the stack keeps up with)", best, "changes/s")
+	return best, nil
+}
+
+// allCodes pages through the whole lobby, 200 rooms a page, and returns every code and the
+// token of the page that starts after room at (or "" when at is 0 or past the end).
+func allCodes(ctx context.Context, lobby lobbyv1.LobbyServiceClient, at int) ([]string, string, error) {
+	var codes []string
+	deep := ""
+	req := &lobbyv1.ListRoomsRequest{PageSize: proto.Int32(200)}
+	for {
+		res, err := lobby.ListRooms(ctx, req)
+		if err != nil {
+			return nil, "", err
+		}
+		for _, r := range res.GetRooms() {
+			codes = append(codes, r.GetCode())
+		}
+		if res.GetNextPageToken() == "" {
+			return codes, deep, nil
+		}
+		req.PageToken = res.GetNextPageToken()
+		if at > 0 && deep == "" && len(codes) >= at {
+			deep = res.GetNextPageToken()
+		}
+	}
 }
 
 // touchAtRate reports leader activity in rooms at rate per second until stop closes: every
-// touch is a change the listing has to pick up.
-func touchAtRate(ctx context.Context, lobby lobbyv1.LobbyServiceClient, codes []string, rate int, stop <-chan struct{}) {
-	atRate(ctx, rate, stop, func(i int) {
-		_, _ = lobby.TouchRoom(ctx, &lobbyv1.TouchRoomRequest{Code: codes[(i*7919)%len(codes)], At: time.Now().UnixMilli()})
-	})
+// touch is a change the listing has to pick up. The touches of each 5 ms go out at once, on
+// up to 64 calls in flight, so a rate above what one caller's round trips allow is reached;
+// done (when not nil) counts the touches that succeeded.
+func touchAtRate(ctx context.Context, lobby lobbyv1.LobbyServiceClient, codes []string, rate int, stop <-chan struct{}, done *atomic.Int64) {
+	const tick = 5 * time.Millisecond
+	sem := make(chan struct{}, 64)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	began, sent := time.Now(), 0
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		due := int(time.Since(began).Seconds() * float64(rate))
+		for ; sent < due; sent++ {
+			select {
+			case sem <- struct{}{}:
+			case <-stop:
+				return
+			}
+			i := sent
+			wg.Go(func() {
+				defer func() { <-sem }()
+				_, err := lobby.TouchRoom(ctx, &lobbyv1.TouchRoomRequest{Code: codes[(i*7919)%len(codes)], At: time.Now().UnixMilli()})
+				if err == nil && done != nil {
+					done.Add(1)
+				}
+			})
+		}
+	}
 }
 
-// timeGRPCList times n ListRooms calls; a call that fails (timed out under the machine's
-// load) is counted, not timed.
+// timeGRPCList times n ListRooms calls of a page of 50; a call that fails (timed out under
+// the machine's load) is counted, not timed.
 func timeGRPCList(ctx context.Context, lobby lobbyv1.LobbyServiceClient, n int) (*benchLatencies, int) {
 	var ds benchLatencies
 	failed := 0
@@ -241,13 +343,13 @@ func timeGRPCList(ctx context.Context, lobby lobbyv1.LobbyServiceClient, n int) 
 	return &ds, failed
 }
 
-// timeHTTPList times n GET /lobby/rooms through the gateway and returns the body's size.
-func (st *lobbyStack) timeHTTPList(ctx context.Context, n int) (*benchLatencies, int, int) {
+// timeHTTPGet times n GETs of path through the gateway and returns the body's size.
+func (st *lobbyStack) timeHTTPGet(ctx context.Context, path string, n int) (*benchLatencies, int, int) {
 	var ds benchLatencies
 	size, failed := 0, 0
 	for range n {
 		t0 := time.Now()
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, st.gw+"/lobby/rooms", nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, st.gw+path, nil)
 		if err != nil {
 			return &ds, size, failed + 1
 		}
@@ -402,10 +504,18 @@ func fill(ctx context.Context, lobby lobbyv1.LobbyServiceClient, n int) error {
 	for i := range n {
 		g.Go(func() error {
 			_, err := lobby.CreateRoom(ctx, &lobbyv1.CreateRoomRequest{
-				Name: fmt.Sprintf("Practice room %d", i), Video: &lobbyv1.Video{Title: "Routine for the spring show", DurationMs: 215_000},
+				Name: roomName(i), Video: &lobbyv1.Video{Title: "Routine for the spring show", DurationMs: 215_000},
 			})
 			return err
 		})
 	}
 	return g.Wait()
+}
+
+// roomName names the i-th filled room: one in 100 is a salsa class the searches look for.
+func roomName(i int) string {
+	if i%100 == 42 {
+		return fmt.Sprintf("Salsa Tuesday %d", i)
+	}
+	return fmt.Sprintf("Practice room %d", i)
 }
