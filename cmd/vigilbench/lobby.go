@@ -15,7 +15,9 @@ import (
 	"github.com/coder/websocket"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/vigil-dev/vigil/gateway"
@@ -503,9 +505,15 @@ func fill(ctx context.Context, lobby lobbyv1.LobbyServiceClient, n int) error {
 	g.SetLimit(32)
 	for i := range n {
 		g.Go(func() error {
-			_, err := lobby.CreateRoom(ctx, &lobbyv1.CreateRoomRequest{
-				Name: roomName(i), Video: &lobbyv1.Video{Title: "Routine for the spring show", DurationMs: 215_000},
-			})
+			// A create that timed out under the machine's load is tried again (a few times).
+			var err error
+			for range 5 {
+				if _, err = lobby.CreateRoom(ctx, &lobbyv1.CreateRoomRequest{
+					Name: roomName(i), Video: &lobbyv1.Video{Title: "Routine for the spring show", DurationMs: 215_000},
+				}); status.Code(err) != codes.Unavailable {
+					return err
+				}
+			}
 			return err
 		})
 	}

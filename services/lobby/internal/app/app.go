@@ -37,6 +37,8 @@ type App struct {
 	cursor store.Cursor
 	loaded bool
 	key    []byte // page tokens' HMAC key (pageKey)
+	// prunedAt is when refresh last pruned idle rooms.
+	prunedAt time.Time
 }
 
 // Options configure an App. Every zero value has the default given in its comment.
@@ -129,16 +131,24 @@ func idleTail(rooms []domain.Room, cutoff int64) bool {
 // or reads every room when the log cannot say.
 func (a *App) refresh(ctx context.Context) (listed, error) {
 	cutoff := a.cutoff()
-	pruned, err := a.st.Prune(ctx, cutoff, pruneBatch)
-	if err != nil {
-		return listed{}, err
-	}
-	if pruned > 0 {
-		a.log.InfoContext(ctx, "idle rooms pruned", "event", "rooms_pruned", "count", pruned)
-	}
 	a.mu.Lock()
 	old, cur, loaded := a.cached, a.cursor, a.loaded
+	// A prune is a script call: under churn every listing refreshes, so it runs when a room
+	// may have gone idle (the cached tail did) or a second has passed, not on every refresh.
+	prune := !loaded || idleTail(old, cutoff.UnixMilli()) || a.now().Sub(a.prunedAt) >= time.Second
+	if prune {
+		a.prunedAt = a.now()
+	}
 	a.mu.Unlock()
+	if prune {
+		pruned, err := a.st.Prune(ctx, cutoff, pruneBatch)
+		if err != nil {
+			return listed{}, err
+		}
+		if pruned > 0 {
+			a.log.InfoContext(ctx, "idle rooms pruned", "event", "rooms_pruned", "count", pruned)
+		}
+	}
 	var rooms []domain.Room
 	complete := false
 	if loaded {
