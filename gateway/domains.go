@@ -196,7 +196,8 @@ func lobbyDomain(addr string) domain {
 	}
 }
 
-// roomDomain serves the practice-room WebSocket GET /rooms/{code}/websocket (gateway/room), and
+// roomDomain serves the practice-room WebSocket GET /rooms/{code}/websocket (gateway/room),
+// GET /lobby/rooms/{code}/people (RoomService.ListPeople: who is here), and
 // DELETE /lobby/rooms/{code} (RoomService.EndRoom, through grpc-gateway, with the leader token
 // as "Authorization: Bearer"). Ending a room is the Room service's job: it checks the token
 // with the Lobby, closes every socket (4000 "ended"), removes the room from the Lobby and

@@ -47,11 +47,12 @@ var routeScopes = map[string]string{
 	"POST /chat/rooms/{room}/messages": "chat:write",
 	"GET /websocket":                   "chat:write",
 	// Lobby and practice rooms.
-	"GET /lobby/rooms":            "lobby:read",
-	"GET /lobby/rooms/{code}":     "lobby:read",
-	"POST /lobby/rooms":           "lobby:create",
-	"DELETE /lobby/rooms/{code}":  "lobby:create",
-	"GET /rooms/{code}/websocket": "lobby:join",
+	"GET /lobby/rooms":               "lobby:read",
+	"GET /lobby/rooms/{code}":        "lobby:read",
+	"GET /lobby/rooms/{code}/people": "lobby:read",
+	"POST /lobby/rooms":              "lobby:create",
+	"DELETE /lobby/rooms/{code}":     "lobby:create",
+	"GET /rooms/{code}/websocket":    "lobby:join",
 	// Operators (gateway/rest/admin.go).
 	"GET /admin/alarms":                             ScopeAdmin,
 	"GET /admin/{domain}/alarms":                    ScopeAdmin,

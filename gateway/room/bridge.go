@@ -18,10 +18,11 @@ import (
 	"github.com/vigil-dev/vigil/gateway/jsonapi"
 	"github.com/vigil-dev/vigil/gateway/socket"
 	roomv1 "github.com/vigil-dev/vigil/pkg/api/vigil/room/v1"
+	"github.com/vigil-dev/vigil/pkg/input"
 )
 
 // The room domain: the practice-room WebSocket GET /rooms/{code}/websocket?role=&clientId=
-// [&token=], and DELETE /lobby/rooms/{code} (RoomService.EndRoom, through grpc-gateway, with
+// [&name=][&token=], and DELETE /lobby/rooms/{code} (RoomService.EndRoom, through grpc-gateway, with
 // the leader token as "Authorization: Bearer"). Ending a room is the Room service's job: it
 // checks the token with the Lobby, closes every socket (4000 "ended"), removes the room from
 // the Lobby and deletes its state, the same clean-up its inactivity alarm runs.
@@ -33,6 +34,9 @@ import (
 // Room replica restarts or dies, the socket stays open and the session re-attaches to a live
 // replica under the same session and client ids (stream.go), so the Lobby's count never
 // moves.
+
+// MaxNameBytes bounds a socket's display name (name=), as the Room service does.
+const MaxNameBytes = 80
 
 // roomCloseCode closes a socket whose room ended ("ended") or expired ("expired").
 const roomCloseCode = 4000
@@ -83,6 +87,15 @@ func (b *Bridge) ServeSocket(w http.ResponseWriter, r *http.Request) {
 	if clientID == "" {
 		clientID = "c-" + randomHex(8)
 	}
+	// name= is the person's display name in the room's people list ("": the service's
+	// "Dancer N"); a bad one is a 400 with the service's sentence, before anything is opened.
+	name := q.Get("name")
+	if q.Has("name") {
+		if err := input.Name("name", name, MaxNameBytes); err != nil {
+			jsonapi.WriteError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+	}
 	token := q.Get("token")
 	if t, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && token == "" {
 		token = strings.TrimSpace(t)
@@ -93,7 +106,7 @@ func (b *Bridge) ServeSocket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m, err := b.join(&roomv1.Hello{
-		Code: code, Role: role, ClientId: clientID, LeaderToken: token, SessionId: randomHex(12),
+		Code: code, Role: role, ClientId: clientID, LeaderToken: token, SessionId: randomHex(12), Name: name,
 	})
 	if err != nil {
 		ticket.Release()

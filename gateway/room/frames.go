@@ -42,6 +42,34 @@ type roomStateJSON struct {
 	Video         roomVideoJSON    `json:"video"`
 	Viewers       int32            `json:"viewers"`
 	LeaderPresent bool             `json:"leaderPresent"`
+	People        []roomPersonJSON `json:"people"`
+}
+
+// roomPersonJSON is one person present: in a state's people, or a join frame (with its type).
+type roomPersonJSON struct {
+	Type     string `json:"type,omitempty"`
+	ClientID string `json:"clientId"`
+	Name     string `json:"name"`
+	Role     string `json:"role"`
+	Since    int64  `json:"since"`
+}
+
+// roomLeaveJSON is a leave frame.
+type roomLeaveJSON struct {
+	Type     string `json:"type"`
+	ClientID string `json:"clientId"`
+	Role     string `json:"role"`
+}
+
+func roleName(r roomv1.Role) string {
+	if r == roomv1.Role_ROLE_LEADER {
+		return "leader"
+	}
+	return "viewer"
+}
+
+func personJSON(typ string, p *roomv1.Person) roomPersonJSON {
+	return roomPersonJSON{Type: typ, ClientID: p.GetClientId(), Name: p.GetName(), Role: roleName(p.GetRole()), Since: p.GetSince()}
 }
 
 type roomSyncJSON struct {
@@ -100,6 +128,10 @@ func encodeRoomFrame(resp *roomv1.JoinResponse) []byte {
 		for _, m := range s.GetMarks() {
 			marks = append(marks, roomMarkJSON{PositionMs: m.GetPositionMs(), Label: m.GetLabel(), At: m.GetAt()})
 		}
+		people := make([]roomPersonJSON, 0, len(s.GetPeople()))
+		for _, p := range s.GetPeople() {
+			people = append(people, personJSON("", p))
+		}
 		v = roomStateJSON{
 			Type:          "state",
 			Playback:      roomPlaybackJSON{Playing: s.GetPlayback().GetPlaying(), PositionMs: s.GetPlayback().GetPositionMs(), At: s.GetPlayback().GetAt()},
@@ -108,7 +140,12 @@ func encodeRoomFrame(resp *roomv1.JoinResponse) []byte {
 			Video:         roomVideoJSON{Title: s.GetVideo().GetTitle(), DurationMs: s.GetVideo().GetDurationMs()},
 			Viewers:       s.GetViewers(),
 			LeaderPresent: s.GetLeaderPresent(),
+			People:        people,
 		}
+	case *roomv1.JoinResponse_Join:
+		v = personJSON("join", f.Join)
+	case *roomv1.JoinResponse_Leave:
+		v = roomLeaveJSON{Type: "leave", ClientID: f.Leave.GetClientId(), Role: roleName(f.Leave.GetRole())}
 	case *roomv1.JoinResponse_Sync:
 		v = roomSyncJSON{Type: "sync", Playing: f.Sync.GetPlaying(), PositionMs: f.Sync.GetPositionMs(), At: f.Sync.GetAt()}
 	case *roomv1.JoinResponse_Formation:

@@ -291,7 +291,7 @@ func (r *practiceRoom) fanOut(gen int, resp *roomv1.AttachResponse) {
 	f := roomRecent{
 		version:     resp.GetVersion(),
 		frame:       socket.TextFrame(encodeRoomFrame(resp.GetFrame())),
-		viewersOnly: resp.GetFrame().GetOccupancy() == nil,
+		viewersOnly: !forEveryone(resp.GetFrame()),
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -304,6 +304,12 @@ func (r *practiceRoom) fanOut(gen int, resp *roomv1.AttachResponse) {
 			m.deliver(f)
 		}
 	}
+}
+
+// forEveryone reports whether a room frame goes to the leader too: occupancy and people's
+// join and leave frames do; relayed leader frames go to the viewers only.
+func forEveryone(f *roomv1.JoinResponse) bool {
+	return f.GetOccupancy() != nil || f.GetJoin() != nil || f.GetLeave() != nil
 }
 
 // deliver queues f unless the socket has seen it or it is not for its role. Called with r.mu.

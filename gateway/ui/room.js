@@ -32,6 +32,7 @@ const room = {
   viewers: 0,
   leaderPresent: false,
   formation: null,
+  people: [], // who is here: [{clientId, name, role, since}], in order of arrival
 };
 let ws = null;
 let ended = false;
@@ -68,6 +69,25 @@ function renderInfo() {
 function renderOccupancy() {
   const n = room.viewers;
   $('occupancy').textContent = `${n} viewer${n === 1 ? '' : 's'} · leader ${room.leaderPresent ? 'present' : 'away'}`;
+}
+
+// samePerson: one person is a role and a client id (a viewer's tabs are one person).
+const samePerson = (a, b) => a.clientId === b.clientId && a.role === b.role;
+
+function renderPeople() {
+  const list = $('people');
+  const me = clientId();
+  list.replaceChildren(...room.people.map((p) => {
+    const li = el('li', { class: p.role === 'leader' ? 'leader' : 'viewer' });
+    li.dataset.clientId = p.clientId;
+    li.append(el('span', { class: 'who', text: p.name }));
+    const tags = [];
+    if (p.role === 'leader') tags.push('leader');
+    if (p.clientId === me && p.role === role) tags.push('you');
+    if (tags.length) li.append(el('span', { class: 'muted', text: ` (${tags.join(', ')})` }));
+    return li;
+  }));
+  $('people-count').textContent = String(room.people.length);
 }
 
 function renderMarks() {
@@ -154,10 +174,17 @@ function endedSentence(reason) {
 
 // ---- socket ----------------------------------------------------------------------------
 
+// roomName is the name this page shows in the room's people list: the chat name when it fits
+// the room's 80 bytes, else none (the room then says "Dancer N").
+function roomName() {
+  const n = savedName();
+  return n && new TextEncoder().encode(n).length <= 80 ? n : undefined;
+}
+
 function connect() {
   if (ended) return;
   setStatus($('conn'), opened ? 'Reconnecting…' : 'Connecting…', 'warn');
-  const s = new WebSocket(socketURL(`/rooms/${encodeURIComponent(code)}/websocket`, { role, clientId: clientId(), token: token || undefined }));
+  const s = new WebSocket(socketURL(`/rooms/${encodeURIComponent(code)}/websocket`, { role, clientId: clientId(), name: roomName(), token: token || undefined }));
   ws = s;
   let thisOpened = false;
   s.onopen = () => {
@@ -214,7 +241,8 @@ function onFrame(f) {
       room.viewers = f.viewers ?? room.viewers;
       room.leaderPresent = !!f.leaderPresent;
       room.formation = f.formation ?? null;
-      renderInfo(); renderOccupancy(); renderMarks(); renderFormation();
+      room.people = f.people || [];
+      renderInfo(); renderOccupancy(); renderMarks(); renderFormation(); renderPeople();
       // Back from a blip after the leader switched videos: the file in the player is the old one.
       if (playerVideo && room.video && !sameVideo(playerVideo, room.video)) askForFile();
       checkFile();
@@ -244,6 +272,15 @@ function onFrame(f) {
       room.viewers = f.viewers ?? 0;
       room.leaderPresent = !!f.leaderPresent;
       renderOccupancy();
+      break;
+    case 'join':
+      room.people = room.people.filter((p) => !samePerson(p, f));
+      room.people.push({ clientId: f.clientId, name: f.name, role: f.role, since: f.since });
+      renderPeople();
+      break;
+    case 'leave':
+      room.people = room.people.filter((p) => !samePerson(p, f));
+      renderPeople();
       break;
     case 'ended':
       showEnded(endedSentence(f.reason));
