@@ -502,7 +502,7 @@ func drain(c *websocket.Conn) {
 
 func fill(ctx context.Context, lobby lobbyv1.LobbyServiceClient, n int) error {
 	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(32)
+	g.SetLimit(8)
 	for i := range n {
 		g.Go(func() error {
 			// A create that timed out under the machine's load is tried again (a few times).
