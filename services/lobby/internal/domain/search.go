@@ -31,6 +31,9 @@ const MaxQueryLen = 80
 type Folded struct {
 	letters []rune
 	bare    []rune
+	// bareText is bare as a string: a word typed without marks matches exactly where it
+	// occurs in it, so strings.Contains (vectorised) answers most searches.
+	bareText string
 }
 
 var folder = cases.Fold()
@@ -42,7 +45,7 @@ func FoldName(name string) Folded {
 	for i, r := range letters {
 		bare[i] = baseLetter(r)
 	}
-	return Folded{letters: letters, bare: bare}
+	return Folded{letters: letters, bare: bare, bareText: string(bare)}
 }
 
 // baseLetter is r without its marks: the first rune of its canonical decomposition when the
@@ -70,6 +73,9 @@ type Query struct {
 
 type queryWord struct {
 	letters []rune
+	// allPlain: no letter carries a mark, so the word matches where text occurs in bareText.
+	allPlain bool
+	text     string
 	// plain[i] is true when letters[i] carries no mark, so it also matches a marked letter.
 	plain []bool
 }
@@ -82,9 +88,10 @@ func ParseQuery(q string) (Query, error) {
 	var out Query
 	for _, w := range strings.Fields(q) {
 		f := FoldName(w)
-		qw := queryWord{letters: f.letters, plain: make([]bool, len(f.letters))}
+		qw := queryWord{letters: f.letters, plain: make([]bool, len(f.letters)), allPlain: true, text: string(f.letters)}
 		for i := range f.letters {
 			qw.plain[i] = f.bare[i] == f.letters[i]
+			qw.allPlain = qw.allPlain && qw.plain[i]
 		}
 		out.words = append(out.words, qw)
 	}
@@ -105,6 +112,11 @@ func (q Query) Match(name Folded) bool {
 }
 
 func (w queryWord) in(name Folded) bool {
+	if w.allPlain {
+		// A plain letter matches a name letter when it equals it or its bare form, and a
+		// plain letter's bare form is itself: so exactly where it occurs in bareText.
+		return strings.Contains(name.bareText, w.text)
+	}
 	n := len(w.letters)
 	for start := 0; start+n <= len(name.letters); start++ {
 		ok := true
