@@ -376,8 +376,8 @@ func TestPracticeRoomBadFrames(t *testing.T) {
 	v := mustDialRoom(t, gw, code, "clientId=v")
 	v.next("state")
 	for _, tc := range []struct{ frame, want string }{
-		{`not json`, "Send a JSON object with a type: sync, formation, mark or reload."},
-		{`{"type": "dance"}`, "Send a JSON object with a type: sync, formation, mark or reload."},
+		{`not json`, "Send a JSON object with a type: sync, formation, mark, reload, loop or markFormation."},
+		{`{"type": "dance"}`, "Send a JSON object with a type: sync, formation, mark, reload, loop or markFormation."},
 		{`{"type": "sync", "playing": true}`, "positionMs must be an integer from 0 through 86400000."},
 		{`{"type": "sync", "playing": true, "positionMs": 1.5}`, "positionMs must be an integer from 0 through 86400000."},
 		{`{"type": "sync", "playing": true, "positionMs": -1}`, "positionMs must be an integer from 0 through 86400000."},

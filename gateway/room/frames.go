@@ -26,12 +26,35 @@ type roomMarkJSON struct {
 	PositionMs int64  `json:"positionMs"`
 	Label      string `json:"label"`
 	At         int64  `json:"at"`
+	// Formation is the mark's formation in a state frame (null: none); absent on a mark frame.
+	Formation json.RawMessage `json:"formation,omitempty"`
+}
+
+type roomCountInJSON struct {
+	Beats int32 `json:"beats"`
+	BPM   int32 `json:"bpm"`
 }
 
 type roomPlaybackJSON struct {
-	Playing    bool  `json:"playing"`
-	PositionMs int64 `json:"positionMs"`
-	At         int64 `json:"at"`
+	Playing    bool             `json:"playing"`
+	PositionMs int64            `json:"positionMs"`
+	At         int64            `json:"at"`
+	Rate       float64          `json:"rate"`
+	CountIn    *roomCountInJSON `json:"countIn"`
+}
+
+type roomLoopJSON struct {
+	Type    string `json:"type,omitempty"`
+	StartMs int64  `json:"startMs"`
+	EndMs   int64  `json:"endMs"`
+	At      int64  `json:"at,omitempty"`
+}
+
+type roomMarkFormationJSON struct {
+	Type       string          `json:"type"`
+	PositionMs int64           `json:"positionMs"`
+	Formation  json.RawMessage `json:"formation"`
+	At         int64           `json:"at"`
 }
 
 type roomStateJSON struct {
@@ -39,6 +62,7 @@ type roomStateJSON struct {
 	Playback      roomPlaybackJSON `json:"playback"`
 	Formation     json.RawMessage  `json:"formation"`
 	Marks         []roomMarkJSON   `json:"marks"`
+	Loop          *roomLoopJSON    `json:"loop"`
 	Video         roomVideoJSON    `json:"video"`
 	Viewers       int32            `json:"viewers"`
 	LeaderPresent bool             `json:"leaderPresent"`
@@ -73,10 +97,12 @@ func personJSON(typ string, p *roomv1.Person) roomPersonJSON {
 }
 
 type roomSyncJSON struct {
-	Type       string `json:"type"`
-	Playing    bool   `json:"playing"`
-	PositionMs int64  `json:"positionMs"`
-	At         int64  `json:"at"`
+	Type       string           `json:"type"`
+	Playing    bool             `json:"playing"`
+	PositionMs int64            `json:"positionMs"`
+	At         int64            `json:"at"`
+	Rate       float64          `json:"rate"`
+	CountIn    *roomCountInJSON `json:"countIn"`
 }
 
 type roomFormationJSON struct {
@@ -118,6 +144,21 @@ func formationJSON(v *structpb.Value) json.RawMessage {
 	return b
 }
 
+// roomRate is a frame's rate as the pages read it (a service from before rates sends none: 1).
+func roomRate(r float64) float64 {
+	if r == 0 {
+		return 1
+	}
+	return r
+}
+
+func roomCountIn(c *roomv1.CountIn) *roomCountInJSON {
+	if c == nil {
+		return nil
+	}
+	return &roomCountInJSON{Beats: c.GetBeats(), BPM: c.GetBpm()}
+}
+
 // encodeRoomFrame renders a Room service frame as the socket's JSON.
 func encodeRoomFrame(resp *roomv1.JoinResponse) []byte {
 	var v any
@@ -126,15 +167,22 @@ func encodeRoomFrame(resp *roomv1.JoinResponse) []byte {
 		s := f.State
 		marks := make([]roomMarkJSON, 0, len(s.GetMarks()))
 		for _, m := range s.GetMarks() {
-			marks = append(marks, roomMarkJSON{PositionMs: m.GetPositionMs(), Label: m.GetLabel(), At: m.GetAt()})
+			marks = append(marks, roomMarkJSON{PositionMs: m.GetPositionMs(), Label: m.GetLabel(), At: m.GetAt(), Formation: formationJSON(m.GetFormation())})
 		}
 		people := make([]roomPersonJSON, 0, len(s.GetPeople()))
 		for _, p := range s.GetPeople() {
 			people = append(people, personJSON("", p))
 		}
+		var loop *roomLoopJSON
+		if l := s.GetLoop(); l != nil {
+			loop = &roomLoopJSON{StartMs: l.GetStartMs(), EndMs: l.GetEndMs()}
+		}
+		p := s.GetPlayback()
 		v = roomStateJSON{
-			Type:          "state",
-			Playback:      roomPlaybackJSON{Playing: s.GetPlayback().GetPlaying(), PositionMs: s.GetPlayback().GetPositionMs(), At: s.GetPlayback().GetAt()},
+			Type: "state",
+			Playback: roomPlaybackJSON{Playing: p.GetPlaying(), PositionMs: p.GetPositionMs(), At: p.GetAt(),
+				Rate: roomRate(p.GetRate()), CountIn: roomCountIn(p.GetCountIn())},
+			Loop:          loop,
 			Formation:     formationJSON(s.GetFormation()),
 			Marks:         marks,
 			Video:         roomVideoJSON{Title: s.GetVideo().GetTitle(), DurationMs: s.GetVideo().GetDurationMs()},
@@ -147,7 +195,13 @@ func encodeRoomFrame(resp *roomv1.JoinResponse) []byte {
 	case *roomv1.JoinResponse_Leave:
 		v = roomLeaveJSON{Type: "leave", ClientID: f.Leave.GetClientId(), Role: roleName(f.Leave.GetRole())}
 	case *roomv1.JoinResponse_Sync:
-		v = roomSyncJSON{Type: "sync", Playing: f.Sync.GetPlaying(), PositionMs: f.Sync.GetPositionMs(), At: f.Sync.GetAt()}
+		v = roomSyncJSON{Type: "sync", Playing: f.Sync.GetPlaying(), PositionMs: f.Sync.GetPositionMs(), At: f.Sync.GetAt(),
+			Rate: roomRate(f.Sync.GetRate()), CountIn: roomCountIn(f.Sync.GetCountIn())}
+	case *roomv1.JoinResponse_Loop:
+		v = roomLoopJSON{Type: "loop", StartMs: f.Loop.GetStartMs(), EndMs: f.Loop.GetEndMs(), At: f.Loop.GetAt()}
+	case *roomv1.JoinResponse_MarkFormation:
+		m := f.MarkFormation
+		v = roomMarkFormationJSON{Type: "markFormation", PositionMs: m.GetPositionMs(), Formation: formationJSON(m.GetFormation()), At: m.GetAt()}
 	case *roomv1.JoinResponse_Formation:
 		v = roomFormationJSON{Type: "formation", Formation: formationJSON(f.Formation.GetFormation()), At: f.Formation.GetAt()}
 	case *roomv1.JoinResponse_Mark:
@@ -177,9 +231,30 @@ type roomClientFrame struct {
 	Formation  json.RawMessage `json:"formation"`
 	Label      json.RawMessage `json:"label"`
 	Video      json.RawMessage `json:"video"`
+	Rate       json.RawMessage `json:"rate"`
+	CountIn    json.RawMessage `json:"countIn"`
+	StartMs    json.RawMessage `json:"startMs"`
+	EndMs      json.RawMessage `json:"endMs"`
 }
 
-const errRoomFrame = "Send a JSON object with a type: sync, formation, mark or reload."
+const errRoomFrame = "Send a JSON object with a type: sync, formation, mark, reload, loop or markFormation."
+
+// absent reports a field left out or null.
+func absent(raw json.RawMessage) bool {
+	return len(raw) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
+}
+
+// decodeFormation reads a frame's formation (absent: null).
+func decodeFormation(raw json.RawMessage) (*structpb.Value, string) {
+	if len(raw) == 0 {
+		raw = json.RawMessage("null")
+	}
+	var v structpb.Value
+	if err := protojson.Unmarshal(raw, &v); err != nil {
+		return nil, "formation must be a JSON value."
+	}
+	return &v, ""
+}
 
 // decodeRoomFrame turns a client's JSON frame into a Join request, or returns the sentence
 // that refuses it.
@@ -198,17 +273,52 @@ func decodeRoomFrame(data []byte) (*roomv1.JoinRequest, string) {
 		if !ok {
 			return nil, "positionMs must be an integer from 0 through 86400000."
 		}
-		return &roomv1.JoinRequest{Frame: &roomv1.JoinRequest_Sync{Sync: &roomv1.Sync{Playing: playing, PositionMs: pos}}}, ""
+		sync := &roomv1.Sync{Playing: playing, PositionMs: pos}
+		if !absent(f.Rate) {
+			// The Room service checks the range and the 0.05 steps, with the sentence.
+			if json.Unmarshal(f.Rate, &sync.Rate) != nil || sync.Rate == 0 {
+				return nil, "rate must be a number from 0.25 to 2 in steps of 0.05."
+			}
+		}
+		if !absent(f.CountIn) {
+			var c struct {
+				Beats json.RawMessage `json:"beats"`
+				BPM   json.RawMessage `json:"bpm"`
+			}
+			if json.Unmarshal(f.CountIn, &c) != nil {
+				return nil, `countIn must be {"beats": 1-16, "bpm": 40-240}.`
+			}
+			beats, ok1 := jsonInt(c.Beats)
+			bpm, ok2 := jsonInt(c.BPM)
+			if !ok1 || !ok2 || beats < 1 || beats > 16 || bpm < 40 || bpm > 240 {
+				return nil, `countIn must be {"beats": 1-16, "bpm": 40-240}.`
+			}
+			sync.CountIn = &roomv1.CountIn{Beats: int32(beats), Bpm: int32(bpm)}
+		}
+		return &roomv1.JoinRequest{Frame: &roomv1.JoinRequest_Sync{Sync: sync}}, ""
 	case "formation":
-		raw := f.Formation
-		if len(raw) == 0 {
-			raw = json.RawMessage("null")
+		v, msg := decodeFormation(f.Formation)
+		if msg != "" {
+			return nil, msg
 		}
-		var v structpb.Value
-		if err := protojson.Unmarshal(raw, &v); err != nil {
-			return nil, "formation must be a JSON value."
+		return &roomv1.JoinRequest{Frame: &roomv1.JoinRequest_Formation{Formation: &roomv1.Formation{Formation: v}}}, ""
+	case "loop":
+		start, ok1 := jsonInt(f.StartMs)
+		end, ok2 := jsonInt(f.EndMs)
+		if !ok1 || !ok2 {
+			return nil, "startMs and endMs must be integers (both 0 clears the loop)."
 		}
-		return &roomv1.JoinRequest{Frame: &roomv1.JoinRequest_Formation{Formation: &roomv1.Formation{Formation: &v}}}, ""
+		return &roomv1.JoinRequest{Frame: &roomv1.JoinRequest_Loop{Loop: &roomv1.Loop{StartMs: start, EndMs: end}}}, ""
+	case "markFormation":
+		pos, ok := jsonInt(f.PositionMs)
+		if !ok {
+			return nil, "positionMs must be an integer from 0 through 86400000."
+		}
+		v, msg := decodeFormation(f.Formation)
+		if msg != "" {
+			return nil, msg
+		}
+		return &roomv1.JoinRequest{Frame: &roomv1.JoinRequest_MarkFormation{MarkFormation: &roomv1.MarkFormation{PositionMs: pos, Formation: v}}}, ""
 	case "mark":
 		pos, ok := jsonInt(f.PositionMs)
 		if !ok {

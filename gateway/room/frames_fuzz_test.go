@@ -20,6 +20,8 @@ func FuzzRoomFrame(f *testing.F) {
 		`{"type":"formation","formation":{"a":[1,2]}}`, `{"type":"mark","positionMs":5,"label":"x"}`,
 		`{"type":"reload","video":{"title":"t","durationMs":9}}`, `{"type":"reload","video":{"title":1}}`,
 		`{"type":"mark","positionMs":1e3}`, `{"type":"nope"}`, `[]`, `{`, ``,
+		`{"type":"sync","playing":true,"positionMs":0,"rate":0.5,"countIn":{"beats":4,"bpm":120}}`,
+		`{"type":"loop","startMs":1000,"endMs":2000}`, `{"type":"markFormation","positionMs":1,"formation":null}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -107,7 +107,45 @@ export function resize(f, cols, rows) {
   return { formation: { grid: { cols, rows }, dancers: f.dancers.map((d) => ({ ...d })) } };
 }
 
-const where = (d) => `column ${d.x}, row ${d.y}`;
+const where = (d) => `column ${Math.round(d.x)}, row ${Math.round(d.y)}`;
+
+/**
+ * between is the formation a fraction t (0-1) of the way from a to b: each dancer on both
+ * stages travels in a straight line from their spot in a to their spot in b (so everyone sees
+ * who crosses whom); a dancer only in a stays on their spot until b is reached; a dancer only
+ * in b appears then. The stage is a's until t reaches 1. Positions may be fractional.
+ */
+export function between(a, b, t) {
+  if (t >= 1) return b;
+  const to = new Map(b.dancers.map((d) => [d.name, d]));
+  const clamp = (v, hi) => Math.min(hi, Math.max(1, v));
+  return {
+    grid: { ...a.grid },
+    dancers: a.dancers.map((d) => {
+      const e = to.get(d.name);
+      if (!e || t <= 0) return { ...d };
+      return { name: d.name, x: clamp(d.x + (e.x - d.x) * t, a.grid.cols), y: clamp(d.y + (e.y - d.y) * t, a.grid.rows) };
+    }),
+  };
+}
+
+/**
+ * formationAt is what the stage shows at position ms of the video: the formation of the last
+ * mark at or before ms that has one, moving towards the next mark's formation; the room's
+ * default formation before the first such mark. marks are {positionMs, formation}.
+ */
+export function formationAt(marks, fallback, ms) {
+  const withF = marks.filter((m) => m.formation && !formationError(m.formation)).sort((p, q) => p.positionMs - q.positionMs);
+  let prev = null;
+  let next = null;
+  for (const m of withF) {
+    if (m.positionMs <= ms) prev = m;
+    else { next = m; break; }
+  }
+  if (!prev) return fallback;
+  if (!next) return prev.formation;
+  return between(prev.formation, next.formation, (ms - prev.positionMs) / (next.positionMs - prev.positionMs));
+}
 
 /**
  * Stage draws a formation: the grid, the audience side at the bottom, one tag per dancer, and
@@ -126,12 +164,26 @@ export class Stage {
     this.tags = new Map(); // name → element, kept across renders so focus stays on a moved dancer
     this.drag = null;
     this.grid = el('div', { class: 'stage' + (opts.editable ? ' editable' : ''), id: 'stage', 'aria-hidden': opts.editable ? null : 'true' });
+    this.mirrored = false;
     this.front = el('p', { class: 'stage-front', 'aria-hidden': 'true', text: 'Front · audience' });
     this.list = el('ul', { class: 'dancer-list', id: 'dancer-list', 'aria-label': 'Dancers and where they stand' });
     root.append(el('div', { class: 'stage-wrap' }, this.grid, this.front), this.list);
   }
 
-  /** render shows f (a valid formation). */
+  /**
+   * setMirror flips the stage left to right (as the mirrored video is), and says so under it,
+   * so nobody mistakes which side is which: the audience stays at the bottom.
+   */
+  setMirror(on) {
+    this.mirrored = !!on;
+    this.grid.classList.toggle('mirrored', this.mirrored);
+    this.front.textContent = this.mirrored
+      ? 'Front · audience — mirrored: left and right are swapped, as in a mirror facing the dancers'
+      : 'Front · audience';
+    if (this.formation) this.render(this.formation);
+  }
+
+  /** render shows f (a valid formation; while dancers move between marks, spots may be fractional). */
   render(f) {
     this.formation = f;
     const { cols, rows } = f.grid;
@@ -153,23 +205,39 @@ export class Stage {
         this.grid.append(tag);
       }
       if (this.drag?.tag !== tag) this.put(tag, d.x, d.y);
-      tag.dataset.x = String(d.x);
-      tag.dataset.y = String(d.y);
+      tag.dataset.x = String(Math.round(d.x));
+      tag.dataset.y = String(Math.round(d.y));
+      tag.dataset.fx = d.x.toFixed(3);
+      tag.dataset.fy = d.y.toFixed(3);
       tag.title = `${d.name}: ${where(d)}`;
       if (this.opts.editable) tag.setAttribute('aria-label', `${d.name}, ${where(d)}. Arrow keys move, Delete removes.`);
     }
     for (const [name, tag] of this.tags) {
       if (!seen.has(name)) { tag.remove(); this.tags.delete(name); }
     }
+    // The list changes only when someone reaches another spot, not on every frame of a move.
     const sorted = [...f.dancers].sort((a, b) => b.y - a.y || a.x - b.x);
+    const key = sorted.map((d) => `${d.name}@${where(d)}`).join('|') + (f.dancers.length ? '' : 'empty');
+    if (key === this.listKey) return;
+    this.listKey = key;
     this.list.replaceChildren(...sorted.map((d) => el('li', { 'data-name': d.name }, el('span', { class: 'who', text: d.name }), ` ${where(d)}`)));
     if (!f.dancers.length) this.list.replaceChildren(el('li', { class: 'muted', text: 'Nobody is on the stage yet.' }));
   }
 
-  /** put places a tag on a cell: the front row (y = 1) is the bottom one. */
+  /**
+   * put places a tag on a cell: the front row (y = 1) is the bottom one; mirrored, column 1 is
+   * on the right. A fractional spot (between two marks) is its cell plus a shift.
+   */
   put(tag, x, y) {
-    tag.style.gridColumn = String(x);
-    tag.style.gridRow = String(this.formation.grid.rows - y + 1);
+    const { cols, rows } = this.formation.grid;
+    const col = this.mirrored ? cols - x + 1 : x;
+    const row = rows - y + 1;
+    const c = Math.floor(col), r = Math.floor(row);
+    tag.style.gridColumn = String(c);
+    tag.style.gridRow = String(r);
+    if (col === c && row === r) { tag.style.transform = ''; return; }
+    const box = this.grid.getBoundingClientRect();
+    tag.style.transform = `translate(${((col - c) * box.width) / cols}px, ${((row - r) * box.height) / rows}px)`;
   }
 
   /** cellAt is the cell under a point of the screen, clamped to the stage. */
@@ -177,7 +245,8 @@ export class Stage {
     const r = this.grid.getBoundingClientRect();
     const { cols, rows } = this.formation.grid;
     const clamp = (v, hi) => Math.min(hi, Math.max(1, v));
-    const x = clamp(Math.floor(((clientX - r.left) / r.width) * cols) + 1, cols);
+    let x = clamp(Math.floor(((clientX - r.left) / r.width) * cols) + 1, cols);
+    if (this.mirrored) x = cols - x + 1;
     const fromTop = clamp(Math.floor(((clientY - r.top) / r.height) * rows) + 1, rows);
     return { x, y: rows - fromTop + 1 };
   }
@@ -228,6 +297,7 @@ export class Stage {
       const d = me();
       if (!d) return;
       const step = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, 1], ArrowDown: [0, -1] }[e.key];
+      if (step && this.mirrored) step[0] = -step[0]; // the arrow moves the tag the way it points
       if (step) {
         e.preventDefault();
         const x = d.x + step[0], y = d.y + step[1];

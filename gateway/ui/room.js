@@ -6,11 +6,20 @@
 // corrects drift: by nudging playbackRate when close, by seeking when far. The leader also
 // sets the formation (formation.js) and can switch everyone to another video: a reload frame
 // with the new video's title and length, after which each viewer picks their own copy.
+//
+// The practice tools: the leader sets the speed (sync frames carry the rate, and a viewer aims
+// at positionMs + (serverNow - at) * rate), an A-B loop (room state: every page wraps at its
+// end on the same clock), a count-in (a sync with countIn: every page counts the same beats on
+// the room's clock and the video starts on the beat after), and a formation for each mark (the
+// stage shows the formation of the mark playback last passed, moving each dancer in a straight
+// line towards the next mark's formation). Mirroring is each person's own choice, kept on
+// their device.
 import {
   $, ChatPanel, api, clientId, clock, el, forgetLeaderToken, leaderToken, saveName, savedName, setStatus, socketURL,
 } from './common.js';
 import {
-  DEFAULT_GRID, Stage, axisError, emptyFormation, firstFree, formationError, gridError, nameError, place, remove, resize,
+  DEFAULT_GRID, Stage, axisError, emptyFormation, firstFree, formationAt, formationError, gridError, nameError, place,
+  remove, resize,
 } from './formation.js';
 
 const HEARTBEAT_MS = 1000; // leader: resend position while playing
@@ -18,6 +27,10 @@ const FOLLOW_MS = 100; // viewer: how often drift is checked
 const SEEK_OVER_MS = 1000; // drift beyond this is fixed by seeking
 const NUDGE_OVER_MS = 25; // drift beyond this is fixed by playbackRate
 const SEEK_LEAD_MS = 80; // a seek lands a little ahead: the player takes time to resume
+const TICK_MS = 20; // every page: count-in, loop end, the stage between marks
+const COUNT_LEAD_MS = 500; // a count's first beat comes this long after its stamp: every page has the frame by then
+const MAX_MARKS = 200; // the room's limit (docs/API.md)
+const MIRROR_KEY = 'vigil.mirror';
 
 const params = new URLSearchParams(location.search);
 const code = (params.get('code') || '').trim().toLowerCase();
@@ -26,7 +39,8 @@ const role = token ? 'leader' : 'viewer';
 const video = $('player');
 
 const room = {
-  playback: null, // {playing, positionMs, at}
+  playback: null, // {playing, positionMs, at, rate, countIn: {beats, bpm} | null}
+  loop: null, // {startMs, endMs}
   marks: [],
   video: null, // {title, durationMs}
   viewers: 0,
@@ -55,6 +69,38 @@ function sampleOffset(at) {
 }
 const serverNow = () => Date.now() + offset;
 
+// ---- the room's timeline --------------------------------------------------------------
+
+/** countMs is how long a count-in lasts (the server's rounding). */
+const countMs = (c) => (c && c.beats && c.bpm ? Math.floor((c.beats * 60000 + Math.floor(c.bpm / 2)) / c.bpm) : 0);
+
+/** countStart is when a count-in's first beat sounds on the room's clock. */
+const countStart = (p) => p.at + COUNT_LEAD_MS;
+
+/**
+ * timeline is where the room's video is at server time t: {pos} (ms), with {beat, beats,
+ * startsIn} while a count-in runs (beat 0 before its first beat, then 1..beats). Playing, the
+ * video starts at at (or on the beat after the count-in) and runs at the rate; passing the
+ * loop's end from before it, it goes on from the loop's start.
+ */
+function timeline(p, loop, t) {
+  if (!p) return { pos: 0 };
+  if (!p.playing) return { pos: p.positionMs };
+  const c = p.countIn;
+  const start = c ? countStart(p) + countMs(c) : p.at;
+  if (t < start) {
+    const beat = Math.min(c.beats, Math.max(0, Math.floor(((t - countStart(p)) * c.bpm) / 60000) + 1));
+    return { pos: p.positionMs, beat, beats: c.beats, startsIn: start - t };
+  }
+  let pos = p.positionMs + (t - start) * (p.rate || 1);
+  if (loop && p.positionMs < loop.endMs && pos >= loop.endMs) {
+    pos = loop.startMs + ((pos - loop.endMs) % (loop.endMs - loop.startMs));
+  }
+  return { pos };
+}
+
+/** countWord is what a page shows on beat k of n: the count ends on 8 ("5, 6, 7, 8"). */
+const countWord = (k, n) => String((((8 - n + k - 1) % 8) + 8) % 8 + 1);
 // ---- rendering -------------------------------------------------------------------------
 
 function renderInfo() {
@@ -89,17 +135,22 @@ function renderPeople() {
   }));
   $('people-count').textContent = String(room.people.length);
 }
+/** fine renders a position to the tenth of a second (m:ss.t), as loops are set. */
+function fine(ms) { return `${clock(ms)}.${Math.floor((Math.max(0, ms) % 1000) / 100)}`; }
+
+const markLabel = (m) => `${clock(m.positionMs)}${m.label ? ' ' + m.label : ''}`;
 
 function renderMarks() {
   const list = $('marks');
   list.replaceChildren(...room.marks.map((m) => {
-    const label = `${clock(m.positionMs)}${m.label ? ' ' + m.label : ''}`;
+    const label = `${markLabel(m)}${validFormation(m.formation) ? ' · formation' : ''}`;
     if (role === 'leader') {
       return el('li', {}, el('button', { type: 'button', text: label, 'aria-label': `Go to mark ${label}`, onclick: () => seekTo(m.positionMs) }));
     }
     return el('li', { text: label });
   }));
   $('no-marks').hidden = room.marks.length > 0;
+  if (role === 'leader') fillLoopChoices();
 }
 
 const stage = new Stage($('formation-stage'), {
@@ -113,10 +164,68 @@ const stage = new Stage($('formation-stage'), {
   onError: (msg) => { $('formation-error').textContent = msg; },
 });
 
-/** shownFormation is the room's formation when it is one the stage can draw, else null. */
-function shownFormation() {
-  const f = room.formation;
-  return f !== null && f !== undefined && !formationError(f) ? f : null;
+const validFormation = (f) => (f !== null && f !== undefined && !formationError(f) ? f : null);
+
+/** shownFormation is the room's default formation when it is one the stage can draw, else null. */
+function shownFormation() { return validFormation(room.formation); }
+
+const sortedMarks = () => [...room.marks].sort((a, b) => a.positionMs - b.positionMs);
+
+/** playheadMs is where this page's video is (the room's timeline before a file is picked). */
+function playheadMs() {
+  if (video.src && video.readyState >= 1) return video.currentTime * 1000;
+  return timeline(room.playback, room.loop, serverNow()).pos;
+}
+
+/** heldAt is the formation in force at ms, without moving: the last mark's at or before it, else the default. */
+function heldAt(ms) {
+  let f = shownFormation();
+  for (const m of sortedMarks()) {
+    if (m.positionMs > ms) break;
+    if (validFormation(m.formation)) f = m.formation;
+  }
+  return f;
+}
+
+/** editMark is the mark whose formation the leader edits: the last at or before the playhead (null: the default). */
+function editMark() {
+  const pos = playheadMs() + 50; // a seek to a mark may land a frame short of it
+  let mark = null;
+  for (const m of sortedMarks()) if (m.positionMs <= pos) mark = m;
+  return mark;
+}
+
+/** editedFormation is what the leader's editor changes: the mark's formation, or what it inherits. */
+function editedFormation() {
+  const m = editMark();
+  return m ? validFormation(m.formation) || heldAt(m.positionMs) : shownFormation();
+}
+
+/** stageFormation is what the stage shows now: moving with playback, or (a paused leader) what is edited. */
+function stageFormation() {
+  if (role === 'leader' && (video.paused || !video.src)) return editedFormation();
+  return formationAt(room.marks, shownFormation(), playheadMs());
+}
+
+let stageKey = '';
+/** renderStage redraws the stage when what it shows changed (every tick while dancers move). */
+function renderStage(force) {
+  const drawn = stageFormation() || (role === 'leader' ? emptyFormation(currentGrid()) : null);
+  $('formation-stage').hidden = !drawn;
+  const key = drawn ? JSON.stringify(drawn) : '';
+  if (drawn && (force || key !== stageKey)) {
+    stage.render(drawn);
+    $('formation-stage').dataset.playhead = String(Math.round(playheadMs())); // what the drawing is of
+  }
+  stageKey = key;
+  if (role === 'leader') {
+    const m = editMark();
+    const text = m
+      ? `Editing the formation of mark ${markLabel(m)} (the mark at or before the playhead)${validFormation(m.formation) ? '' : ': it has none of its own yet, so this starts from the one before it'}.`
+      : 'Editing the default formation: the one shown before the first mark that has a formation.';
+    if ($('formation-target').textContent !== text) $('formation-target').textContent = text;
+  }
+  return drawn;
 }
 
 function renderFormation() {
@@ -126,13 +235,13 @@ function renderFormation() {
   // A formation in another shape (sent by a script) is shown as it is, not lost.
   $('formation-raw').hidden = !has || !!ok;
   $('formation-raw').textContent = has && !ok ? JSON.stringify(f, null, 2) : '';
-  const drawn = ok || (role === 'leader' ? emptyFormation(currentGrid()) : null);
-  $('formation-stage').hidden = !drawn;
-  if (drawn) stage.render(drawn);
+  const drawn = renderStage(true);
+  const marked = room.marks.filter((m) => validFormation(m.formation)).length;
   let text;
-  if (ok) text = `${ok.dancers.length} dancer${ok.dancers.length === 1 ? '' : 's'} on the stage (${ok.grid.cols} columns × ${ok.grid.rows} rows).`;
-  else if (has) text = `The leader's formation is not a stage of dancers (${formationError(f)}); here it is as sent.`;
+  if (drawn && drawn.dancers.length) text = `${drawn.dancers.length} dancer${drawn.dancers.length === 1 ? '' : 's'} on the stage (${drawn.grid.cols} columns × ${drawn.grid.rows} rows).`;
+  else if (has && !ok) text = `The leader's formation is not a stage of dancers (${formationError(f)}); here it is as sent.`;
   else text = role === 'leader' ? 'No formation yet: place the first dancer.' : 'No formation yet.';
+  if (marked) text += ` ${marked} mark${marked === 1 ? ' has its' : 's have their'} own formation: the stage follows the video.`;
   $('formation-status').textContent = text;
   if (role === 'leader') {
     const g = currentGrid();
@@ -144,7 +253,7 @@ function renderFormation() {
 }
 
 /** currentGrid is the stage size the leader edits on. */
-function currentGrid() { return shownFormation()?.grid || stage.formation?.grid || DEFAULT_GRID; }
+function currentGrid() { return editedFormation()?.grid || stage.formation?.grid || DEFAULT_GRID; }
 
 function showError(msg) { $('room-error').textContent = msg || ''; }
 
@@ -236,13 +345,14 @@ function onFrame(f) {
   switch (f.type) {
     case 'state':
       room.playback = f.playback || null;
+      room.loop = f.loop || null;
       room.marks = f.marks || [];
       room.video = f.video || room.video;
       room.viewers = f.viewers ?? room.viewers;
       room.leaderPresent = !!f.leaderPresent;
       room.formation = f.formation ?? null;
       room.people = f.people || [];
-      renderInfo(); renderOccupancy(); renderMarks(); renderFormation(); renderPeople();
+      renderInfo(); renderOccupancy(); renderMarks(); renderFormation(); renderPeople(); renderPractice();
       // Back from a blip after the leader switched videos: the file in the player is the old one.
       if (playerVideo && room.video && !sameVideo(playerVideo, room.video)) askForFile();
       checkFile();
@@ -251,7 +361,19 @@ function onFrame(f) {
       break;
     case 'sync':
       sampleOffset(f.at);
-      if (role === 'viewer') room.playback = { playing: !!f.playing, positionMs: f.positionMs || 0, at: f.at };
+      if (role === 'viewer') {
+        room.playback = { playing: !!f.playing, positionMs: f.positionMs || 0, at: f.at, rate: f.rate || 1, countIn: f.countIn || null };
+        renderPractice();
+        follow();
+      }
+      break;
+    case 'loop':
+      room.loop = f.endMs ? { startMs: f.startMs, endMs: f.endMs } : null;
+      renderPractice();
+      break;
+    case 'markFormation':
+      for (const m of room.marks) if (m.positionMs === f.positionMs) m.formation = f.formation ?? null;
+      renderMarks(); renderFormation();
       break;
     case 'mark':
       // The leader already shows its own marks (see the mark form).
@@ -334,9 +456,10 @@ function askForFile() {
 /** switched applies a reload frame that carries a video: the room starts over with it. */
 function switched(f) {
   room.video = f.video;
-  room.playback = { playing: false, positionMs: 0, at: f.at }; // as the server reset it
-  room.marks = []; // the server drops the old video's marks
-  renderInfo(); renderMarks();
+  room.playback = { playing: false, positionMs: 0, at: f.at, rate: room.playback?.rate || 1, countIn: null }; // as the server reset it
+  room.marks = []; // the server drops the old video's marks, their formations and the loop
+  room.loop = null;
+  renderInfo(); renderMarks(); renderPractice();
   askForFile();
 }
 
@@ -382,16 +505,27 @@ function reloadPlayer() {
 // ---- leader ----------------------------------------------------------------------------
 
 function setLeaderEnabled(on) {
-  for (const id of ['play', 'pause', 'back', 'fwd', 'seek', 'mark', 'mark-label']) $(id).disabled = !on;
+  for (const id of ['play', 'pause', 'back', 'fwd', 'seek', 'mark', 'mark-label', 'rate', 'loop-set', 'loop-clear', 'count-play']) $(id).disabled = !on;
+  for (const b of document.querySelectorAll('#speed-presets button')) b.disabled = !on;
 }
 
-/** setFormation sends a new formation; the stage shows it once it is sent. */
+/**
+ * setFormation sends a new formation: the formation of the mark at or before the playhead, or
+ * the default one before any mark; the stage shows it once it is sent.
+ */
 function setFormation(f, what) {
   $('formation-error').textContent = '';
   const err = formationError(f);
   if (err) { $('formation-error').textContent = err; renderFormation(); return false; }
-  if (!send({ type: 'formation', formation: f })) { renderFormation(); return false; }
-  room.formation = f;
+  const m = editMark();
+  const frame = m ? { type: 'markFormation', positionMs: m.positionMs, formation: f } : { type: 'formation', formation: f };
+  if (!send(frame)) { renderFormation(); return false; }
+  if (m) {
+    for (const o of room.marks) if (o.positionMs === m.positionMs) o.formation = f;
+    renderMarks();
+  } else {
+    room.formation = f;
+  }
   renderFormation();
   $('formation-status').textContent = `Sent: ${what}. ${$('formation-status').textContent}`;
   return true;
@@ -408,7 +542,7 @@ function formationForm() {
   const fail = (msg, id) => { $('formation-error').textContent = msg; $(id).focus(); };
   $('dancer-form').addEventListener('submit', (e) => {
     e.preventDefault();
-    const cur = shownFormation() || emptyFormation(currentGrid());
+    const cur = editedFormation() || emptyFormation(currentGrid());
     const name = $('dancer-name').value.trim();
     const nerr = nameError(name);
     if (nerr) { fail(nerr, 'dancer-name'); return; }
@@ -433,7 +567,7 @@ function formationForm() {
     }
   });
   $('dancer-remove').addEventListener('click', () => {
-    const cur = shownFormation() || emptyFormation(currentGrid());
+    const cur = editedFormation() || emptyFormation(currentGrid());
     const name = $('dancer-name').value.trim();
     if (!name) { fail('Type the name of the dancer to remove (or pick them on the stage).', 'dancer-name'); return; }
     const r = remove(cur, name);
@@ -442,7 +576,7 @@ function formationForm() {
   });
   $('grid-form').addEventListener('submit', (e) => {
     e.preventDefault();
-    const cur = shownFormation() || emptyFormation(currentGrid());
+    const cur = editedFormation() || emptyFormation(currentGrid());
     const cols = formNumber('grid-cols');
     const rows = formNumber('grid-rows');
     const gerr = gridError({ cols: cols ?? NaN, rows: rows ?? NaN });
@@ -496,9 +630,10 @@ function switchForm() {
     const next = { title, durationMs: picked.durationMs };
     if (!send({ type: 'reload', video: next })) return;
     room.video = next;
-    room.playback = { playing: false, positionMs: 0, at: serverNow() };
+    room.playback = { playing: false, positionMs: 0, at: serverNow(), rate: room.playback?.rate || 1, countIn: null };
     room.marks = [];
-    renderInfo(); renderMarks();
+    room.loop = null;
+    renderInfo(); renderMarks(); renderPractice();
     setLeaderEnabled(false);
     loadFile(picked.file);
     const named = new DataTransfer(); // "your copy" now names the new file
@@ -515,9 +650,27 @@ function switchForm() {
 
 function positionMs() { return Math.round(video.currentTime * 1000); }
 
-function sendSync() {
+let leaderRate = 1; // the rate the leader picked
+let countTimer = 0; // a count-in's start, scheduled to the millisecond
+
+/** sendSync sends the leader's player as it is (with countIn: start playing after that count). */
+function sendSync(countIn) {
   if (role !== 'leader' || !video.src || video.readyState < 1) return;
-  send({ type: 'sync', playing: !video.paused && !video.ended, positionMs: positionMs() });
+  const frame = { type: 'sync', playing: !video.paused && !video.ended, positionMs: positionMs(), rate: leaderRate };
+  if (countIn && countIn.beats) { frame.playing = true; frame.countIn = countIn; }
+  if (!send(frame)) return;
+  room.playback = { playing: frame.playing, positionMs: frame.positionMs, at: serverNow(), rate: leaderRate, countIn: frame.countIn || null };
+  if (!frame.countIn) { clearTimeout(countTimer); countTimer = 0; }
+  renderPractice();
+}
+
+/** setRate changes the leader's speed; everyone follows at it. */
+function setRate(r) {
+  leaderRate = Math.round(Math.min(2, Math.max(0.25, r)) * 20) / 20;
+  video.defaultPlaybackRate = leaderRate;
+  video.playbackRate = leaderRate;
+  sendSync();
+  renderPractice();
 }
 
 /** adopt puts the leader's player where the room is (after a reload of the page). */
@@ -525,9 +678,73 @@ function adopt() {
   if (adopted || !room.playback || !video.src || video.readyState < 1) return;
   adopted = true;
   const p = room.playback;
-  const target = p.playing ? p.positionMs + (serverNow() - p.at) : p.positionMs;
+  leaderRate = p.rate || 1;
+  video.defaultPlaybackRate = leaderRate;
+  video.playbackRate = leaderRate;
+  const target = timeline(p, room.loop, serverNow()).pos;
   if (target > 0) video.currentTime = Math.min(target, video.duration * 1000 || target) / 1000;
   if (p.playing) video.play().catch(() => setStatus($('follow'), 'Press Play to continue leading.', 'warn'));
+  renderPractice();
+}
+
+/** startCountIn pauses, then counts the beats in on everyone's page; the video starts on the next beat. */
+function startCountIn() {
+  const beats = formNumber('count-beats');
+  const bpm = formNumber('count-bpm');
+  if (!Number.isInteger(beats) || beats < 1 || beats > 16) { $('practice-error').textContent = 'A count-in is 1 to 16 beats.'; $('count-beats').focus(); return; }
+  if (!Number.isInteger(bpm) || bpm < 40 || bpm > 240) { $('practice-error').textContent = 'The tempo is 40 to 240 beats a minute.'; $('count-bpm').focus(); return; }
+  $('practice-error').textContent = '';
+  const go = () => sendSync({ beats, bpm });
+  if (!video.paused) { video.addEventListener('pause', go, { once: true }); video.pause(); } else go();
+}
+
+/** fillLoopChoices offers the current position and every mark as the loop's ends. */
+function fillLoopChoices() {
+  for (const id of ['loop-start', 'loop-end']) {
+    const sel = $(id);
+    const was = sel.value;
+    sel.replaceChildren(el('option', { value: 'now', text: 'The current position' }),
+      ...sortedMarks().map((m) => el('option', { value: String(m.positionMs), text: `Mark ${markLabel(m)}` })));
+    if ([...sel.options].some((o) => o.value === was)) sel.value = was;
+  }
+}
+
+/** setLoop loops the section the leader picked, after checking it as the server will. */
+function setLoop() {
+  const pick = (id) => ($(id).value === 'now' ? positionMs() : Number($(id).value));
+  const startMs = pick('loop-start');
+  const endMs = pick('loop-end');
+  const fail = (msg) => { $('practice-error').textContent = msg; };
+  if (endMs <= startMs) { fail(`A loop must end after it starts: it would start at ${fine(startMs)} and end at ${fine(endMs)}. Pick a later end.`); return; }
+  const dur = room.video?.durationMs ?? Infinity;
+  if (endMs > dur) { fail(`A loop must lie within the video: it would end at ${fine(endMs)} but the video is ${fine(dur)} long.`); return; }
+  $('practice-error').textContent = '';
+  if (!send({ type: 'loop', startMs, endMs })) return;
+  room.loop = { startMs, endMs };
+  renderPractice();
+  const pos = positionMs();
+  if (pos < startMs || pos >= endMs) seekTo(startMs); // loop that section now
+}
+
+let lastLeaderPos = null; // the leader's position at the last tick while playing
+
+/** leaderTick wraps the leader's player at the loop's end and starts a count-in's playback. */
+function leaderTick(tl) {
+  if (tl.startsIn !== undefined && !countTimer) {
+    countTimer = setTimeout(() => {
+      countTimer = 0;
+      video.play().catch((err) => showError(`The player refused to play: ${err.message}`));
+    }, tl.startsIn);
+  }
+  if (!room.loop || video.paused || video.seeking) { lastLeaderPos = null; return; }
+  const pos = positionMs();
+  const { startMs, endMs } = room.loop;
+  if (lastLeaderPos !== null && lastLeaderPos < endMs && pos >= endMs) {
+    seekTo(startMs + ((pos - endMs) % (endMs - startMs)));
+    lastLeaderPos = null;
+    return;
+  }
+  lastLeaderPos = pos;
 }
 
 function seekTo(ms) {
@@ -551,13 +768,25 @@ if (role === 'leader') {
   $('fwd').addEventListener('click', () => seekTo(positionMs() + 5000));
   $('seek').addEventListener('input', () => { $('clock').textContent = `${clock($('seek').value * 1000)} / ${clock((video.duration || 0) * 1000)}`; });
   $('seek').addEventListener('change', () => seekTo($('seek').value * 1000));
+  $('rate').addEventListener('input', () => setRate(Number($('rate').value)));
+  for (const b of document.querySelectorAll('#speed-presets button')) b.addEventListener('click', () => setRate(Number(b.dataset.rate)));
+  $('loop-form').addEventListener('submit', (e) => { e.preventDefault(); setLoop(); });
+  $('loop-clear').addEventListener('click', () => {
+    if (send({ type: 'loop', startMs: 0, endMs: 0 })) { room.loop = null; renderPractice(); }
+  });
+  $('count-form').addEventListener('submit', (e) => { e.preventDefault(); startCountIn(); });
+  video.addEventListener('seeked', () => { lastLeaderPos = null; });
+  video.addEventListener('seeked', () => renderStage());
+  video.addEventListener('pause', () => renderStage());
   $('mark-form').addEventListener('submit', (e) => {
     e.preventDefault();
+    if (room.marks.length >= MAX_MARKS) { showError(`A room holds at most ${MAX_MARKS} marks; this one was not added.`); return; }
     const mark = { type: 'mark', positionMs: positionMs(), label: $('mark-label').value.trim() };
     if (send(mark)) {
       $('mark-label').value = '';
-      room.marks.push({ ...mark, at: serverNow() });
+      room.marks.push({ ...mark, at: serverNow(), formation: room.marks.find((m) => m.positionMs === mark.positionMs)?.formation ?? null });
       renderMarks();
+      renderFormation();
     }
   });
   $('reload').addEventListener('click', () => send({ type: 'reload' }));
@@ -588,43 +817,164 @@ function playNow() {
   });
 }
 
-/** follow steers the viewer's player toward the leader's position. */
+/**
+ * follow steers the viewer's player toward the room's timeline: the leader's position, at the
+ * leader's rate, wrapped at the loop's end, held during a count-in.
+ */
 function follow() {
   if (role !== 'viewer' || ended || !video.src || video.readyState < 1) return;
   const p = room.playback;
   if (!p) { setStatus($('follow'), 'Waiting for the leader to start.', 'warn'); return; }
+  const rate = p.rate || 1;
   const durMs = (video.duration || Infinity) * 1000;
-  const target = Math.min(p.playing ? p.positionMs + (serverNow() - p.at) : p.positionMs, durMs);
+  const tl = timeline(p, room.loop, serverNow());
+  const target = Math.min(tl.pos, durMs);
   drift = video.currentTime * 1000 - target;
-  if (!p.playing || target >= durMs) {
+  const counting = tl.beat !== undefined;
+  if (!p.playing || counting || target >= durMs) {
     if (!video.paused) video.pause();
-    video.playbackRate = 1;
+    video.playbackRate = rate;
     if (Math.abs(drift) > NUDGE_OVER_MS && !video.seeking) video.currentTime = target / 1000;
-    setStatus($('follow'), !p.playing && p.positionMs === 0 ? 'Waiting for the leader to start.' : `Paused by the leader at ${clock(target)}.`, 'ok');
+    let text = `Paused by the leader at ${clock(target)}.`;
+    if (counting) text = `Counting in: the video starts in ${(tl.startsIn / 1000).toFixed(1)} s.`;
+    else if (!p.playing && p.positionMs === 0) text = 'Waiting for the leader to start.';
+    setStatus($('follow'), text, 'ok');
     return;
   }
   if (video.seeking) return;
   if (video.paused) {
-    video.currentTime = (target + SEEK_LEAD_MS) / 1000;
+    video.playbackRate = rate;
+    video.currentTime = (target + SEEK_LEAD_MS * rate) / 1000;
     playNow();
     return;
   }
   if (Math.abs(drift) > SEEK_OVER_MS) {
-    video.playbackRate = 1;
-    video.currentTime = (target + SEEK_LEAD_MS) / 1000;
+    video.playbackRate = rate;
+    video.currentTime = (target + SEEK_LEAD_MS * rate) / 1000;
   } else if (Math.abs(drift) > NUDGE_OVER_MS) {
-    // Close the gap in about half a second.
-    video.playbackRate = Math.min(2, Math.max(0.5, 1 - drift / 500));
+    // Close the gap in about half a second, at the leader's rate.
+    video.playbackRate = Math.min(rate * 2, Math.max(rate / 2, rate - drift / 500));
   } else {
-    video.playbackRate = 1;
+    video.playbackRate = rate;
   }
   setStatus($('follow'), `Following the leader (${drift >= 0 ? '+' : ''}${Math.round(drift)} ms).`, 'ok');
+}
+
+let startTimer = 0; // a count-in's start, scheduled to the millisecond
+let startFor = null; // the playback it was scheduled for
+
+/** viewerTick starts the player on the beat after a count-in, not at the next follow. */
+function viewerTick(tl) {
+  if (tl.startsIn === undefined || startFor === room.playback || !video.src || video.readyState < 1) return;
+  startFor = room.playback;
+  clearTimeout(startTimer);
+  const p = room.playback;
+  startTimer = setTimeout(() => {
+    if (room.playback !== p) return;
+    video.playbackRate = p.rate || 1;
+    playNow();
+  }, tl.startsIn);
 }
 
 if (role === 'viewer') {
   setInterval(follow, FOLLOW_MS);
   $('start').addEventListener('click', () => { follow(); playNow(); });
 }
+
+// ---- every page: speed and loop status, the count, mirroring, the moving stage ---------------
+
+/** renderPractice shows the room's speed and loop (and sets the leader's controls to them). */
+function renderPractice() {
+  const p = room.playback;
+  const rate = role === 'leader' ? leaderRate : p?.rate || 1;
+  const parts = [`Speed ${rate}×`];
+  if (room.loop) parts.push(`looping ${fine(room.loop.startMs)}–${fine(room.loop.endMs)}`);
+  $('practice-status').textContent = parts.join(' · ');
+  $('practice-status').dataset.rate = String(rate);
+  $('practice-status').dataset.loop = room.loop ? `${room.loop.startMs}-${room.loop.endMs}` : '';
+  if (role === 'leader') {
+    if (document.activeElement !== $('rate')) $('rate').value = String(rate);
+    $('rate-value').textContent = `${rate.toFixed(2)}×`;
+    for (const b of document.querySelectorAll('#speed-presets button')) b.setAttribute('aria-pressed', String(Number(b.dataset.rate) === rate));
+    $('loop-clear').disabled = !room.loop || !video.src;
+  }
+}
+
+/** renderCount shows the count-in's beat on the room's clock: every page the same word. */
+function renderCount(tl) {
+  const box = $('count');
+  if (tl.beat === undefined) {
+    if (!box.hidden) { box.hidden = true; box.dataset.beat = ''; }
+    return;
+  }
+  const key = tl.beat ? String(tl.beat) : '';
+  if (!box.hidden && box.dataset.beat === key && (tl.beat || box.dataset.word === 'ready')) return;
+  const word = tl.beat ? countWord(tl.beat, tl.beats) : 'ready';
+  box.hidden = false;
+  box.dataset.word = word;
+  box.dataset.beat = key;
+  const words = Array.from({ length: tl.beats }, (_, i) => countWord(i + 1, tl.beats));
+  $('count-now').textContent = tl.beat ? word : '…';
+  $('count-all').replaceChildren(...words.map((w, i) => el('span', { class: i + 1 === tl.beat ? 'now' : '', text: w })));
+}
+
+let beatTimers = [];
+let beatsFor = null; // the playback whose beats are scheduled
+let countDoneFor = null; // the playback whose count has ended (a clock sample later must not show it again)
+
+/**
+ * scheduleBeats shows each beat of a count-in at its millisecond on the room's clock (the
+ * tick alone would show it up to a tick late, differently on every page).
+ */
+function scheduleBeats() {
+  const p = room.playback;
+  if (p === beatsFor) return;
+  beatsFor = p;
+  for (const id of beatTimers) clearTimeout(id);
+  beatTimers = [];
+  if (!p || !p.playing || !p.countIn) return;
+  const beatMs = 60000 / p.countIn.bpm;
+  for (let k = 1; k <= p.countIn.beats + 1; k++) {
+    const due = countStart(p) + (k - 1) * beatMs - serverNow();
+    if (due < 0) continue;
+    beatTimers.push(setTimeout(() => {
+      if (room.playback !== p) return;
+      const tl = timeline(p, room.loop, serverNow());
+      if (k > p.countIn.beats) countDoneFor = p;
+      renderCount(k > p.countIn.beats ? {} : { beat: Math.max(k, tl.beat || 0), beats: p.countIn.beats });
+    }, due));
+  }
+}
+
+function tick() {
+  if (ended) return;
+  const tl = timeline(room.playback, room.loop, serverNow());
+  scheduleBeats();
+  renderCount(room.playback === countDoneFor ? {} : tl);
+  if (role === 'leader') leaderTick(tl);
+  else viewerTick(tl);
+  renderStage();
+}
+setInterval(tick, TICK_MS);
+
+let mirrored = false;
+try { mirrored = localStorage.getItem(MIRROR_KEY) === '1'; } catch { /* storage off: not remembered */ }
+
+/** applyMirror flips this page's picture and stage (only here: it is each person's choice). */
+function applyMirror() {
+  video.classList.toggle('mirrored', mirrored);
+  stage.setMirror(mirrored);
+  $('mirror').setAttribute('aria-pressed', String(mirrored));
+  $('mirror').textContent = mirrored ? 'Mirrored: tap for the camera view' : 'Mirror the picture';
+  $('mirror-note').textContent = mirrored ? 'Mirrored on this device: left and right are swapped, as in a mirror. The audience is still at the bottom of the stage.' : '';
+}
+$('mirror').addEventListener('click', () => {
+  mirrored = !mirrored;
+  try { localStorage.setItem(MIRROR_KEY, mirrored ? '1' : '0'); } catch { /* not remembered */ }
+  applyMirror();
+  renderStage(true);
+});
+applyMirror();
 
 $('mute').addEventListener('click', () => {
   video.muted = !video.muted;
@@ -653,7 +1003,9 @@ $('chat-name').addEventListener('submit', (e) => {
 // ---- start -----------------------------------------------------------------------------
 
 /** For the browser tests and the curious: the room as this page sees it. */
-window.vigilRoom = { room, video, role, get drift() { return drift; }, get offset() { return offset; } };
+window.vigilRoom = {
+  room, video, role, timeline, get drift() { return drift; }, get offset() { return offset; }, serverNow, get mirrored() { return mirrored; },
+};
 
 async function start() {
   if (!/^[a-z0-9](?:[a-z0-9-]{1,38}[a-z0-9])$/.test(code)) {
@@ -662,6 +1014,7 @@ async function start() {
   }
   renderInfo();
   renderFormation();
+  renderPractice();
   try {
     const r = await api('GET', `/lobby/rooms/${encodeURIComponent(code)}`);
     const info = r.room || r;
