@@ -20,6 +20,7 @@ import (
 
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	chatservice "github.com/vigil-dev/vigil/services/chat/service"
 )
@@ -40,7 +41,7 @@ func (e chatEnv) startChat(t *testing.T, addr string, log *slog.Logger) *running
 	if log == nil {
 		log = testLogger(t)
 	}
-	o := chatservice.Options{GRPCAddr: addr, Redis: redisx.Config{URL: e.url}, Prefix: e.prefix, Logger: log}
+	o := chatservice.Options{Core: server.Core{GRPCAddr: addr, Redis: redisx.Config{URL: e.url}, Prefix: e.prefix, Logger: log}}
 	return startService(t, "chat", func(ctx context.Context, ready func(net.Addr)) error {
 		svc, err := chatservice.New(ctx, o)
 		if err != nil {

@@ -29,6 +29,7 @@ import (
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	chatservice "github.com/vigil-dev/vigil/services/chat/service"
 	lobbyservice "github.com/vigil-dev/vigil/services/lobby/service"
 	locksservice "github.com/vigil-dev/vigil/services/locks/service"
@@ -125,7 +126,7 @@ func fuzzStack(tb testing.TB) http.Handler {
 	rurl := redistest.URL(tb)
 	log := testLogger(nil)
 	res := startFuzzService(tb, "reservations", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := reservationservice.New(ctx, reservationservice.Options{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-r", Replay: true, Logger: log})
+		svc, err := reservationservice.New(ctx, reservationservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-r", Logger: log}, Replay: true})
 		if err != nil {
 			return err
 		}
@@ -133,7 +134,7 @@ func fuzzStack(tb testing.TB) http.Handler {
 		return svc.Serve(ctx)
 	})
 	locks := startFuzzService(tb, "locks", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := locksservice.New(ctx, locksservice.Options{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-k", Logger: log})
+		svc, err := locksservice.New(ctx, locksservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-k", Logger: log}})
 		if err != nil {
 			return err
 		}
@@ -141,7 +142,7 @@ func fuzzStack(tb testing.TB) http.Handler {
 		return svc.Serve(ctx)
 	})
 	chat := startFuzzService(tb, "chat", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := chatservice.New(ctx, chatservice.Options{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-c", Logger: log})
+		svc, err := chatservice.New(ctx, chatservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-c", Logger: log}})
 		if err != nil {
 			return err
 		}
@@ -149,7 +150,7 @@ func fuzzStack(tb testing.TB) http.Handler {
 		return svc.Serve(ctx)
 	})
 	lobby := startFuzzService(tb, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := lobbyservice.New(ctx, lobbyservice.Options{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-l", Logger: log})
+		svc, err := lobbyservice.New(ctx, lobbyservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-l", Logger: log}})
 		if err != nil {
 			return err
 		}
@@ -157,7 +158,7 @@ func fuzzStack(tb testing.TB) http.Handler {
 		return svc.Serve(ctx)
 	})
 	room := startFuzzService(tb, "room", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := roomservice.New(ctx, roomservice.Options{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-m", LobbyAddr: lobby, Shards: 2, Logger: log})
+		svc, err := roomservice.New(ctx, roomservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-m", Logger: log}, LobbyAddr: lobby, Shards: 2})
 		if err != nil {
 			return err
 		}

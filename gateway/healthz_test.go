@@ -8,6 +8,7 @@ import (
 
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	lobby "github.com/vigil-dev/vigil/services/lobby/service"
 	"github.com/vigil-dev/vigil/services/reservations/service"
@@ -19,9 +20,9 @@ func TestHealthzNamesTheBackendWhoseStoreIsDown(t *testing.T) {
 	t.Parallel()
 	_, prefix := redistest.Client(t)
 	own := redistest.Start(t)
-	res := startReservations(t, service.Options{Redis: redisx.Config{URL: own.URL(t)}, Prefix: prefix})
+	res := startReservations(t, service.Options{Core: server.Core{Redis: redisx.Config{URL: own.URL(t)}, Prefix: prefix}})
 	lb := startService(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := lobby.New(ctx, lobby.Options{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Logger: testLogger(t)})
+		svc, err := lobby.New(ctx, lobby.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Logger: testLogger(t)}})
 		if err != nil {
 			return err
 		}

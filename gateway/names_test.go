@@ -6,6 +6,7 @@ import (
 
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	locksservice "github.com/vigil-dev/vigil/services/locks/service"
 	"github.com/vigil-dev/vigil/services/reservations/service"
 )
@@ -17,8 +18,8 @@ func TestNamesInPaths(t *testing.T) {
 	t.Parallel()
 	rurl, prefix := redistest.URL(t), redistest.Prefix(t)
 	log := testLogger(t)
-	res := startReservations(t, service.Options{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-r"})
-	locks := startLocks(t, locksservice.Options{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-k", Logger: log})
+	res := startReservations(t, service.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-r"}})
+	locks := startLocks(t, locksservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-k", Logger: log}})
 	chat := newChatEnv(t).startChat(t, "", log)
 	srv := startGateway(t, Backends{Reservations: res.addr, Locks: locks.addr, Chat: chat.addr}).URL
 

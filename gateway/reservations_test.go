@@ -13,6 +13,7 @@ import (
 
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	"github.com/vigil-dev/vigil/services/reservations/service"
 )
@@ -56,8 +57,9 @@ func TestReservationLifecycle(t *testing.T) {
 	logs := &logBuffer{}
 	opts := func() service.Options {
 		return service.Options{
-			GRPCAddr: addr, Redis: redisx.Config{URL: rs.URL(t)}, Prefix: prefix, Replay: true,
-			Logger: slog.New(slog.NewJSONHandler(logs, nil)), AlarmLog: logs,
+			Core:     server.Core{GRPCAddr: addr, Redis: redisx.Config{URL: rs.URL(t)}, Prefix: prefix, Logger: slog.New(slog.NewJSONHandler(logs, nil))},
+			Replay:   true,
+			AlarmLog: logs,
 		}
 	}
 	svc := startReservations(t, opts())
@@ -134,7 +136,7 @@ func TestReservationTransitions(t *testing.T) {
 	t.Parallel()
 	c, prefix := redistest.Client(t)
 	_ = c
-	svc := startReservations(t, service.Options{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Replay: true})
+	svc := startReservations(t, service.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix}, Replay: true})
 	gw := startGateway(t, Backends{Reservations: svc.addr})
 
 	missing := call(t, "GET", gw.URL+"/reservations/never-made", "")
@@ -174,7 +176,7 @@ func TestReservationTransitions(t *testing.T) {
 func TestReservationBadInput(t *testing.T) {
 	t.Parallel()
 	_, prefix := redistest.Client(t)
-	svc := startReservations(t, service.Options{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Replay: true})
+	svc := startReservations(t, service.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix}, Replay: true})
 	gw := startGateway(t, Backends{Reservations: svc.addr})
 
 	const (
@@ -240,7 +242,7 @@ func TestReservationBadInput(t *testing.T) {
 func TestReplayDisabledByDefault(t *testing.T) {
 	t.Parallel()
 	_, prefix := redistest.Client(t)
-	svc := startReservations(t, service.Options{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix})
+	svc := startReservations(t, service.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix}})
 	gw := startGateway(t, Backends{Reservations: svc.addr})
 	r := call(t, "POST", gw.URL+"/reservations/abc/replay-alarm", `{"now": 5}`)
 	if r.code != 404 || !strings.Contains(fmt.Sprint(r.body["error"]), "replay is disabled") {
@@ -251,7 +253,7 @@ func TestReplayDisabledByDefault(t *testing.T) {
 func TestOperationalRoutes(t *testing.T) {
 	t.Parallel()
 	_, prefix := redistest.Client(t)
-	svc := startReservations(t, service.Options{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix})
+	svc := startReservations(t, service.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix}})
 	gw := startGateway(t, Backends{Reservations: svc.addr})
 
 	root := call(t, "GET", gw.URL+"/", "")
@@ -299,8 +301,7 @@ func TestBackendListIsBalanced(t *testing.T) {
 	var addrs []string
 	for i := range logs {
 		logs[i] = &logBuffer{}
-		svc := startReservations(t, service.Options{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix,
-			Logger: slog.New(slog.NewJSONHandler(logs[i], &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		svc := startReservations(t, service.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Logger: slog.New(slog.NewJSONHandler(logs[i], &slog.HandlerOptions{Level: slog.LevelDebug}))}})
 		addrs = append(addrs, svc.addr)
 	}
 	gw := startGateway(t, Backends{Reservations: strings.Join(addrs, ",")})

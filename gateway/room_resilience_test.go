@@ -20,6 +20,7 @@ import (
 
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	lobbyservice "github.com/vigil-dev/vigil/services/lobby/service"
 	roomservice "github.com/vigil-dev/vigil/services/room/service"
@@ -45,8 +46,8 @@ func newRoomStack(t *testing.T, lease time.Duration) *roomStack {
 	s.log = slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	lobby := startService(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
 		svc, err := lobbyservice.New(ctx, lobbyservice.Options{
-			Redis: redisx.Config{URL: s.url}, Prefix: prefix + "-lobby", IdleTTL: time.Hour, PruneGrace: time.Second,
-			Logger: s.log.With("service", "lobby"),
+			Core:    server.Core{Redis: redisx.Config{URL: s.url}, Prefix: prefix + "-lobby", Logger: s.log.With("service", "lobby")},
+			IdleTTL: time.Hour, PruneGrace: time.Second,
 		})
 		if err != nil {
 			return err
@@ -63,8 +64,9 @@ func (s *roomStack) startRoom(t *testing.T) *running {
 	t.Helper()
 	return startService(t, "room", func(ctx context.Context, ready func(net.Addr)) error {
 		svc, err := roomservice.New(ctx, roomservice.Options{
-			GRPCAddr: s.roomAddr, Redis: redisx.Config{URL: s.url}, Prefix: s.prefix + "-room", Shards: 4,
-			LobbyAddr: s.lobbyAddr, IdleTTL: time.Hour, SessionLease: s.lease, Logger: s.log.With("service", "room"),
+			Core:      server.Core{GRPCAddr: s.roomAddr, Redis: redisx.Config{URL: s.url}, Prefix: s.prefix + "-room", Logger: s.log.With("service", "room")},
+			Shards:    4,
+			LobbyAddr: s.lobbyAddr, IdleTTL: time.Hour, SessionLease: s.lease,
 		})
 		if err != nil {
 			return err

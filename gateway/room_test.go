@@ -15,6 +15,7 @@ import (
 
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	lobbyservice "github.com/vigil-dev/vigil/services/lobby/service"
 	roomservice "github.com/vigil-dev/vigil/services/room/service"
@@ -28,8 +29,8 @@ func startRoomStack(t *testing.T, idleTTL time.Duration) string {
 	url := redistest.URL(t)
 	lobby := startService(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
 		svc, err := lobbyservice.New(ctx, lobbyservice.Options{
-			Redis: redisx.Config{URL: url}, Prefix: prefix + "-lobby", IdleTTL: idleTTL, PruneGrace: time.Second,
-			Logger: testLogger(t),
+			Core:    server.Core{Redis: redisx.Config{URL: url}, Prefix: prefix + "-lobby", Logger: testLogger(t)},
+			IdleTTL: idleTTL, PruneGrace: time.Second,
 		})
 		if err != nil {
 			return err
@@ -39,8 +40,9 @@ func startRoomStack(t *testing.T, idleTTL time.Duration) string {
 	})
 	room := startService(t, "room", func(ctx context.Context, ready func(net.Addr)) error {
 		svc, err := roomservice.New(ctx, roomservice.Options{
-			Redis: redisx.Config{URL: url}, Prefix: prefix + "-room", Shards: 4, LobbyAddr: lobby.addr,
-			IdleTTL: idleTTL, SessionLease: 3 * time.Second, Logger: testLogger(t),
+			Core:   server.Core{Redis: redisx.Config{URL: url}, Prefix: prefix + "-room", Logger: testLogger(t)},
+			Shards: 4, LobbyAddr: lobby.addr,
+			IdleTTL: idleTTL, SessionLease: 3 * time.Second,
 		})
 		if err != nil {
 			return err

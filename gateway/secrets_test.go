@@ -16,6 +16,7 @@ import (
 
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	lobbyservice "github.com/vigil-dev/vigil/services/lobby/service"
 	reservationservice "github.com/vigil-dev/vigil/services/reservations/service"
 	roomservice "github.com/vigil-dev/vigil/services/room/service"
@@ -36,7 +37,7 @@ func TestNoSecretInLogsMetricsOrStorage(t *testing.T) {
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
 	res := startService(t, "reservations", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := reservationservice.New(ctx, reservationservice.Options{Redis: rcfg, Prefix: prefix + "-r", Replay: true, Logger: log})
+		svc, err := reservationservice.New(ctx, reservationservice.Options{Core: server.Core{Redis: rcfg, Prefix: prefix + "-r", Logger: log}, Replay: true})
 		if err != nil {
 			return err
 		}
@@ -44,7 +45,7 @@ func TestNoSecretInLogsMetricsOrStorage(t *testing.T) {
 		return svc.Serve(ctx)
 	})
 	lobby := startService(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := lobbyservice.New(ctx, lobbyservice.Options{Redis: rcfg, Prefix: prefix + "-l", Logger: log})
+		svc, err := lobbyservice.New(ctx, lobbyservice.Options{Core: server.Core{Redis: rcfg, Prefix: prefix + "-l", Logger: log}})
 		if err != nil {
 			return err
 		}
@@ -52,8 +53,8 @@ func TestNoSecretInLogsMetricsOrStorage(t *testing.T) {
 		return svc.Serve(ctx)
 	})
 	room := startService(t, "room", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := roomservice.New(ctx, roomservice.Options{Redis: rcfg, Prefix: prefix + "-m", Shards: 2, LobbyAddr: lobby.addr,
-			SessionLease: 3 * time.Second, Logger: log})
+		svc, err := roomservice.New(ctx, roomservice.Options{Core: server.Core{Redis: rcfg, Prefix: prefix + "-m", Logger: log}, Shards: 2, LobbyAddr: lobby.addr,
+			SessionLease: 3 * time.Second})
 		if err != nil {
 			return err
 		}

@@ -128,7 +128,7 @@ func dialWS(t *testing.T, url string, header ...string) (*websocket.Conn, int, e
 func TestAuthScopesThroughTheGateway(t *testing.T) {
 	t.Parallel()
 	_, prefix := redistest.Client(t)
-	svc := startReservations(t, service.Options{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Replay: true})
+	svc := startReservations(t, service.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix}, Replay: true})
 	keys, k := testKeys(t, map[string]string{
 		"writer": "reservations:write", "reader": "reservations:read", "ops": "admin",
 		"locker": "locks", "domain": "reservations",

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	locksservice "github.com/vigil-dev/vigil/services/locks/service"
 	"github.com/vigil-dev/vigil/services/reservations/service"
 )
@@ -27,8 +28,8 @@ func TestUnaryRoutesMatchTheRuntime(t *testing.T) {
 	now := func() time.Time { return frozen }
 	handlers := map[string]http.Handler{}
 	for _, side := range []string{"unary", "runtime"} {
-		res := startReservations(t, service.Options{Redis: redisx.Config{URL: url}, Prefix: prefix + "-r-" + side, Now: now})
-		locks := startLocks(t, locksservice.Options{Redis: redisx.Config{URL: url}, Prefix: prefix + "-k-" + side, Now: now, Logger: testLogger(t)})
+		res := startReservations(t, service.Options{Core: server.Core{Redis: redisx.Config{URL: url}, Prefix: prefix + "-r-" + side, Now: now}})
+		locks := startLocks(t, locksservice.Options{Core: server.Core{Redis: redisx.Config{URL: url}, Prefix: prefix + "-k-" + side, Now: now, Logger: testLogger(t)}})
 		g, err := New(context.Background(), Options{Backends: Backends{Reservations: res.addr, Locks: locks.addr}, Logger: testLogger(t)})
 		if err != nil {
 			t.Fatal(err)

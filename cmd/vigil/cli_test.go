@@ -24,6 +24,7 @@ import (
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	lobby "github.com/vigil-dev/vigil/services/lobby/service"
 	locks "github.com/vigil-dev/vigil/services/locks/service"
@@ -60,7 +61,7 @@ func startStack(t *testing.T) (flags []string, prefix, url string, roomQueue *al
 	rc := redisx.Config{URL: url}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	res := start(t, "reservations", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := reservations.New(ctx, reservations.Options{Redis: rc, Prefix: prefix, Logger: quiet})
+		svc, err := reservations.New(ctx, reservations.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: quiet}})
 		if err != nil {
 			return err
 		}
@@ -68,7 +69,7 @@ func startStack(t *testing.T) (flags []string, prefix, url string, roomQueue *al
 		return svc.Serve(ctx)
 	})
 	lk := start(t, "locks", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := locks.New(ctx, locks.Options{Redis: rc, Prefix: prefix, Logger: quiet})
+		svc, err := locks.New(ctx, locks.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: quiet}})
 		if err != nil {
 			return err
 		}
@@ -76,7 +77,7 @@ func startStack(t *testing.T) (flags []string, prefix, url string, roomQueue *al
 		return svc.Serve(ctx)
 	})
 	lb := start(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := lobby.New(ctx, lobby.Options{Redis: rc, Prefix: prefix, Logger: quiet})
+		svc, err := lobby.New(ctx, lobby.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: quiet}})
 		if err != nil {
 			return err
 		}

@@ -101,7 +101,7 @@ func startDev(ctx context.Context, o devOptions) (err error) {
 	var b gateway.Backends
 	services := []devService{
 		{"reservations", func(ctx context.Context, ready func(net.Addr)) error {
-			svc, err := reservations.New(ctx, reservations.Options{GRPCAddr: addr(0), Redis: rc, Replay: true, Now: o.Now, Logger: log.With("service", "reservations")})
+			svc, err := reservations.New(ctx, reservations.Options{Core: server.Core{GRPCAddr: addr(0), Redis: rc, Now: o.Now, Logger: log.With("service", "reservations")}, Replay: true})
 			if err != nil {
 				return err
 			}
@@ -109,7 +109,7 @@ func startDev(ctx context.Context, o devOptions) (err error) {
 			return svc.Serve(ctx)
 		}, &b.Reservations},
 		{"locks", func(ctx context.Context, ready func(net.Addr)) error {
-			svc, err := locks.New(ctx, locks.Options{GRPCAddr: addr(1), Redis: rc, Now: o.Now, Logger: log.With("service", "locks")})
+			svc, err := locks.New(ctx, locks.Options{Core: server.Core{GRPCAddr: addr(1), Redis: rc, Now: o.Now, Logger: log.With("service", "locks")}})
 			if err != nil {
 				return err
 			}
@@ -117,7 +117,7 @@ func startDev(ctx context.Context, o devOptions) (err error) {
 			return svc.Serve(ctx)
 		}, &b.Locks},
 		{"chat", func(ctx context.Context, ready func(net.Addr)) error {
-			svc, err := chat.New(ctx, chat.Options{GRPCAddr: addr(2), Redis: rc, Now: o.Now, Logger: log.With("service", "chat")})
+			svc, err := chat.New(ctx, chat.Options{Core: server.Core{GRPCAddr: addr(2), Redis: rc, Now: o.Now, Logger: log.With("service", "chat")}})
 			if err != nil {
 				return err
 			}
@@ -126,7 +126,7 @@ func startDev(ctx context.Context, o devOptions) (err error) {
 		}, &b.Chat},
 		// The lobby starts before the room: the room dials it.
 		{"lobby", func(ctx context.Context, ready func(net.Addr)) error {
-			svc, err := lobby.New(ctx, lobby.Options{GRPCAddr: addr(3), Redis: rc, Now: o.Now, Logger: log.With("service", "lobby")})
+			svc, err := lobby.New(ctx, lobby.Options{Core: server.Core{GRPCAddr: addr(3), Redis: rc, Now: o.Now, Logger: log.With("service", "lobby")}})
 			if err != nil {
 				return err
 			}
@@ -134,7 +134,7 @@ func startDev(ctx context.Context, o devOptions) (err error) {
 			return svc.Serve(ctx)
 		}, &b.Lobby},
 		{"room", func(ctx context.Context, ready func(net.Addr)) error {
-			svc, err := room.New(ctx, room.Options{GRPCAddr: addr(4), Redis: rc, LobbyAddr: b.Lobby, Now: o.Now, Logger: log.With("service", "room")})
+			svc, err := room.New(ctx, room.Options{Core: server.Core{GRPCAddr: addr(4), Redis: rc, Now: o.Now, Logger: log.With("service", "room")}, LobbyAddr: b.Lobby})
 			if err != nil {
 				return err
 			}

@@ -23,6 +23,7 @@ import (
 	"github.com/vigil-dev/vigil/gateway"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/tracing"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	locks "github.com/vigil-dev/vigil/services/locks/service"
@@ -60,7 +61,7 @@ func TestTraceFollowsARequestAcrossServices(t *testing.T) {
 	logs := &syncBuffer{}
 	logger := slog.New(tracing.LogHandler(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	addr := start(t, "reservations", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := reservations.New(ctx, reservations.Options{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Logger: logger})
+		svc, err := reservations.New(ctx, reservations.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Logger: logger}})
 		if err != nil {
 			return err
 		}
@@ -68,7 +69,7 @@ func TestTraceFollowsARequestAcrossServices(t *testing.T) {
 		return svc.Serve(ctx)
 	})
 	locksAddr := start(t, "locks", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := locks.New(ctx, locks.Options{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Logger: logger, Registerer: prometheus.NewRegistry()})
+		svc, err := locks.New(ctx, locks.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Logger: logger, Registerer: prometheus.NewRegistry()}})
 		if err != nil {
 			return err
 		}

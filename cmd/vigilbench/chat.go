@@ -35,6 +35,7 @@ import (
 
 	"github.com/vigil-dev/vigil/gateway"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	chatservice "github.com/vigil-dev/vigil/services/chat/service"
 	lobbyservice "github.com/vigil-dev/vigil/services/lobby/service"
 	roomservice "github.com/vigil-dev/vigil/services/room/service"
@@ -74,17 +75,17 @@ func benchChatServer(ctx context.Context, h *Harness, fs *flag.FlagSet, args []s
 			return err
 		}
 		rc := redisx.Config{URL: r.url}
-		chat, err := chatservice.New(ctx, chatservice.Options{GRPCAddr: *chatAddr, Redis: rc, Prefix: h.Prefix, Logger: quiet("chat")})
+		chat, err := chatservice.New(ctx, chatservice.Options{Core: server.Core{GRPCAddr: *chatAddr, Redis: rc, Prefix: h.Prefix, Logger: quiet("chat")}})
 		if err != nil {
 			return fmt.Errorf("chat: %w", err)
 		}
 		h.Serve(ctx, "chat", chat)
-		lobby, err := lobbyservice.New(ctx, lobbyservice.Options{GRPCAddr: *lobbyAddr, Redis: rc, Prefix: h.Prefix + "-lobby", Logger: quiet("lobby")})
+		lobby, err := lobbyservice.New(ctx, lobbyservice.Options{Core: server.Core{GRPCAddr: *lobbyAddr, Redis: rc, Prefix: h.Prefix + "-lobby", Logger: quiet("lobby")}})
 		if err != nil {
 			return fmt.Errorf("lobby: %w", err)
 		}
 		h.Serve(ctx, "lobby", lobby)
-		room, err := roomservice.New(ctx, roomservice.Options{GRPCAddr: *roomAddr, Redis: rc, Prefix: h.Prefix + "-room", LobbyAddr: *lobbyAddr, Logger: quiet("room")})
+		room, err := roomservice.New(ctx, roomservice.Options{Core: server.Core{GRPCAddr: *roomAddr, Redis: rc, Prefix: h.Prefix + "-room", Logger: quiet("room")}, LobbyAddr: *lobbyAddr})
 		if err != nil {
 			return fmt.Errorf("room: %w", err)
 		}

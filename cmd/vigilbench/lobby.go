@@ -23,6 +23,7 @@ import (
 	"github.com/vigil-dev/vigil/gateway"
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	lobbyservice "github.com/vigil-dev/vigil/services/lobby/service"
 	roomservice "github.com/vigil-dev/vigil/services/room/service"
 )
@@ -110,12 +111,12 @@ type lobbyStack struct {
 }
 
 func startLobbyStack(ctx context.Context, h *Harness, redisURL string) (*lobbyStack, error) {
-	lobby, err := lobbyservice.New(ctx, lobbyservice.Options{Redis: redisx.Config{URL: redisURL}, Prefix: h.Prefix, Logger: quiet("lobby")})
+	lobby, err := lobbyservice.New(ctx, lobbyservice.Options{Core: server.Core{Redis: redisx.Config{URL: redisURL}, Prefix: h.Prefix, Logger: quiet("lobby")}})
 	if err != nil {
 		return nil, fmt.Errorf("lobby service: %w", err)
 	}
 	lobbyAddr := h.Serve(ctx, "lobby", lobby)
-	room, err := roomservice.New(ctx, roomservice.Options{Redis: redisx.Config{URL: redisURL}, Prefix: h.Prefix, LobbyAddr: lobbyAddr, Logger: quiet("room")})
+	room, err := roomservice.New(ctx, roomservice.Options{Core: server.Core{Redis: redisx.Config{URL: redisURL}, Prefix: h.Prefix, Logger: quiet("room")}, LobbyAddr: lobbyAddr})
 	if err != nil {
 		return nil, fmt.Errorf("room service: %w", err)
 	}

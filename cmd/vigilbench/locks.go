@@ -28,6 +28,7 @@ import (
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
 	"github.com/vigil-dev/vigil/pkg/lockclient"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	locks "github.com/vigil-dev/vigil/services/locks/service"
 )
 
@@ -281,7 +282,7 @@ type locksStack struct {
 }
 
 func startLocksStack(ctx context.Context, h *Harness, b *benchRedis, o locksBench) (*locksStack, error) {
-	svc, err := locks.New(ctx, locks.Options{Redis: redisx.Config{URL: b.url}, Prefix: h.Prefix, Logger: quiet("locks")})
+	svc, err := locks.New(ctx, locks.Options{Core: server.Core{Redis: redisx.Config{URL: b.url}, Prefix: h.Prefix, Logger: quiet("locks")}})
 	if err != nil {
 		return nil, fmt.Errorf("lock service: %w", err)
 	}

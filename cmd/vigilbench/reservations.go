@@ -23,6 +23,7 @@ import (
 	"github.com/vigil-dev/vigil/pkg/alarm"
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	reservations "github.com/vigil-dev/vigil/services/reservations/service"
 )
 
@@ -213,8 +214,9 @@ func (l *alarmLines) Write(p []byte) (int, error) {
 func startReservationsStack(ctx context.Context, h *Harness, redisURL string) (*reservationsStack, error) {
 	st := &reservationsStack{clock: &benchClock{}, shards: 16}
 	svc, err := reservations.New(ctx, reservations.Options{
-		Redis: redisx.Config{URL: redisURL}, Prefix: h.Prefix, Shards: st.shards,
-		Now: st.clock.Now, Logger: quiet("reservations"), AlarmLog: &st.alarmLines,
+		Core:     server.Core{Redis: redisx.Config{URL: redisURL}, Prefix: h.Prefix, Now: st.clock.Now, Logger: quiet("reservations")},
+		Shards:   st.shards,
+		AlarmLog: &st.alarmLines,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reservations service: %w", err)

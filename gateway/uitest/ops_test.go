@@ -16,6 +16,7 @@ import (
 	"github.com/vigil-dev/vigil/pkg/alarm"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	lobby "github.com/vigil-dev/vigil/services/lobby/service"
 	reservations "github.com/vigil-dev/vigil/services/reservations/service"
 )
@@ -42,7 +43,7 @@ func TestOpsPage(t *testing.T) {
 	rc := redisx.Config{URL: redistest.URL(t)}
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	resAddr := startService(t, "reservations", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := reservations.New(ctx, reservations.Options{Redis: rc, Prefix: prefix, Logger: log})
+		svc, err := reservations.New(ctx, reservations.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: log}})
 		if err != nil {
 			return err
 		}
@@ -50,7 +51,7 @@ func TestOpsPage(t *testing.T) {
 		return svc.Serve(ctx)
 	})
 	lobbyAddr := startService(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := lobby.New(ctx, lobby.Options{Redis: rc, Prefix: prefix + ":lobby", Logger: log})
+		svc, err := lobby.New(ctx, lobby.Options{Core: server.Core{Redis: rc, Prefix: prefix + ":lobby", Logger: log}})
 		if err != nil {
 			return err
 		}
@@ -124,7 +125,7 @@ func TestOpsPageAsksForAnAdminKey(t *testing.T) {
 	rc := redisx.Config{URL: redistest.URL(t)}
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	resAddr := startService(t, "reservations", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := reservations.New(ctx, reservations.Options{Redis: rc, Prefix: prefix, Logger: log})
+		svc, err := reservations.New(ctx, reservations.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: log}})
 		if err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/vigil-dev/vigil/gateway"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	chat "github.com/vigil-dev/vigil/services/chat/service"
 	lobby "github.com/vigil-dev/vigil/services/lobby/service"
@@ -50,7 +51,7 @@ func startStack(t *testing.T, opts ...stackOptions) *stack {
 	}
 
 	chatAddr := startService(t, "chat", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := chat.New(ctx, chat.Options{Redis: rc, Prefix: prefix + ":chat", Logger: log})
+		svc, err := chat.New(ctx, chat.Options{Core: server.Core{Redis: rc, Prefix: prefix + ":chat", Logger: log}})
 		if err != nil {
 			return err
 		}
@@ -58,7 +59,7 @@ func startStack(t *testing.T, opts ...stackOptions) *stack {
 		return svc.Serve(ctx)
 	})
 	lobbyAddr := startService(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := lobby.New(ctx, lobby.Options{Redis: rc, Prefix: prefix + ":lobby", IdleTTL: o.idleTTL, Logger: log})
+		svc, err := lobby.New(ctx, lobby.Options{Core: server.Core{Redis: rc, Prefix: prefix + ":lobby", Logger: log}, IdleTTL: o.idleTTL})
 		if err != nil {
 			return err
 		}
@@ -66,7 +67,7 @@ func startStack(t *testing.T, opts ...stackOptions) *stack {
 		return svc.Serve(ctx)
 	})
 	roomAddr := startService(t, "room", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := room.New(ctx, room.Options{Redis: rc, Prefix: prefix + ":room", LobbyAddr: lobbyAddr, IdleTTL: o.idleTTL, Logger: log})
+		svc, err := room.New(ctx, room.Options{Core: server.Core{Redis: rc, Prefix: prefix + ":room", Logger: log}, LobbyAddr: lobbyAddr, IdleTTL: o.idleTTL})
 		if err != nil {
 			return err
 		}

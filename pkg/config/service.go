@@ -104,6 +104,15 @@ func (f ServiceFlags) TLS() server.TLS {
 	return server.TLS{CertFile: *f.TLSCert, KeyFile: *f.TLSKey, CAFile: *f.TLSCA, ServerName: *f.TLSServerName}
 }
 
+// Core is the service Options core the flags ask for: addresses, Redis, prefix, logger, TLS
+// and the in-flight limit (the rest keep their defaults).
+func (f ServiceFlags) Core() server.Core {
+	return server.Core{
+		GRPCAddr: *f.GRPCAddr, MetricsAddr: *f.MetricsAddr, Redis: f.Redis(), Prefix: *f.Prefix,
+		Logger: f.Logger(), TLS: f.TLS(), MaxInFlight: *f.MaxInFlight,
+	}
+}
+
 // Logger is the process logger the flags ask for.
 func (f ServiceFlags) Logger() *slog.Logger { return Logger(*f.LogFormat, *f.LogLevel) }
 

@@ -4,9 +4,7 @@ package service
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"time"
 
@@ -22,14 +20,10 @@ import (
 
 // Options configure the service. Every zero value has the default given in its comment.
 type Options struct {
-	// GRPCAddr to listen on. Default "127.0.0.1:0" (a free port; see Service.Addr).
-	GRPCAddr string
-	// MetricsAddr serves Prometheus metrics when set. Default "": none.
-	MetricsAddr string
-	// Redis to keep rooms in. Required. Turn AOF on for history to survive a Redis restart.
-	Redis redisx.Config
-	// Prefix starts every key. Default "vigil".
-	Prefix string
+	// Core is what every service shares: addresses, Redis (to keep rooms in; required, with
+	// AOF on for history to survive a Redis restart), prefix, logger, Registerer (Redis and
+	// gRPC metrics), TLS, limits and the clock that stamps messages.
+	server.Core
 	// HistoryKeep is how many messages each room keeps. Default 1000.
 	HistoryKeep int
 	// HistoryOnJoin is how many of the last messages a new member gets, and the default page
@@ -40,29 +34,12 @@ type Options struct {
 	// StreamBuffer is how many messages a Connect stream may fall behind before it is cut
 	// (RESOURCE_EXHAUSTED; the gateway resumes it). Default 1024.
 	StreamBuffer int
-	// Logger for everything. Default slog.Default().
-	Logger *slog.Logger
-	// Now is the clock. Default time.Now.
-	Now func() time.Time
-	// DrainTimeout bounds the graceful stop. Default 10s.
-	DrainTimeout time.Duration
-	// TLS secures the gRPC listener (mutual TLS when TLS.CAFile is set); main fills it from the
-	// -tls-* flags (VIGIL_TLS_*). Default: plaintext.
-	TLS server.TLS
-	// MaxInFlight bounds the unary calls running at once (server.Options.MaxInFlight).
-	// Default 1024; negative: no limit.
-	MaxInFlight int
 }
 
 func (o Options) withDefaults() (Options, error) {
-	if o.Redis.URL == "" && len(o.Redis.ClusterAddrs) == 0 {
-		return o, errors.New("chat: Options.Redis needs a URL or cluster addresses")
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	if o.Now == nil {
-		o.Now = time.Now
+	var err error
+	if o.Core, err = o.Core.WithDefaults("chat"); err != nil {
+		return o, err
 	}
 	if o.HistoryOnJoin <= 0 {
 		o.HistoryOnJoin = 50
@@ -94,13 +71,9 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		o.HistoryOnJoin = st.Keep()
 	}
 	feed := store.NewFeed(st, o.StreamBuffer, o.Logger)
-	a := app.New(st, feed, o.Now, o.HistoryOnJoin, o.Logger)
-	srv, err := server.New(server.Options{
-		Name: "vigil.chat.v1.ChatService", GRPCAddr: o.GRPCAddr,
-		MetricsAddr: o.MetricsAddr, Logger: o.Logger, DrainTimeout: o.DrainTimeout,
-		Store: rdb, // health is NOT_SERVING while Redis does not answer
-		TLS:   o.TLS, MaxInFlight: o.MaxInFlight,
-	})
+	a := app.New(st, feed, app.Options{Now: o.Now, JoinLimit: o.HistoryOnJoin, Logger: o.Logger})
+	// health is NOT_SERVING while Redis does not answer
+	srv, err := server.New(o.Server("vigil.chat.v1.ChatService", rdb))
 	if err != nil {
 		_ = rdb.Close()
 		return nil, fmt.Errorf("chat: %w", err)

@@ -18,6 +18,7 @@ import (
 	chatv1 "github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
@@ -304,7 +305,7 @@ func TestShutdownEndsStreams(t *testing.T) {
 	t.Parallel()
 	// A drain far longer than the test's own deadline: if the open stream held the drain,
 	// Serve would not return in time.
-	r := start(t, redistest.Prefix(t), Options{DrainTimeout: time.Hour})
+	r := start(t, redistest.Prefix(t), Options{Core: server.Core{DrainTimeout: time.Hour}})
 	s, _ := connect(t, client(t, r.addr), "room-a", nil)
 	r.cancel()
 	if _, err := s.Recv(); status.Code(err) != codes.Unavailable {

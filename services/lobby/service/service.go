@@ -4,13 +4,10 @@ package service
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 
@@ -24,14 +21,10 @@ import (
 
 // Options configure the service. Every zero value has the default given in its comment.
 type Options struct {
-	// GRPCAddr to listen on. Default "127.0.0.1:0" (a free port; Addr tells which).
-	GRPCAddr string
-	// MetricsAddr serves Prometheus metrics when set. Default "": none.
-	MetricsAddr string
-	// Redis to keep the lobby in. Required.
-	Redis redisx.Config
-	// Prefix starts every key (the lobby's keys are "<Prefix>:{lobby}:..."). Default "vigil".
-	Prefix string
+	// Core is what every service shares: addresses, Redis (to keep the lobby in; required),
+	// prefix (the lobby's keys are "<Prefix>:{lobby}:..."), logger, Registerer (the Lobby's,
+	// Redis's and gRPC metrics), TLS, limits and clock.
+	server.Core
 	// IdleTTL is the rooms' inactivity TTL; it must match the Room service's IdleTTL.
 	// Default 1h.
 	IdleTTL time.Duration
@@ -39,43 +32,18 @@ type Options struct {
 	// own expiry (alarm lateness, retries of a failed removal) always goes first and listing
 	// only clears ghosts. Default 5m.
 	PruneGrace time.Duration
-	// Logger for everything. Default slog.Default().
-	Logger *slog.Logger
-	// Now is the clock. Default time.Now.
-	Now func() time.Time
-	// DrainTimeout bounds the graceful stop. Default 10s.
-	DrainTimeout time.Duration
-	// Registerer takes the Lobby's metrics. Default prometheus.DefaultRegisterer.
-	Registerer prometheus.Registerer
-	// TLS secures the gRPC listener (mutual TLS when TLS.CAFile is set); main fills it from the
-	// -tls-* flags (VIGIL_TLS_*). Default: plaintext.
-	TLS server.TLS
-	// MaxInFlight bounds the unary calls running at once (server.Options.MaxInFlight).
-	// Default 1024; negative: no limit.
-	MaxInFlight int
 }
 
 func (o Options) withDefaults() (Options, error) {
-	if o.Redis.URL == "" && len(o.Redis.ClusterAddrs) == 0 {
-		return o, errors.New("lobby: Options.Redis needs a URL or cluster addresses")
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Prefix == "" {
-		o.Prefix = "vigil"
+	var err error
+	if o.Core, err = o.Core.WithDefaults("lobby"); err != nil {
+		return o, err
 	}
 	if o.IdleTTL <= 0 {
 		o.IdleTTL = time.Hour
 	}
 	if o.PruneGrace <= 0 {
 		o.PruneGrace = 5 * time.Minute
-	}
-	if o.Registerer == nil {
-		o.Registerer = prometheus.DefaultRegisterer
 	}
 	return o, nil
 }
@@ -92,9 +60,6 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.Redis.Metrics == nil {
-		o.Redis.Metrics = o.Registerer
-	}
 	rdb, err := redisx.Open(ctx, o.Redis)
 	if err != nil {
 		return nil, fmt.Errorf("lobby: %w", err)
@@ -110,14 +75,9 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		_ = rdb.Close()
 		return nil, fmt.Errorf("lobby: metrics: %w", err)
 	}
-	srv, err := server.New(server.Options{
-		Name: "vigil.lobby.v1.LobbyService", GRPCAddr: o.GRPCAddr,
-		MetricsAddr: o.MetricsAddr, Logger: o.Logger, DrainTimeout: o.DrainTimeout,
-		ServerOptions: []grpc.ServerOption{grpc.ForceServerCodecV2(transport.Codec())},
-		Store:         rdb, // health is NOT_SERVING while Redis does not answer
-		Registerer:    o.Registerer,
-		TLS:           o.TLS, MaxInFlight: o.MaxInFlight,
-	})
+	so := o.Server("vigil.lobby.v1.LobbyService", rdb) // health is NOT_SERVING while Redis does not answer
+	so.ServerOptions = []grpc.ServerOption{grpc.ForceServerCodecV2(transport.Codec())}
+	srv, err := server.New(so)
 	if err != nil {
 		_ = rdb.Close()
 		return nil, fmt.Errorf("lobby: %w", err)

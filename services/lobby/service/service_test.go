@@ -14,6 +14,7 @@ import (
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/services/lobby/service"
 )
 
@@ -39,8 +40,8 @@ func start(t *testing.T) (lobbyv1.LobbyServiceClient, *clock) {
 	clk := &clock{t: time.UnixMilli(1_800_000_000_000)}
 	ctx, cancel := context.WithCancel(context.Background())
 	svc, err := service.New(ctx, service.Options{
-		Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix,
-		IdleTTL: time.Minute, PruneGrace: 30 * time.Second, Now: clk.Now,
+		Core:    server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Now: clk.Now},
+		IdleTTL: time.Minute, PruneGrace: 30 * time.Second,
 	})
 	if err != nil {
 		cancel()

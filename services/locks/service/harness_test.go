@@ -15,6 +15,7 @@ import (
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	"github.com/vigil-dev/vigil/services/locks/service"
 )
@@ -63,10 +64,8 @@ func startLocks(t *testing.T, edit ...func(*service.Options)) *env {
 	t.Helper()
 	rdb, prefix := redistest.Client(t)
 	o := service.Options{
-		Redis:  redisx.Config{URL: redistest.URL(t), Timeout: testRedisTimeout},
-		Prefix: prefix,
+		Core:   server.Core{Redis: redisx.Config{URL: redistest.URL(t), Timeout: testRedisTimeout}, Prefix: prefix, Logger: testLogger(t)},
 		Shards: 4,
-		Logger: testLogger(t),
 	}
 	for _, e := range edit {
 		e(&o)

@@ -8,6 +8,7 @@ import (
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/services/locks/service"
 )
 
@@ -15,7 +16,7 @@ func TestTokensAndLocksSurviveRedisRestart(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t) // a Redis of this test's own, AOF on
 	opts := func() service.Options {
-		return service.Options{Redis: redisx.Config{URL: srv.URL(t), Timeout: testRedisTimeout}, Prefix: "restart", Shards: 4, Logger: slog.New(slog.DiscardHandler)}
+		return service.Options{Core: server.Core{Redis: redisx.Config{URL: srv.URL(t), Timeout: testRedisTimeout}, Prefix: "restart", Logger: slog.New(slog.DiscardHandler)}, Shards: 4}
 	}
 	addr, stop := runStoppable(t, opts())
 	c := locksv1.NewLockServiceClient(dial(t, addr))

@@ -5,13 +5,10 @@ package service
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vigil-dev/vigil/pkg/alarm"
@@ -30,22 +27,13 @@ const Namespace = "locks"
 // Options configure the lock service. Every zero value has the default given in its comment;
 // defaults are applied in one place, Options.withDefaults.
 type Options struct {
-	// GRPCAddr to listen on. Default "127.0.0.1:0" (any free port; Addr tells which).
-	GRPCAddr string
-	// MetricsAddr serves Prometheus /metrics when set. Default "": none.
-	MetricsAddr string
-	// Redis says which Redis holds the locks. Required.
-	Redis redisx.Config
-	// Prefix starts every key; distinct services sharing one Redis need distinct prefixes.
-	// Default "vigil".
-	Prefix string
+	// Core is what every service shares: addresses, Redis (which holds the locks; required),
+	// prefix, logger, Registerer (every lock, alarm, Redis and gRPC metric), TLS, limits and
+	// the clock of lease ends, waiter deadlines and alarms.
+	server.Core
 	// Shards of the lock keyspace; fixed per deployment (fencing counters are per shard).
 	// Default 16.
 	Shards int
-	// Logger for lifecycle, request and alarm events. Default slog.Default().
-	Logger *slog.Logger
-	// Now is the clock for lease ends, waiter deadlines and alarms. Default time.Now.
-	Now func() time.Time
 	// AlarmLease is how long a claimed expiry alarm stays invisible before it fires again.
 	// Default 15s.
 	AlarmLease time.Duration
@@ -53,14 +41,6 @@ type Options struct {
 	AlarmMaxSleep time.Duration
 	// Replica names this process's grant channel for waiting calls. Default: random.
 	Replica string
-	// DrainTimeout bounds the graceful stop. Default 10s.
-	DrainTimeout time.Duration
-	// TLS secures the gRPC listener (mutual TLS when TLS.CAFile is set); main fills it from the
-	// -tls-* flags (VIGIL_TLS_*). Default: plaintext.
-	TLS server.TLS
-	// MaxInFlight bounds the unary calls running at once (server.Options.MaxInFlight).
-	// Default 1024; negative: no limit.
-	MaxInFlight int
 	// MaxWaiting bounds the acquires waiting at once in this replica; beyond it a waiting
 	// acquire of a held lock gets RESOURCE_EXHAUSTED. Waiting unary calls count against the
 	// server's in-flight limit (1024 by default), so this keeps room for releases. Default 512.
@@ -68,40 +48,28 @@ type Options struct {
 	// MaxWaitersPerLock is how many calls may queue for one lock, across replicas; one more
 	// gets acquired false at once. Default 1000; negative: no limit.
 	MaxWaitersPerLock int
-	// Registerer takes the lock metrics. Default prometheus.DefaultRegisterer.
-	Registerer prometheus.Registerer
 }
 
 func (o Options) withDefaults() (Options, error) {
-	if o.Redis.URL == "" && len(o.Redis.ClusterAddrs) == 0 {
-		return o, errors.New("locks: Options.Redis needs a URL or cluster addresses")
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	if o.Prefix == "" {
-		o.Prefix = "vigil"
-	}
-	if o.Now == nil {
-		o.Now = time.Now
+	var err error
+	if o.Core, err = o.Core.WithDefaults("locks"); err != nil {
+		return o, err
 	}
 	if o.AlarmMaxSleep <= 0 {
 		o.AlarmMaxSleep = 2 * time.Second
-	}
-	if o.Registerer == nil {
-		o.Registerer = prometheus.DefaultRegisterer
 	}
 	return o, nil
 }
 
 // Service is a lock service listening on its gRPC address, ready to Serve.
 type Service struct {
-	rdb      redis.UniversalClient
-	q        *alarm.Queue
-	st       *store.Store
-	app      *app.App
-	srv      *server.Server
-	stopping chan struct{}
+	rdb redis.UniversalClient
+	q   *alarm.Queue
+	st  *store.Store
+	app *app.App
+	srv *server.Server
+	// stop ends stopping, the context open sessions watch, when Serve's context ends.
+	stop context.CancelFunc
 }
 
 // New connects to Redis, builds the service and listens; calls are answered once Serve runs.
@@ -131,6 +99,7 @@ func build(ctx context.Context, rdb redis.UniversalClient, o Options) (*Service,
 		MaxSleep:  o.AlarmMaxSleep,
 		Now:       o.Now,
 		Logger:    o.Logger,
+		Metrics:   o.Registerer,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("locks: %w", err)
@@ -151,25 +120,18 @@ func build(ctx context.Context, rdb redis.UniversalClient, o Options) (*Service,
 	if err := st.Subscribe(ctx); err != nil {
 		return nil, fmt.Errorf("locks: %w", err)
 	}
-	srv, err := server.New(server.Options{
-		Name:         "vigil.locks.v1.LockService",
-		GRPCAddr:     o.GRPCAddr,
-		MetricsAddr:  o.MetricsAddr,
-		Logger:       o.Logger,
-		DrainTimeout: o.DrainTimeout,
-		Store:        rdb, // health is NOT_SERVING while Redis does not answer
-		TLS:          o.TLS, MaxInFlight: o.MaxInFlight,
-	})
+	// health is NOT_SERVING while Redis does not answer
+	srv, err := server.New(o.Server("vigil.locks.v1.LockService", rdb))
 	if err != nil {
 		return nil, fmt.Errorf("locks: %w", err)
 	}
 	m := app.NewMetrics(o.Registerer)
 	a := app.New(st, app.Options{Logger: o.Logger, Now: o.Now, Metrics: m})
-	stopping := make(chan struct{})
-	ls := transport.New(a, o.Logger, stopping, m)
+	stopping, stop := context.WithCancel(context.Background())
+	ls := transport.NewServer(a, o.Logger, stopping, m)
 	locksv1.RegisterLockServiceServer(srv.GRPC(), ls)
 	alarmadmin.Register(srv.GRPC(), q, lockLookup(ls), o.Logger)
-	return &Service{rdb: rdb, q: q, st: st, app: a, srv: srv, stopping: stopping}, nil
+	return &Service{rdb: rdb, q: q, st: st, app: a, srv: srv, stop: stop}, nil
 }
 
 // Addr is the gRPC address the service listens on.
@@ -179,9 +141,10 @@ func (s *Service) Addr() net.Addr { return s.srv.Addr() }
 // sessions end, waiting calls leave their queues, and the Redis connection closes.
 func (s *Service) Serve(ctx context.Context) error {
 	defer s.rdb.Close()
+	defer s.stop()
 	return s.srv.Serve(ctx,
 		s.st.Listen,
 		func(ctx context.Context) error { return s.q.Run(ctx, s.app) },
-		func(ctx context.Context) error { <-ctx.Done(); close(s.stopping); return nil },
+		func(ctx context.Context) error { <-ctx.Done(); s.stop(); return nil },
 	)
 }

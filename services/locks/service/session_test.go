@@ -15,6 +15,7 @@ import (
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	"github.com/vigil-dev/vigil/services/locks/service"
 )
@@ -332,7 +333,7 @@ func TestSessionWaitersServedInArrivalOrder(t *testing.T) {
 func TestDrainingReplicaEndsSessions(t *testing.T) {
 	t.Parallel()
 	e := startLocks(t) // a second replica on the same keys, which outlives the first
-	o := service.Options{Redis: redisx.Config{URL: redistest.URL(t), Timeout: testRedisTimeout}, Prefix: e.prefix, Shards: 4, Logger: testLogger(t)}
+	o := service.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t), Timeout: testRedisTimeout}, Prefix: e.prefix, Logger: testLogger(t)}, Shards: 4}
 	addr, stop := runStoppable(t, o)
 	acquire(t, e.locks, "drain-session", "holder", 30000, 0)
 	s := openSession(t, locksv1.NewLockServiceClient(dial(t, addr)))

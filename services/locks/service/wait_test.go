@@ -14,6 +14,7 @@ import (
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	"github.com/vigil-dev/vigil/services/locks/service"
 )
@@ -161,7 +162,7 @@ func TestWaiterGetsLockAtExpiry(t *testing.T) {
 func TestDrainingReplicaSendsWaitersAway(t *testing.T) {
 	t.Parallel()
 	rdbEnv := startLocks(t) // a second replica on the same keys, which outlives the first
-	o := service.Options{Redis: redisx.Config{URL: redistest.URL(t), Timeout: testRedisTimeout}, Prefix: rdbEnv.prefix, Shards: 4, Logger: slog.New(slog.DiscardHandler)}
+	o := service.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t), Timeout: testRedisTimeout}, Prefix: rdbEnv.prefix, Logger: slog.New(slog.DiscardHandler)}, Shards: 4}
 	addr, stop := runStoppable(t, o)
 	c := locksv1.NewLockServiceClient(dial(t, addr))
 	acquire(t, rdbEnv.locks, "drain", "holder", 30000, 0)

@@ -13,6 +13,7 @@ import (
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 )
 
 // TestAdminLooksUpAReservationAndItsAlarm checks the admin service the reservations service
@@ -22,7 +23,7 @@ func TestAdminLooksUpAReservationAndItsAlarm(t *testing.T) {
 	_, prefix := redistest.Universal(t)
 	url, cluster := redistest.Target(t) // a Redis Cluster when VIGIL_TEST_REDIS_CLUSTER is set
 	ctx := context.Background()
-	addr := start(t, Options{Redis: redisx.Config{URL: url, ClusterAddrs: cluster}, Prefix: prefix})
+	addr := start(t, Options{Core: server.Core{Redis: redisx.Config{URL: url, ClusterAddrs: cluster}, Prefix: prefix}})
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
@@ -75,7 +76,7 @@ func TestAlarmLogLines(t *testing.T) {
 	t0 := time.UnixMilli(1_900_000_000_000)
 	clk := &clock{t: t0}
 	var log lines
-	addr := start(t, Options{Redis: redisx.Config{URL: url, ClusterAddrs: cluster}, Prefix: prefix, Now: clk.Now, AlarmLog: &log})
+	addr := start(t, Options{Core: server.Core{Redis: redisx.Config{URL: url, ClusterAddrs: cluster}, Prefix: prefix, Now: clk.Now}, AlarmLog: &log})
 	rs := client(t, addr)
 	ctx := context.Background()
 	if _, err := rs.CreateReservation(ctx, &reservationsv1.CreateReservationRequest{ReservationId: "seat-12a", TtlSeconds: 5}); err != nil {
@@ -123,7 +124,7 @@ func TestReplayRefusesUnsafeTimes(t *testing.T) {
 	t.Parallel()
 	_, prefix := redistest.Universal(t)
 	url, cluster := redistest.Target(t)
-	rs := client(t, start(t, Options{Redis: redisx.Config{URL: url, ClusterAddrs: cluster}, Prefix: prefix, Replay: true}))
+	rs := client(t, start(t, Options{Core: server.Core{Redis: redisx.Config{URL: url, ClusterAddrs: cluster}, Prefix: prefix}, Replay: true}))
 	ctx := context.Background()
 	if _, err := rs.CreateReservation(ctx, &reservationsv1.CreateReservationRequest{ReservationId: "seat-1", TtlSeconds: 5}); err != nil {
 		t.Fatal(err)
@@ -157,7 +158,7 @@ func TestMetricsOnTheRegistererGiven(t *testing.T) {
 	_, prefix := redistest.Universal(t)
 	url, cluster := redistest.Target(t)
 	reg := prometheus.NewRegistry()
-	rs := client(t, start(t, Options{Redis: redisx.Config{URL: url, ClusterAddrs: cluster}, Prefix: prefix, Metrics: reg}))
+	rs := client(t, start(t, Options{Core: server.Core{Redis: redisx.Config{URL: url, ClusterAddrs: cluster}, Prefix: prefix, Registerer: reg}}))
 	if _, err := rs.CreateReservation(context.Background(), &reservationsv1.CreateReservationRequest{ReservationId: "seat-1", TtlSeconds: 5}); err != nil {
 		t.Fatal(err)
 	}

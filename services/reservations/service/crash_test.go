@@ -23,6 +23,7 @@ import (
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
@@ -41,11 +42,9 @@ func runChild() {
 	lease, _ := time.ParseDuration(os.Getenv("CHILD_LEASE"))
 	ctx := context.Background()
 	svc, err := New(ctx, Options{
-		GRPCAddr: os.Getenv("CHILD_ADDR"),
-		Redis:    redisx.Config{URL: os.Getenv("CHILD_REDIS"), ClusterAddrs: redisx.ParseClusterAddrs(os.Getenv("CHILD_REDIS_CLUSTER"))},
-		Prefix:   os.Getenv("CHILD_PREFIX"),
-		Lease:    lease,
-		Logger:   slog.New(slog.NewJSONHandler(os.Stderr, nil)),
+		Core:  server.Core{GRPCAddr: os.Getenv("CHILD_ADDR"), Redis: redisx.Config{URL: os.Getenv("CHILD_REDIS"), ClusterAddrs: redisx.ParseClusterAddrs(os.Getenv("CHILD_REDIS_CLUSTER"))}, Prefix: os.Getenv("CHILD_PREFIX"), Logger: slog.New(slog.NewJSONHandler(os.Stderr, nil))},
+		Lease: lease,
+
 		AlarmLog: os.Stdout, // the reservation-alarm lines the test counts
 		// The replica dies at both points that matter: even shards expire their first batch
 		// and hang before acknowledging it (between transition and ack); odd shards hang
@@ -216,7 +215,7 @@ func TestKilledReplicaExpiresEachHoldOnce(t *testing.T) {
 
 	// Replica B finishes the work, retrying what A had claimed once A's leases run out.
 	b := &firings{first: make(chan struct{}), hung: make(chan struct{}), ready: make(chan struct{})}
-	baddr := start(t, Options{Redis: cfg, Prefix: prefix, AlarmLog: b})
+	baddr := start(t, Options{Core: server.Core{Redis: cfg, Prefix: prefix}, AlarmLog: b})
 	bconn, err := grpc.NewClient(baddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)

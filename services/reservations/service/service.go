@@ -6,11 +6,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vigil-dev/vigil/pkg/alarm"
@@ -24,45 +22,32 @@ import (
 )
 
 // Options configure the service. Every zero value has the default given in its comment; the
-// defaults are applied in one place, New.
+// defaults are applied in one place, withDefaults.
 type Options struct {
-	// GRPCAddr to listen on. Default "127.0.0.1:0" (a free port; see Addr).
-	GRPCAddr string
-	// MetricsAddr serves Prometheus metrics when set. Default "": none.
-	MetricsAddr string
-	// Redis to store reservations in. Required.
-	Redis redisx.Config
-	// Prefix starts every key. Default "vigil".
-	Prefix string
+	// Core is what every service shares: addresses, Redis (to store reservations in;
+	// required), prefix, logger, Registerer (Redis, alarm and gRPC metrics), TLS, limits and
+	// clock.
+	server.Core
 	// Shards of the alarm queue; fixed per deployment. Default 16.
 	Shards int
 	// Lease of a claimed alarm before it fires again. Default 15s.
 	Lease time.Duration
 	// Replay enables the ReplayAlarm RPC. Default false (on in the dev runner).
 	Replay bool
-	// Logger for everything but the alarm lines. Default slog.Default().
-	Logger *slog.Logger
 	// AlarmLog receives one reservation-alarm JSON line per firing and phase (start, done,
 	// failed), whatever Logger's level: the record of every firing the seed lab reads.
 	// Default os.Stderr; io.Discard turns them off.
 	AlarmLog io.Writer
-	// Metrics is where the Redis, alarm and gRPC metrics are registered; MetricsAddr serves it
-	// when it is also a Gatherer. Default prometheus.DefaultRegisterer.
-	Metrics prometheus.Registerer
-	// Now is the clock. Default time.Now.
-	Now func() time.Time
-	// DrainTimeout bounds the graceful stop. Default 10s.
-	DrainTimeout time.Duration
-	// TLS secures the gRPC listener (mutual TLS when TLS.CAFile is set); main fills it from the
-	// -tls-* flags (VIGIL_TLS_*). Default: plaintext.
-	TLS server.TLS
-	// MaxInFlight bounds the unary calls running at once (server.Options.MaxInFlight).
-	// Default 1024; negative: no limit.
-	MaxInFlight int
 
 	// wrapHandler, set only by this package's tests, stands between the scheduler and the
 	// alarm handler (to crash a replica at a chosen point).
 	wrapHandler func(alarm.Handler) alarm.Handler
+}
+
+func (o Options) withDefaults() (Options, error) {
+	var err error
+	o.Core, err = o.Core.WithDefaults("reservations")
+	return o, err
 }
 
 // Service is the reservations service, listening and ready to Serve.
@@ -77,25 +62,17 @@ type Service struct {
 // o.GRPCAddr. Serve runs it; a Service that is never served still needs its context ended
 // (or Serve called) to close its Redis connection, so callers Serve what they create.
 func New(ctx context.Context, o Options) (*Service, error) {
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Metrics == nil {
-		o.Metrics = prometheus.DefaultRegisterer
-	}
-	if o.Redis.Metrics == nil {
-		o.Redis.Metrics = o.Metrics
-	}
-	rdb, err := redisx.Open(ctx, o.Redis)
+	o, err := o.withDefaults()
 	if err != nil {
 		return nil, err
 	}
+	rdb, err := redisx.Open(ctx, o.Redis)
+	if err != nil {
+		return nil, fmt.Errorf("reservations: %w", err)
+	}
 	q, err := alarm.New(rdb, alarm.Options{
 		Prefix: o.Prefix, Namespace: "reservations", Shards: o.Shards, Lease: o.Lease,
-		Now: o.Now, Logger: o.Logger, Metrics: o.Metrics,
+		Now: o.Now, Logger: o.Logger, Metrics: o.Registerer,
 	})
 	if err != nil {
 		_ = rdb.Close()
@@ -107,13 +84,8 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		return nil, err
 	}
 	a := app.New(st, app.Options{Now: o.Now, Replay: o.Replay, Logger: o.Logger, AlarmLog: o.AlarmLog})
-	srv, err := server.New(server.Options{
-		Name: "vigil.reservations.v1.ReservationService", GRPCAddr: o.GRPCAddr,
-		MetricsAddr: o.MetricsAddr, Logger: o.Logger, DrainTimeout: o.DrainTimeout,
-		Registerer: o.Metrics,
-		Store:      rdb, // health is NOT_SERVING while Redis does not answer
-		TLS:        o.TLS, MaxInFlight: o.MaxInFlight,
-	})
+	// health is NOT_SERVING while Redis does not answer
+	srv, err := server.New(o.Server("vigil.reservations.v1.ReservationService", rdb))
 	if err != nil {
 		_ = rdb.Close()
 		return nil, fmt.Errorf("reservations: %w", err)

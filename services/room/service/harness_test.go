@@ -24,6 +24,7 @@ import (
 	roomv1 "github.com/vigil-dev/vigil/pkg/api/vigil/room/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	lobbyservice "github.com/vigil-dev/vigil/services/lobby/service"
 	"github.com/vigil-dev/vigil/services/room/service"
@@ -227,8 +228,8 @@ func newEnv(t *testing.T, s settings) *env {
 	e.prefix = prefix
 	lobbyAddr := run(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
 		svc, err := lobbyservice.New(ctx, lobbyservice.Options{
-			Redis: redisx.Config{URL: e.url}, Prefix: e.prefix + "-lobby",
-			IdleTTL: s.idleTTL, PruneGrace: s.grace, Logger: quiet(), Now: now,
+			Core:    server.Core{Redis: redisx.Config{URL: e.url}, Prefix: e.prefix + "-lobby", Logger: quiet(), Now: now},
+			IdleTTL: s.idleTTL, PruneGrace: s.grace,
 		})
 		if err != nil {
 			return err
@@ -241,9 +242,10 @@ func newEnv(t *testing.T, s settings) *env {
 	e.proxy = serveGRPC(t, func(s *grpc.Server) { lobbyv1.RegisterLobbyServiceServer(s, e.faults) })
 	e.logs = &logBuffer{}
 	e.o = service.Options{
-		Redis: redisx.Config{URL: e.url}, Prefix: e.prefix + "-room", Shards: 4, LobbyAddr: e.proxy,
+		Core:   server.Core{Redis: redisx.Config{URL: e.url}, Prefix: e.prefix + "-room", Now: now, Logger: slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))},
+		Shards: 4, LobbyAddr: e.proxy,
 		IdleTTL: s.idleTTL, SessionLease: s.lease, AlarmRetryBase: s.retryBase, AlarmMaxRetries: 20,
-		AlarmLease: 2 * time.Second, Now: now, Logger: slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		AlarmLease: 2 * time.Second,
 	}
 	conn := dial(t, e.startRoom())
 	e.room = roomv1.NewRoomServiceClient(conn)

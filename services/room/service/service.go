@@ -7,14 +7,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vigil-dev/vigil/pkg/alarm"
@@ -33,14 +31,10 @@ import (
 
 // Options configure the service. Every zero value has the default given in its comment.
 type Options struct {
-	// GRPCAddr to listen on. Default "127.0.0.1:0" (a free port; Addr tells which).
-	GRPCAddr string
-	// MetricsAddr serves Prometheus metrics when set. Default "": none.
-	MetricsAddr string
-	// Redis to keep rooms in. Required.
-	Redis redisx.Config
-	// Prefix starts every key and pub/sub channel. Default "vigil".
-	Prefix string
+	// Core is what every service shares: addresses, Redis (to keep rooms in; required), prefix
+	// (of every key and pub/sub channel), logger, Registerer (gRPC server, alarm queue, Redis
+	// scripts), TLS, limits and clock.
+	server.Core
 	// Shards of the rooms' alarm queue; fixed per deployment. Default 16.
 	Shards int
 	// LobbyAddr is the Lobby service's gRPC address. Required.
@@ -64,38 +58,15 @@ type Options struct {
 	// SessionBuffer is how many events a session may fall behind before it is closed.
 	// Default 256.
 	SessionBuffer int
-	// Logger for everything. Default slog.Default().
-	Logger *slog.Logger
-	// Now is the clock. Default time.Now.
-	Now func() time.Time
-	// DrainTimeout bounds the graceful stop. Default 10s.
-	DrainTimeout time.Duration
-	// Registerer takes the service's metrics (gRPC server, alarm queue, Redis scripts).
-	// Default prometheus.DefaultRegisterer.
-	Registerer prometheus.Registerer
-	// TLS secures the gRPC listener (mutual TLS when TLS.CAFile is set); main fills it from the
-	// -tls-* flags (VIGIL_TLS_*). Default: plaintext.
-	TLS server.TLS
-	// MaxInFlight bounds the unary calls running at once (server.Options.MaxInFlight).
-	// Default 1024; negative: no limit.
-	MaxInFlight int
 }
 
 func (o Options) withDefaults() (Options, error) {
 	if o.LobbyAddr == "" {
 		return o, errors.New("room: Options.LobbyAddr is required")
 	}
-	if o.Redis.URL == "" && len(o.Redis.ClusterAddrs) == 0 {
-		return o, errors.New("room: Options.Redis needs a URL or cluster addresses")
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Prefix == "" {
-		o.Prefix = "vigil"
+	var err error
+	if o.Core, err = o.Core.WithDefaults("room"); err != nil {
+		return o, err
 	}
 	if o.IdleTTL <= 0 {
 		o.IdleTTL = time.Hour
@@ -105,12 +76,6 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.SessionBuffer <= 0 {
 		o.SessionBuffer = 256
-	}
-	if o.Registerer == nil {
-		o.Registerer = prometheus.DefaultRegisterer
-	}
-	if o.Redis.Metrics == nil {
-		o.Redis.Metrics = o.Registerer
 	}
 	if len(o.LobbyDialOptions) == 0 {
 		cred, err := o.TLS.DialOption()
@@ -124,16 +89,17 @@ func (o Options) withDefaults() (Options, error) {
 
 // Service is a room replica listening on its gRPC address, ready to Serve.
 type Service struct {
-	rdb      redis.UniversalClient
-	conn     *grpc.ClientConn
-	q        *alarm.Queue
-	hub      *hub.Hub
-	link     *lobbylink.Link
-	app      *app.App
-	srv      *server.Server
-	bg       context.Context
-	stopBg   context.CancelFunc
-	stopping chan struct{}
+	rdb    redis.UniversalClient
+	conn   *grpc.ClientConn
+	q      *alarm.Queue
+	hub    *hub.Hub
+	link   *lobbylink.Link
+	app    *app.App
+	srv    *server.Server
+	bg     context.Context
+	stopBg context.CancelFunc
+	// stop ends the context open Join streams watch, when Serve's context ends.
+	stop context.CancelFunc
 }
 
 // New connects to Redis and the Lobby, builds the replica and listens; calls are answered
@@ -172,24 +138,19 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	bg, stopBg := context.WithCancel(context.Background())
 	h := hub.New(st.Feed(bg, o.Logger), o.SessionBuffer, transport.DecodeFrame, o.Logger)
 	link := lobbylink.New(bg, lobby, st.Occupancy, o.Logger)
-	a := app.New(st, h, link, lobbylink.NewClient(lobby), transport.Codec{}, app.Config{IdleTTL: o.IdleTTL, SessionLease: o.SessionLease, Now: o.Now, Log: o.Logger})
-	srv, err := server.New(server.Options{
-		Name: "vigil.room.v1.RoomService", GRPCAddr: o.GRPCAddr,
-		MetricsAddr: o.MetricsAddr, Logger: o.Logger, DrainTimeout: o.DrainTimeout,
-		Store:      rdb, // health is NOT_SERVING while Redis does not answer
-		Registerer: o.Registerer,
-		TLS:        o.TLS, MaxInFlight: o.MaxInFlight,
-	})
+	a := app.New(st, h, link, lobbylink.NewClient(lobby), transport.Codec{}, app.Options{IdleTTL: o.IdleTTL, SessionLease: o.SessionLease, Now: o.Now, Logger: o.Logger})
+	// health is NOT_SERVING while Redis does not answer
+	srv, err := server.New(o.Server("vigil.room.v1.RoomService", rdb))
 	if err != nil {
 		stopBg()
 		_ = conn.Close()
 		_ = rdb.Close()
 		return nil, fmt.Errorf("room: %w", err)
 	}
-	stopping := make(chan struct{})
-	roomv1.RegisterRoomServiceServer(srv.GRPC(), transport.NewServer(a, stopping, o.Logger))
+	stopping, stop := context.WithCancel(context.Background())
+	roomv1.RegisterRoomServiceServer(srv.GRPC(), transport.NewServer(a, o.Logger, stopping))
 	alarmadmin.Register(srv.GRPC(), q, roomLookup(lobby), o.Logger)
-	return &Service{rdb: rdb, conn: conn, q: q, hub: h, link: link, app: a, srv: srv, bg: bg, stopBg: stopBg, stopping: stopping}, nil
+	return &Service{rdb: rdb, conn: conn, q: q, hub: h, link: link, app: a, srv: srv, bg: bg, stopBg: stopBg, stop: stop}, nil
 }
 
 // Addr is the gRPC address the service listens on.
@@ -202,12 +163,13 @@ func (s *Service) Serve(ctx context.Context) error {
 	defer s.rdb.Close()
 	defer s.conn.Close()
 	defer s.stopBg()
+	defer s.stop()
 	var g errgroup.Group
 	g.Go(func() error { return s.hub.Run(s.bg) })
 	err := s.srv.Serve(ctx,
 		func(ctx context.Context) error { return s.q.Run(ctx, alarm.HandlerFunc(s.app.HandleAlarm)) },
 		s.app.RenewLeases,
-		func(ctx context.Context) error { <-ctx.Done(); close(s.stopping); return nil },
+		func(ctx context.Context) error { <-ctx.Done(); s.stop(); return nil },
 	)
 	s.link.Wait()
 	s.stopBg()

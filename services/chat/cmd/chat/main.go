@@ -19,15 +19,9 @@ func main() {
 
 	config.Main("chat", func(ctx context.Context) error {
 		svc, err := service.New(ctx, service.Options{
-			GRPCAddr:      *common.GRPCAddr,
-			MetricsAddr:   *common.MetricsAddr,
-			Redis:         common.Redis(),
-			Prefix:        *common.Prefix,
+			Core:          common.Core(),
 			HistoryKeep:   *keep,
 			HistoryOnJoin: *onJoin,
-			Logger:        common.Logger(),
-			TLS:           common.TLS(),
-			MaxInFlight:   *common.MaxInFlight,
 		})
 		if err != nil {
 			return err

@@ -27,9 +27,19 @@ type App struct {
 	log       *slog.Logger
 }
 
-// New builds the use cases. joinLimit is how many messages a new member gets.
-func New(s *store.Store, f *store.Feed, now func() time.Time, joinLimit int, log *slog.Logger) *App {
-	return &App{store: s, feed: f, now: now, joinLimit: joinLimit, log: log}
+// Options are the App's settings; the service fills every one.
+type Options struct {
+	// Now is the clock that stamps messages.
+	Now func() time.Time
+	// JoinLimit is how many messages a new member gets.
+	JoinLimit int
+	// Logger for the use cases' events.
+	Logger *slog.Logger
+}
+
+// New builds the use cases on a store and the replica's live feed.
+func New(s *store.Store, f *store.Feed, o Options) *App {
+	return &App{store: s, feed: f, now: o.Now, joinLimit: o.JoinLimit, log: o.Logger}
 }
 
 // JoinLimit is how many messages a new member gets.

@@ -24,7 +24,7 @@ func newApp(t *testing.T) (*App, context.Context) {
 	s := store.New(rdb, store.Options{Prefix: prefix, Keep: 100})
 	f := store.NewFeed(s, 64, log)
 	go func() { _ = f.Run(ctx) }()
-	return New(s, f, time.Now, 50, log), ctx
+	return New(s, f, Options{Now: time.Now, JoinLimit: 50, Logger: log}), ctx
 }
 
 func ids(msgs []domain.Message) string {

@@ -20,15 +20,9 @@ func main() {
 
 	config.Main("lobby", func(ctx context.Context) error {
 		svc, err := service.New(ctx, service.Options{
-			GRPCAddr:    *common.GRPCAddr,
-			MetricsAddr: *common.MetricsAddr,
-			Redis:       common.Redis(),
-			Prefix:      *common.Prefix,
-			IdleTTL:     *idleTTL,
-			PruneGrace:  *grace,
-			Logger:      common.Logger(),
-			TLS:         common.TLS(),
-			MaxInFlight: *common.MaxInFlight,
+			Core:       common.Core(),
+			IdleTTL:    *idleTTL,
+			PruneGrace: *grace,
 		})
 		if err != nil {
 			return err

@@ -19,15 +19,9 @@ func main() {
 
 	config.Main("locks", func(ctx context.Context) error {
 		svc, err := service.New(ctx, service.Options{
-			GRPCAddr:    *common.GRPCAddr,
-			MetricsAddr: *common.MetricsAddr,
-			Redis:       common.Redis(),
-			Prefix:      *common.Prefix,
-			Shards:      *shards,
-			MaxWaiting:  *maxWaiting,
-			Logger:      common.Logger(),
-			TLS:         common.TLS(),
-			MaxInFlight: *common.MaxInFlight,
+			Core:       common.Core(),
+			Shards:     *shards,
+			MaxWaiting: *maxWaiting,
 		})
 		if err != nil {
 			return err

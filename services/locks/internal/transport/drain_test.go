@@ -57,8 +57,9 @@ func waitingAcquireReq(id int64) *locksv1.SessionRequest {
 func TestDrainEndsAHalfClosedSessionsWaits(t *testing.T) {
 	st := &waitingStore{}
 	log := slog.New(slog.DiscardHandler)
-	stopping := make(chan struct{})
-	srv := New(app.New(st, app.Options{Logger: log}), log, stopping, nil)
+	stopping, stop := context.WithCancel(context.Background())
+	defer stop()
+	srv := NewServer(app.New(st, app.Options{Logger: log}), log, stopping, nil)
 	srv.drainGrace = time.Hour // the session must end without the grace running out
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -70,7 +71,7 @@ func TestDrainEndsAHalfClosedSessionsWaits(t *testing.T) {
 	stream.reqs <- waitingAcquireReq(1)
 	wait.Until(t, "the acquire waiting in its queue", func() bool { return st.waiting.Load() == 1 })
 	close(stream.reqs) // the client half-closes
-	close(stopping)    // the replica drains
+	stop()    // the replica drains
 
 	var err error
 	wait.Until(t, "the session to end", func() bool {
@@ -98,8 +99,9 @@ func TestDrainEndsAHalfClosedSessionsWaits(t *testing.T) {
 func TestDrainEndsASessionWhoseClientDoesNotRead(t *testing.T) {
 	st := &waitingStore{}
 	log := slog.New(slog.DiscardHandler)
-	stopping := make(chan struct{})
-	srv := New(app.New(st, app.Options{Logger: log}), log, stopping, nil)
+	stopping, stop := context.WithCancel(context.Background())
+	defer stop()
+	srv := NewServer(app.New(st, app.Options{Logger: log}), log, stopping, nil)
 	srv.drainGrace = 50 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -114,7 +116,7 @@ func TestDrainEndsASessionWhoseClientDoesNotRead(t *testing.T) {
 		return stream.sending.Load() == 1 && st.waiting.Load() == 1
 	})
 	close(stream.reqs)
-	close(stopping)
+	stop()
 
 	var err error
 	wait.Until(t, "the session to end", func() bool {

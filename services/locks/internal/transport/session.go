@@ -73,12 +73,12 @@ func (ss *session) serve(cancel context.CancelFunc) error {
 			finished := ss.finished()
 			select {
 			case <-finished:
-			case <-s.stopping:
+			case <-s.stopping.Done():
 				ss.drain()
 				err = ss.await(finished)
 			}
 		}
-	case <-s.stopping:
+	case <-s.stopping.Done():
 		ss.drain()
 		err = ss.await(ss.finished())
 	}

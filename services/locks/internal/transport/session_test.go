@@ -21,7 +21,7 @@ import (
 func TestSessionReusesItsWorkers(t *testing.T) {
 	st := &gateStore{gate: make(chan struct{})}
 	log := slog.New(slog.DiscardHandler)
-	srv := New(app.New(st, app.Options{Logger: log}), log, make(chan struct{}), nil)
+	srv := NewServer(app.New(st, app.Options{Logger: log}), log, context.Background(), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	stream := &fakeStream{ctx: ctx, reqs: make(chan *locksv1.SessionRequest)}
 	ss := srv.newSession(ctx, stream)

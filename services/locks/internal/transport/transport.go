@@ -25,9 +25,9 @@ type Server struct {
 	locksv1.UnimplementedLockServiceServer
 	app *app.App
 	log *slog.Logger
-	// stopping is closed when the service drains: open sessions end, so their clients
+	// stopping ends when the service drains: open sessions end, so their clients
 	// reconnect (to another replica) instead of holding up the drain.
-	stopping <-chan struct{}
+	stopping context.Context
 	// metrics time the calls on sessions, which gRPC's metrics see only as one long stream.
 	metrics *app.Metrics
 	// drainGrace bounds a draining session's wait for its running calls (DrainGrace).
@@ -36,9 +36,9 @@ type Server struct {
 
 var _ locksv1.LockServiceServer = (*Server)(nil)
 
-// New returns a Server on a; sessions end when stopping is closed, and their calls are timed
+// NewServer returns a Server on a; sessions end when stopping ends, and their calls are timed
 // on m (nil: not timed).
-func New(a *app.App, log *slog.Logger, stopping <-chan struct{}, m *app.Metrics) *Server {
+func NewServer(a *app.App, log *slog.Logger, stopping context.Context, m *app.Metrics) *Server {
 	return &Server{app: a, log: log, stopping: stopping, metrics: m, drainGrace: DrainGrace}
 }
 

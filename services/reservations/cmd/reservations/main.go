@@ -19,15 +19,9 @@ func main() {
 
 	config.Main("reservations", func(ctx context.Context) error {
 		svc, err := service.New(ctx, service.Options{
-			GRPCAddr:    *common.GRPCAddr,
-			MetricsAddr: *common.MetricsAddr,
-			Redis:       common.Redis(),
-			Prefix:      *common.Prefix,
-			Shards:      *shards,
-			Replay:      *replay,
-			Logger:      common.Logger(),
-			TLS:         common.TLS(),
-			MaxInFlight: *common.MaxInFlight,
+			Core:   common.Core(),
+			Shards: *shards,
+			Replay: *replay,
 		})
 		if err != nil {
 			return err

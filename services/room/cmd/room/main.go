@@ -22,17 +22,11 @@ func main() {
 
 	config.Main("room", func(ctx context.Context) error {
 		svc, err := service.New(ctx, service.Options{
-			GRPCAddr:     *common.GRPCAddr,
-			MetricsAddr:  *common.MetricsAddr,
-			Redis:        common.Redis(),
-			Prefix:       *common.Prefix,
+			Core:         common.Core(),
 			Shards:       *shards,
 			LobbyAddr:    *lobbyAddr,
 			IdleTTL:      *idleTTL,
 			SessionLease: *lease,
-			Logger:       common.Logger(),
-			TLS:          common.TLS(),
-			MaxInFlight:  *common.MaxInFlight,
 		})
 		if err != nil {
 			return err

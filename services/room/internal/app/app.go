@@ -62,12 +62,16 @@ type Codec interface {
 	Encode(c domain.Control, at time.Time) (frame, stored []byte, err error)
 }
 
-// Config are the App's settings.
-type Config struct {
-	IdleTTL      time.Duration
+// Options are the App's settings; the service fills every one.
+type Options struct {
+	// IdleTTL: a room with no leader action for this long expires.
+	IdleTTL time.Duration
+	// SessionLease: a session not renewed for this long stops counting.
 	SessionLease time.Duration
-	Now          func() time.Time
-	Log          *slog.Logger
+	// Now is the clock of every time decision.
+	Now func() time.Time
+	// Logger for the rooms' lifecycle events.
+	Logger *slog.Logger
 }
 
 // App is one Room replica's use cases.
@@ -77,11 +81,11 @@ type App struct {
 	link  Outbox
 	lobby Lobby
 	codec Codec
-	c     Config
+	c     Options
 }
 
 // New assembles the use cases.
-func New(st Store, h *hub.Hub, link Outbox, lobby Lobby, codec Codec, c Config) *App {
+func New(st Store, h *hub.Hub, link Outbox, lobby Lobby, codec Codec, c Options) *App {
 	return &App{st: st, hub: h, link: link, lobby: lobby, codec: codec, c: c}
 }
 
@@ -159,7 +163,7 @@ func (a *App) Open(ctx context.Context, h Hello) (*hub.Session, domain.Joined, e
 	}
 	if joined.Resumed {
 		a.hub.Supersede(s)
-		a.c.Log.DebugContext(ctx, "session re-attached", "event", "session_resumed", "code", h.Code, "session", h.SessionID)
+		a.c.Logger.DebugContext(ctx, "session re-attached", "event", "session_resumed", "code", h.Code, "session", h.SessionID)
 	}
 	return s, joined, nil
 }
@@ -188,7 +192,7 @@ func (a *App) join(ctx context.Context, s *hub.Session, name string, seed *domai
 		if err != nil {
 			return domain.Joined{}, err
 		}
-		a.c.Log.InfoContext(ctx, "room state created", "event", "room_init", "code", s.Code)
+		a.c.Logger.InfoContext(ctx, "room state created", "event", "room_init", "code", s.Code)
 		joined, err = a.st.Join(ctx, s.Code, ss, now, leaseUntil)
 	}
 	var ended *domain.ErrEnded
@@ -222,7 +226,7 @@ func (a *App) Close(s *hub.Session) {
 	ch, err := a.st.Leave(ctx, s.Code, s.ID, s.Attachment, a.c.Now())
 	if err != nil {
 		// The session's lease runs out and the sweeper closes it.
-		a.c.Log.Warn("session close not recorded; its lease will end it", "event", "session_close_failed", "code", s.Code, "err", err)
+		a.c.Logger.Warn("session close not recorded; its lease will end it", "event", "session_close_failed", "code", s.Code, "err", err)
 	}
 	a.hub.Remove(s)
 	a.link.Delta(s.Code, ch)
@@ -309,14 +313,14 @@ func (a *App) End(ctx context.Context, code, token string) error {
 	if err != nil {
 		return err
 	}
-	a.c.Log.InfoContext(ctx, "room ended by its leader", "event", "room_ended", "code", code)
+	a.c.Logger.InfoContext(ctx, "room ended by its leader", "event", "room_ended", "code", code)
 	if !hasState {
 		// Never joined: nothing here to close, only the Lobby entry.
 		return a.lobby.Remove(ctx, code)
 	}
 	if err := a.finish(ctx, code, domain.ReasonEnded); err != nil {
 		// The room's alarm is due now and finishes the clean-up.
-		a.c.Log.Warn("room clean-up left to its alarm", "event", "room_cleanup_deferred", "code", code, "err", err)
+		a.c.Logger.Warn("room clean-up left to its alarm", "event", "room_cleanup_deferred", "code", code, "err", err)
 	}
 	return nil
 }
@@ -345,7 +349,7 @@ func (a *App) HandleAlarm(ctx context.Context, f alarm.Firing) error {
 	switch outcome {
 	case domain.Active:
 		if ch.Seq > 0 {
-			a.c.Log.InfoContext(ctx, "lapsed sessions closed", "event", "sessions_swept", "code", f.ID,
+			a.c.Logger.InfoContext(ctx, "lapsed sessions closed", "event", "sessions_swept", "code", f.ID,
 				"viewersDelta", ch.ViewersDelta, "leadersDelta", ch.LeadersDelta, "isRetry", f.IsRetry(), "retryCount", f.RetryCount())
 		}
 		a.link.Delta(f.ID, ch)
@@ -353,12 +357,12 @@ func (a *App) HandleAlarm(ctx context.Context, f alarm.Firing) error {
 	case domain.Gone:
 		return nil
 	}
-	a.c.Log.InfoContext(ctx, "room closing", "event", "room_closing", "code", f.ID, "reason", reason,
+	a.c.Logger.InfoContext(ctx, "room closing", "event", "room_closing", "code", f.ID, "reason", reason,
 		"isRetry", f.IsRetry(), "retryCount", f.RetryCount())
 	if err := a.finish(ctx, f.ID, reason); err != nil {
 		return err
 	}
-	a.c.Log.InfoContext(ctx, "room closed", "event", "room_closed", "code", f.ID, "reason", reason)
+	a.c.Logger.InfoContext(ctx, "room closed", "event", "room_closed", "code", f.ID, "reason", reason)
 	return nil
 }
 
@@ -390,7 +394,7 @@ func (a *App) renew(ctx context.Context) {
 	now := a.c.Now()
 	if err := a.st.RenewAll(ctx, renewals, now, now.Add(a.c.SessionLease)); err != nil {
 		if ctx.Err() == nil {
-			a.c.Log.Warn("session leases not renewed", "event", "lease_renew_failed", "rooms", len(renewals), "err", err)
+			a.c.Logger.Warn("session leases not renewed", "event", "lease_renew_failed", "rooms", len(renewals), "err", err)
 		}
 		return
 	}
@@ -405,7 +409,7 @@ func (a *App) renew(ctx context.Context) {
 			continue
 		case r.Err != nil:
 			if ctx.Err() == nil {
-				a.c.Log.Warn("session leases not renewed", "event", "lease_renew_failed", "code", r.Code, "err", r.Err)
+				a.c.Logger.Warn("session leases not renewed", "event", "lease_renew_failed", "code", r.Code, "err", r.Err)
 			}
 			continue
 		}

@@ -17,6 +17,7 @@ import (
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	lobbyservice "github.com/vigil-dev/vigil/services/lobby/service"
 	"github.com/vigil-dev/vigil/services/room/internal/domain"
 	"github.com/vigil-dev/vigil/services/room/internal/hub"
@@ -60,8 +61,8 @@ func TestExpiryCleanUpIsIdempotent(t *testing.T) {
 	defer cancel()
 
 	lsvc, err := lobbyservice.New(ctx, lobbyservice.Options{
-		Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix + "-lobby", IdleTTL: time.Hour,
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Core:    server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix + "-lobby", Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))},
+		IdleTTL: time.Hour,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +92,7 @@ func TestExpiryCleanUpIsIdempotent(t *testing.T) {
 	go func() { _ = h.Run(ctx) }()
 	link := lobbylink.New(ctx, lobby, st.Occupancy, log)
 	// No control is sent here, so no codec is needed.
-	a := New(st, h, link, lobbylink.NewClient(lobby), nil, Config{IdleTTL: ttl, SessionLease: time.Hour, Now: clk.Now, Log: log})
+	a := New(st, h, link, lobbylink.NewClient(lobby), nil, Options{IdleTTL: ttl, SessionLease: time.Hour, Now: clk.Now, Logger: log})
 
 	created, err := lobby.CreateRoom(ctx, &lobbyv1.CreateRoomRequest{Name: "R", Video: &lobbyv1.Video{Title: "V", DurationMs: 1000}})
 	if err != nil {

@@ -103,7 +103,7 @@ func (a *attachStream) serve() error {
 			return streamEnd(ctx, err)
 		case <-ctx.Done():
 			return streamEnd(ctx, ctx.Err())
-		case <-a.s.stopping:
+		case <-a.s.stopping.Done():
 			a.stop()
 			a.flush()
 			detach = true

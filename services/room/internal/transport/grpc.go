@@ -30,12 +30,12 @@ type Server struct {
 	roomv1.UnimplementedRoomServiceServer
 	app      *app.App
 	log      *slog.Logger
-	stopping <-chan struct{}
+	stopping context.Context
 }
 
-// NewServer serves a over gRPC. When stopping is closed, open Join streams end with
+// NewServer serves a over gRPC. When stopping ends, open Join streams end with
 // UNAVAILABLE (clients reconnect to another replica) instead of holding up the drain.
-func NewServer(a *app.App, stopping <-chan struct{}, log *slog.Logger) *Server {
+func NewServer(a *app.App, log *slog.Logger, stopping context.Context) *Server {
 	return &Server{app: a, log: log, stopping: stopping}
 }
 
@@ -189,7 +189,7 @@ func (s *Server) Join(stream roomv1.RoomService_JoinServer) error {
 			return streamEnd(ctx, err)
 		case <-ctx.Done():
 			return streamEnd(ctx, ctx.Err())
-		case <-s.stopping:
+		case <-s.stopping.Done():
 			mu.Lock()
 			stopped = true
 			mu.Unlock()

@@ -1,0 +1,86 @@
+package server
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vigil-dev/vigil/pkg/redisx"
+)
+
+// Core is the part of Options every Vigil service shares; each service's Options embeds it, so
+// the five services are configured, defaulted and started the same way. Every zero value has
+// the default given in its comment, applied by WithDefaults.
+type Core struct {
+	// GRPCAddr to listen on. Default "127.0.0.1:0" (a free port; the service's Addr tells which).
+	GRPCAddr string
+	// MetricsAddr serves Prometheus /metrics when set. Default "": none.
+	MetricsAddr string
+	// Redis holds the service's data. Required: a URL or cluster addresses.
+	Redis redisx.Config
+	// Prefix starts every key and pub/sub channel; distinct deployments sharing one Redis need
+	// distinct prefixes. Default "vigil".
+	Prefix string
+	// Logger for everything. Default slog.Default().
+	Logger *slog.Logger
+	// Registerer takes every metric of the service: the gRPC server's, Redis's, the alarm
+	// queue's and the domain's own. When it is also a prometheus.Gatherer (a
+	// *prometheus.Registry), MetricsAddr serves it. Default prometheus.DefaultRegisterer.
+	Registerer prometheus.Registerer
+	// TLS secures the gRPC listener (mutual TLS when TLS.CAFile is set); main fills it from the
+	// -tls-* flags (VIGIL_TLS_*). Default: plaintext.
+	TLS TLS
+	// MaxInFlight bounds the unary calls running at once (Options.MaxInFlight).
+	// Default DefaultMaxInFlight (1024); negative: no limit.
+	MaxInFlight int
+	// DrainTimeout bounds the graceful stop. Default 10s.
+	DrainTimeout time.Duration
+	// Now is the clock every time decision of the service reads. Default time.Now.
+	Now func() time.Time
+}
+
+// WithDefaults is c with every zero value replaced by its default; name (the service's short
+// name, "locks") starts its error.
+func (c Core) WithDefaults(name string) (Core, error) {
+	if c.Redis.URL == "" && len(c.Redis.ClusterAddrs) == 0 {
+		return c, errors.New(name + ": Options.Redis needs a URL or cluster addresses")
+	}
+	if c.GRPCAddr == "" {
+		c.GRPCAddr = "127.0.0.1:0"
+	}
+	if c.Prefix == "" {
+		c.Prefix = "vigil"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Registerer == nil {
+		c.Registerer = prometheus.DefaultRegisterer
+	}
+	if c.Redis.Metrics == nil {
+		c.Redis.Metrics = c.Registerer
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = 10 * time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c, nil
+}
+
+// Server is the bootstrap's Options for the service called name (its gRPC service name) on
+// store: listener, metrics, logger, TLS and limits from c.
+func (c Core) Server(name string, store redis.UniversalClient) Options {
+	return Options{
+		Name: name, GRPCAddr: c.GRPCAddr, MetricsAddr: c.MetricsAddr, Logger: c.Logger,
+		DrainTimeout: c.DrainTimeout, TLS: c.TLS, MaxInFlight: c.MaxInFlight,
+		Registerer: c.Registerer, Store: store,
+	}
+}
