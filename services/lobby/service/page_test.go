@@ -15,6 +15,7 @@ import (
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/services/lobby/service"
 )
 
@@ -23,8 +24,8 @@ func replica(t *testing.T, prefix string, clk *clock) lobbyv1.LobbyServiceClient
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	svc, err := service.New(ctx, service.Options{
-		Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix,
-		IdleTTL: time.Minute, PruneGrace: 30 * time.Second, Now: clk.Now,
+		Core:    server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Now: clk.Now},
+		IdleTTL: time.Minute, PruneGrace: 30 * time.Second,
 	})
 	if err != nil {
 		cancel()
