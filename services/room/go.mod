@@ -89,7 +89,7 @@ require github.com/vigil-dev/vigil/services/lobby v0.0.0
 
 replace github.com/vigil-dev/vigil/services/lobby => ../lobby
 
-require github.com/prometheus/client_golang v1.25.0
+require github.com/prometheus/client_golang v1.25.0 // indirect
 
 replace github.com/vigil-dev/vigil/gateway => ../../gateway
 
