@@ -71,7 +71,7 @@ func TestDrainEndsAHalfClosedSessionsWaits(t *testing.T) {
 	stream.reqs <- waitingAcquireReq(1)
 	wait.Until(t, "the acquire waiting in its queue", func() bool { return st.waiting.Load() == 1 })
 	close(stream.reqs) // the client half-closes
-	stop()    // the replica drains
+	stop()             // the replica drains
 
 	var err error
 	wait.Until(t, "the session to end", func() bool {
