@@ -110,11 +110,7 @@ type Join struct {
 	Room string `protobuf:"bytes,1,opt,name=room,proto3" json:"room,omitempty"`
 	// When set, History holds every kept message with an id greater than since (a resume);
 	// otherwise it holds the last messages of the room.
-	Since *int64 `protobuf:"varint,2,opt,name=since,proto3,oneof" json:"since,omitempty"`
-	// When true, the stream also carries the room's presence: a Presence snapshot right after
-	// History, then every PresenceChange in version order (a fresh Presence when the stream
-	// missed one).
-	Presence      bool `protobuf:"varint,3,opt,name=presence,proto3" json:"presence,omitempty"`
+	Since         *int64 `protobuf:"varint,2,opt,name=since,proto3,oneof" json:"since,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -163,261 +159,6 @@ func (x *Join) GetSince() int64 {
 	return 0
 }
 
-func (x *Join) GetPresence() bool {
-	if x != nil {
-		return x.Presence
-	}
-	return false
-}
-
-// Enter makes a connection present in the stream's room under a lease the service renews
-// while the stream lasts. A connection id already present with the same user id is
-// re-entered (after a stream broke): its lease is renewed and nothing changes. A user is
-// present while one of their connections is.
-type Enter struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// The caller's id for the connection: 1 through 64 characters of [A-Za-z0-9_-], unique per
-	// room across callers (a gateway prefixes its own random id).
-	ConnectionId string `protobuf:"bytes,1,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
-	// 1-128 characters without control characters.
-	UserId string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
-	// 1-64 characters without control characters: the name shown while the user is present
-	// (the one their first connection gave).
-	Username      string `protobuf:"bytes,3,opt,name=username,proto3" json:"username,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Enter) Reset() {
-	*x = Enter{}
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[2]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Enter) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Enter) ProtoMessage() {}
-
-func (x *Enter) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[2]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Enter.ProtoReflect.Descriptor instead.
-func (*Enter) Descriptor() ([]byte, []int) {
-	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{2}
-}
-
-func (x *Enter) GetConnectionId() string {
-	if x != nil {
-		return x.ConnectionId
-	}
-	return ""
-}
-
-func (x *Enter) GetUserId() string {
-	if x != nil {
-		return x.UserId
-	}
-	return ""
-}
-
-func (x *Enter) GetUsername() string {
-	if x != nil {
-		return x.Username
-	}
-	return ""
-}
-
-// Member is one user present in a room.
-type Member struct {
-	state    protoimpl.MessageState `protogen:"open.v1"`
-	UserId   string                 `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
-	Username string                 `protobuf:"bytes,2,opt,name=username,proto3" json:"username,omitempty"`
-	// When the user arrived (their first connection entered), in ms since the Unix epoch.
-	Since         int64 `protobuf:"varint,3,opt,name=since,proto3" json:"since,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Member) Reset() {
-	*x = Member{}
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[3]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Member) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Member) ProtoMessage() {}
-
-func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[3]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Member.ProtoReflect.Descriptor instead.
-func (*Member) Descriptor() ([]byte, []int) {
-	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{3}
-}
-
-func (x *Member) GetUserId() string {
-	if x != nil {
-		return x.UserId
-	}
-	return ""
-}
-
-func (x *Member) GetUsername() string {
-	if x != nil {
-		return x.Username
-	}
-	return ""
-}
-
-func (x *Member) GetSince() int64 {
-	if x != nil {
-		return x.Since
-	}
-	return 0
-}
-
-// Presence is a room's members at a version of its presence.
-type Presence struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// In order of arrival.
-	Members       []*Member `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"`
-	Version       int64     `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Presence) Reset() {
-	*x = Presence{}
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[4]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Presence) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Presence) ProtoMessage() {}
-
-func (x *Presence) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[4]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Presence.ProtoReflect.Descriptor instead.
-func (*Presence) Descriptor() ([]byte, []int) {
-	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{4}
-}
-
-func (x *Presence) GetMembers() []*Member {
-	if x != nil {
-		return x.Members
-	}
-	return nil
-}
-
-func (x *Presence) GetVersion() int64 {
-	if x != nil {
-		return x.Version
-	}
-	return 0
-}
-
-// PresenceChange is one member joining or leaving; version is one more than the previous
-// change's.
-type PresenceChange struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// "join" or "leave".
-	Kind          string  `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
-	Member        *Member `protobuf:"bytes,2,opt,name=member,proto3" json:"member,omitempty"`
-	Version       int64   `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *PresenceChange) Reset() {
-	*x = PresenceChange{}
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[5]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *PresenceChange) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*PresenceChange) ProtoMessage() {}
-
-func (x *PresenceChange) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[5]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use PresenceChange.ProtoReflect.Descriptor instead.
-func (*PresenceChange) Descriptor() ([]byte, []int) {
-	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{5}
-}
-
-func (x *PresenceChange) GetKind() string {
-	if x != nil {
-		return x.Kind
-	}
-	return ""
-}
-
-func (x *PresenceChange) GetMember() *Member {
-	if x != nil {
-		return x.Member
-	}
-	return nil
-}
-
-func (x *PresenceChange) GetVersion() int64 {
-	if x != nil {
-		return x.Version
-	}
-	return 0
-}
-
 // Post sends a message on a Connect stream.
 type Post struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -437,7 +178,7 @@ type Post struct {
 
 func (x *Post) Reset() {
 	*x = Post{}
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[6]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -449,7 +190,7 @@ func (x *Post) String() string {
 func (*Post) ProtoMessage() {}
 
 func (x *Post) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[6]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -462,7 +203,7 @@ func (x *Post) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Post.ProtoReflect.Descriptor instead.
 func (*Post) Descriptor() ([]byte, []int) {
-	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{6}
+	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Post) GetRef() string {
@@ -507,8 +248,6 @@ type ConnectRequest struct {
 	//
 	//	*ConnectRequest_Join
 	//	*ConnectRequest_Post
-	//	*ConnectRequest_Enter
-	//	*ConnectRequest_Exit
 	Kind          isConnectRequest_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -516,7 +255,7 @@ type ConnectRequest struct {
 
 func (x *ConnectRequest) Reset() {
 	*x = ConnectRequest{}
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[7]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -528,7 +267,7 @@ func (x *ConnectRequest) String() string {
 func (*ConnectRequest) ProtoMessage() {}
 
 func (x *ConnectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[7]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -541,7 +280,7 @@ func (x *ConnectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnectRequest.ProtoReflect.Descriptor instead.
 func (*ConnectRequest) Descriptor() ([]byte, []int) {
-	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{7}
+	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ConnectRequest) GetKind() isConnectRequest_Kind {
@@ -569,24 +308,6 @@ func (x *ConnectRequest) GetPost() *Post {
 	return nil
 }
 
-func (x *ConnectRequest) GetEnter() *Enter {
-	if x != nil {
-		if x, ok := x.Kind.(*ConnectRequest_Enter); ok {
-			return x.Enter
-		}
-	}
-	return nil
-}
-
-func (x *ConnectRequest) GetExit() string {
-	if x != nil {
-		if x, ok := x.Kind.(*ConnectRequest_Exit); ok {
-			return x.Exit
-		}
-	}
-	return ""
-}
-
 type isConnectRequest_Kind interface {
 	isConnectRequest_Kind()
 }
@@ -599,23 +320,9 @@ type ConnectRequest_Post struct {
 	Post *Post `protobuf:"bytes,2,opt,name=post,proto3,oneof"`
 }
 
-type ConnectRequest_Enter struct {
-	// A connection enters the room (see Enter).
-	Enter *Enter `protobuf:"bytes,3,opt,name=enter,proto3,oneof"`
-}
-
-type ConnectRequest_Exit struct {
-	// A connection exits the room: its id. Unknown ids change nothing.
-	Exit string `protobuf:"bytes,4,opt,name=exit,proto3,oneof"`
-}
-
 func (*ConnectRequest_Join) isConnectRequest_Kind() {}
 
 func (*ConnectRequest_Post) isConnectRequest_Kind() {}
-
-func (*ConnectRequest_Enter) isConnectRequest_Kind() {}
-
-func (*ConnectRequest_Exit) isConnectRequest_Kind() {}
 
 // History answers a Join.
 type History struct {
@@ -634,7 +341,7 @@ type History struct {
 
 func (x *History) Reset() {
 	*x = History{}
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[8]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -646,7 +353,7 @@ func (x *History) String() string {
 func (*History) ProtoMessage() {}
 
 func (x *History) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[8]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -659,7 +366,7 @@ func (x *History) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use History.ProtoReflect.Descriptor instead.
 func (*History) Descriptor() ([]byte, []int) {
-	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{8}
+	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *History) GetMessages() []*ChatMessage {
@@ -704,7 +411,7 @@ type PostResult struct {
 
 func (x *PostResult) Reset() {
 	*x = PostResult{}
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[9]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -716,7 +423,7 @@ func (x *PostResult) String() string {
 func (*PostResult) ProtoMessage() {}
 
 func (x *PostResult) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[9]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -729,7 +436,7 @@ func (x *PostResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PostResult.ProtoReflect.Descriptor instead.
 func (*PostResult) Descriptor() ([]byte, []int) {
-	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{9}
+	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *PostResult) GetRef() string {
@@ -753,8 +460,7 @@ func (x *PostResult) GetError() string {
 	return ""
 }
 
-// ConnectResponse is a History (first), a live message, a PostResult, or (Join.presence) the
-// room's presence and its changes.
+// ConnectResponse is a History (first), a live message, or a PostResult.
 type ConnectResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Kind:
@@ -762,8 +468,6 @@ type ConnectResponse struct {
 	//	*ConnectResponse_History
 	//	*ConnectResponse_Message
 	//	*ConnectResponse_PostResult
-	//	*ConnectResponse_Presence
-	//	*ConnectResponse_PresenceChange
 	Kind          isConnectResponse_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -771,7 +475,7 @@ type ConnectResponse struct {
 
 func (x *ConnectResponse) Reset() {
 	*x = ConnectResponse{}
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[10]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -783,7 +487,7 @@ func (x *ConnectResponse) String() string {
 func (*ConnectResponse) ProtoMessage() {}
 
 func (x *ConnectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[10]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -796,7 +500,7 @@ func (x *ConnectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnectResponse.ProtoReflect.Descriptor instead.
 func (*ConnectResponse) Descriptor() ([]byte, []int) {
-	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{10}
+	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ConnectResponse) GetKind() isConnectResponse_Kind {
@@ -833,24 +537,6 @@ func (x *ConnectResponse) GetPostResult() *PostResult {
 	return nil
 }
 
-func (x *ConnectResponse) GetPresence() *Presence {
-	if x != nil {
-		if x, ok := x.Kind.(*ConnectResponse_Presence); ok {
-			return x.Presence
-		}
-	}
-	return nil
-}
-
-func (x *ConnectResponse) GetPresenceChange() *PresenceChange {
-	if x != nil {
-		if x, ok := x.Kind.(*ConnectResponse_PresenceChange); ok {
-			return x.PresenceChange
-		}
-	}
-	return nil
-}
-
 type isConnectResponse_Kind interface {
 	isConnectResponse_Kind()
 }
@@ -867,23 +553,11 @@ type ConnectResponse_PostResult struct {
 	PostResult *PostResult `protobuf:"bytes,3,opt,name=post_result,json=postResult,proto3,oneof"`
 }
 
-type ConnectResponse_Presence struct {
-	Presence *Presence `protobuf:"bytes,4,opt,name=presence,proto3,oneof"`
-}
-
-type ConnectResponse_PresenceChange struct {
-	PresenceChange *PresenceChange `protobuf:"bytes,5,opt,name=presence_change,json=presenceChange,proto3,oneof"`
-}
-
 func (*ConnectResponse_History) isConnectResponse_Kind() {}
 
 func (*ConnectResponse_Message) isConnectResponse_Kind() {}
 
 func (*ConnectResponse_PostResult) isConnectResponse_Kind() {}
-
-func (*ConnectResponse_Presence) isConnectResponse_Kind() {}
-
-func (*ConnectResponse_PresenceChange) isConnectResponse_Kind() {}
 
 // PostMessageRequest posts a message without a stream.
 type PostMessageRequest struct {
@@ -904,7 +578,7 @@ type PostMessageRequest struct {
 
 func (x *PostMessageRequest) Reset() {
 	*x = PostMessageRequest{}
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[11]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -916,7 +590,7 @@ func (x *PostMessageRequest) String() string {
 func (*PostMessageRequest) ProtoMessage() {}
 
 func (x *PostMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[11]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -929,7 +603,7 @@ func (x *PostMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PostMessageRequest.ProtoReflect.Descriptor instead.
 func (*PostMessageRequest) Descriptor() ([]byte, []int) {
-	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{11}
+	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PostMessageRequest) GetRoom() string {
@@ -977,7 +651,7 @@ type PostMessageResponse struct {
 
 func (x *PostMessageResponse) Reset() {
 	*x = PostMessageResponse{}
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[12]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -989,7 +663,7 @@ func (x *PostMessageResponse) String() string {
 func (*PostMessageResponse) ProtoMessage() {}
 
 func (x *PostMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[12]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1002,7 +676,7 @@ func (x *PostMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PostMessageResponse.ProtoReflect.Descriptor instead.
 func (*PostMessageResponse) Descriptor() ([]byte, []int) {
-	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{12}
+	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PostMessageResponse) GetMessage() *ChatMessage {
@@ -1029,7 +703,7 @@ type ListMessagesRequest struct {
 
 func (x *ListMessagesRequest) Reset() {
 	*x = ListMessagesRequest{}
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[13]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1041,7 +715,7 @@ func (x *ListMessagesRequest) String() string {
 func (*ListMessagesRequest) ProtoMessage() {}
 
 func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[13]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1054,7 +728,7 @@ func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesRequest.ProtoReflect.Descriptor instead.
 func (*ListMessagesRequest) Descriptor() ([]byte, []int) {
-	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{13}
+	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListMessagesRequest) GetRoom() string {
@@ -1097,7 +771,7 @@ type ListMessagesResponse struct {
 
 func (x *ListMessagesResponse) Reset() {
 	*x = ListMessagesResponse{}
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[14]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1109,7 +783,7 @@ func (x *ListMessagesResponse) String() string {
 func (*ListMessagesResponse) ProtoMessage() {}
 
 func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[14]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1122,7 +796,7 @@ func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesResponse.ProtoReflect.Descriptor instead.
 func (*ListMessagesResponse) Descriptor() ([]byte, []int) {
-	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{14}
+	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListMessagesResponse) GetMessages() []*ChatMessage {
@@ -1139,97 +813,6 @@ func (x *ListMessagesResponse) GetLastId() int64 {
 	return 0
 }
 
-// ListPresenceRequest names the room.
-type ListPresenceRequest struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// The room's name: 1-128 bytes of UTF-8 without control characters.
-	Room          string `protobuf:"bytes,1,opt,name=room,proto3" json:"room,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ListPresenceRequest) Reset() {
-	*x = ListPresenceRequest{}
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[15]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ListPresenceRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ListPresenceRequest) ProtoMessage() {}
-
-func (x *ListPresenceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[15]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ListPresenceRequest.ProtoReflect.Descriptor instead.
-func (*ListPresenceRequest) Descriptor() ([]byte, []int) {
-	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{15}
-}
-
-func (x *ListPresenceRequest) GetRoom() string {
-	if x != nil {
-		return x.Room
-	}
-	return ""
-}
-
-// ListPresenceResponse is the room's members present, in order of arrival.
-type ListPresenceResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Members       []*Member              `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ListPresenceResponse) Reset() {
-	*x = ListPresenceResponse{}
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[16]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ListPresenceResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ListPresenceResponse) ProtoMessage() {}
-
-func (x *ListPresenceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[16]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ListPresenceResponse.ProtoReflect.Descriptor instead.
-func (*ListPresenceResponse) Descriptor() ([]byte, []int) {
-	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{16}
-}
-
-func (x *ListPresenceResponse) GetMembers() []*Member {
-	if x != nil {
-		return x.Members
-	}
-	return nil
-}
-
 var File_vigil_chat_v1_chat_proto protoreflect.FileDescriptor
 
 const file_vigil_chat_v1_chat_proto_rawDesc = "" +
@@ -1240,38 +823,20 @@ const file_vigil_chat_v1_chat_proto_rawDesc = "" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x17\n" +
 	"\auser_id\x18\x03 \x01(\tR\x06userId\x12\x12\n" +
 	"\x04body\x18\x04 \x01(\tR\x04body\x12\x0e\n" +
-	"\x02ts\x18\x05 \x01(\x03R\x02ts\"[\n" +
+	"\x02ts\x18\x05 \x01(\x03R\x02ts\"?\n" +
 	"\x04Join\x12\x12\n" +
 	"\x04room\x18\x01 \x01(\tR\x04room\x12\x19\n" +
-	"\x05since\x18\x02 \x01(\x03H\x00R\x05since\x88\x01\x01\x12\x1a\n" +
-	"\bpresence\x18\x03 \x01(\bR\bpresenceB\b\n" +
-	"\x06_since\"a\n" +
-	"\x05Enter\x12#\n" +
-	"\rconnection_id\x18\x01 \x01(\tR\fconnectionId\x12\x17\n" +
-	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1a\n" +
-	"\busername\x18\x03 \x01(\tR\busername\"S\n" +
-	"\x06Member\x12\x17\n" +
-	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x1a\n" +
-	"\busername\x18\x02 \x01(\tR\busername\x12\x14\n" +
-	"\x05since\x18\x03 \x01(\x03R\x05since\"U\n" +
-	"\bPresence\x12/\n" +
-	"\amembers\x18\x01 \x03(\v2\x15.vigil.chat.v1.MemberR\amembers\x12\x18\n" +
-	"\aversion\x18\x02 \x01(\x03R\aversion\"m\n" +
-	"\x0ePresenceChange\x12\x12\n" +
-	"\x04kind\x18\x01 \x01(\tR\x04kind\x12-\n" +
-	"\x06member\x18\x02 \x01(\v2\x15.vigil.chat.v1.MemberR\x06member\x12\x18\n" +
-	"\aversion\x18\x03 \x01(\x03R\aversion\"r\n" +
+	"\x05since\x18\x02 \x01(\x03H\x00R\x05since\x88\x01\x01B\b\n" +
+	"\x06_since\"r\n" +
 	"\x04Post\x12\x10\n" +
 	"\x03ref\x18\x01 \x01(\tR\x03ref\x12\x17\n" +
 	"\apost_id\x18\x02 \x01(\tR\x06postId\x12\x17\n" +
 	"\auser_id\x18\x03 \x01(\tR\x06userId\x12\x12\n" +
 	"\x04user\x18\x04 \x01(\tR\x04user\x12\x12\n" +
-	"\x04body\x18\x05 \x01(\tR\x04body\"\xb2\x01\n" +
+	"\x04body\x18\x05 \x01(\tR\x04body\"n\n" +
 	"\x0eConnectRequest\x12)\n" +
 	"\x04join\x18\x01 \x01(\v2\x13.vigil.chat.v1.JoinH\x00R\x04join\x12)\n" +
-	"\x04post\x18\x02 \x01(\v2\x13.vigil.chat.v1.PostH\x00R\x04post\x12,\n" +
-	"\x05enter\x18\x03 \x01(\v2\x14.vigil.chat.v1.EnterH\x00R\x05enter\x12\x14\n" +
-	"\x04exit\x18\x04 \x01(\tH\x00R\x04exitB\x06\n" +
+	"\x04post\x18\x02 \x01(\v2\x13.vigil.chat.v1.PostH\x00R\x04postB\x06\n" +
 	"\x04kind\"\x97\x01\n" +
 	"\aHistory\x126\n" +
 	"\bmessages\x18\x01 \x03(\v2\x1a.vigil.chat.v1.ChatMessageR\bmessages\x12\x17\n" +
@@ -1283,14 +848,12 @@ const file_vigil_chat_v1_chat_proto_rawDesc = "" +
 	"PostResult\x12\x10\n" +
 	"\x03ref\x18\x01 \x01(\tR\x03ref\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\x03R\x02id\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error\"\xc4\x02\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"\xc3\x01\n" +
 	"\x0fConnectResponse\x122\n" +
 	"\ahistory\x18\x01 \x01(\v2\x16.vigil.chat.v1.HistoryH\x00R\ahistory\x126\n" +
 	"\amessage\x18\x02 \x01(\v2\x1a.vigil.chat.v1.ChatMessageH\x00R\amessage\x12<\n" +
 	"\vpost_result\x18\x03 \x01(\v2\x19.vigil.chat.v1.PostResultH\x00R\n" +
-	"postResult\x125\n" +
-	"\bpresence\x18\x04 \x01(\v2\x17.vigil.chat.v1.PresenceH\x00R\bpresence\x12H\n" +
-	"\x0fpresence_change\x18\x05 \x01(\v2\x1d.vigil.chat.v1.PresenceChangeH\x00R\x0epresenceChangeB\x06\n" +
+	"postResultB\x06\n" +
 	"\x04kind\"\x8a\x01\n" +
 	"\x12PostMessageRequest\x12\x12\n" +
 	"\x04room\x18\x01 \x01(\tR\x04room\x12\x17\n" +
@@ -1309,16 +872,11 @@ const file_vigil_chat_v1_chat_proto_rawDesc = "" +
 	"\x06_since\"g\n" +
 	"\x14ListMessagesResponse\x126\n" +
 	"\bmessages\x18\x01 \x03(\v2\x1a.vigil.chat.v1.ChatMessageR\bmessages\x12\x17\n" +
-	"\alast_id\x18\x02 \x01(\x03R\x06lastId\")\n" +
-	"\x13ListPresenceRequest\x12\x12\n" +
-	"\x04room\x18\x01 \x01(\tR\x04room\"G\n" +
-	"\x14ListPresenceResponse\x12/\n" +
-	"\amembers\x18\x01 \x03(\v2\x15.vigil.chat.v1.MemberR\amembers2\xe3\x02\n" +
+	"\alast_id\x18\x02 \x01(\x03R\x06lastId2\x8a\x02\n" +
 	"\vChatService\x12L\n" +
 	"\aConnect\x12\x1d.vigil.chat.v1.ConnectRequest\x1a\x1e.vigil.chat.v1.ConnectResponse(\x010\x01\x12T\n" +
 	"\vPostMessage\x12!.vigil.chat.v1.PostMessageRequest\x1a\".vigil.chat.v1.PostMessageResponse\x12W\n" +
-	"\fListMessages\x12\".vigil.chat.v1.ListMessagesRequest\x1a#.vigil.chat.v1.ListMessagesResponse\x12W\n" +
-	"\fListPresence\x12\".vigil.chat.v1.ListPresenceRequest\x1a#.vigil.chat.v1.ListPresenceResponseB9Z7github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1;chatv1b\x06proto3"
+	"\fListMessages\x12\".vigil.chat.v1.ListMessagesRequest\x1a#.vigil.chat.v1.ListMessagesResponseB9Z7github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1;chatv1b\x06proto3"
 
 var (
 	file_vigil_chat_v1_chat_proto_rawDescOnce sync.Once
@@ -1332,54 +890,40 @@ func file_vigil_chat_v1_chat_proto_rawDescGZIP() []byte {
 	return file_vigil_chat_v1_chat_proto_rawDescData
 }
 
-var file_vigil_chat_v1_chat_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_vigil_chat_v1_chat_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_vigil_chat_v1_chat_proto_goTypes = []any{
 	(*ChatMessage)(nil),          // 0: vigil.chat.v1.ChatMessage
 	(*Join)(nil),                 // 1: vigil.chat.v1.Join
-	(*Enter)(nil),                // 2: vigil.chat.v1.Enter
-	(*Member)(nil),               // 3: vigil.chat.v1.Member
-	(*Presence)(nil),             // 4: vigil.chat.v1.Presence
-	(*PresenceChange)(nil),       // 5: vigil.chat.v1.PresenceChange
-	(*Post)(nil),                 // 6: vigil.chat.v1.Post
-	(*ConnectRequest)(nil),       // 7: vigil.chat.v1.ConnectRequest
-	(*History)(nil),              // 8: vigil.chat.v1.History
-	(*PostResult)(nil),           // 9: vigil.chat.v1.PostResult
-	(*ConnectResponse)(nil),      // 10: vigil.chat.v1.ConnectResponse
-	(*PostMessageRequest)(nil),   // 11: vigil.chat.v1.PostMessageRequest
-	(*PostMessageResponse)(nil),  // 12: vigil.chat.v1.PostMessageResponse
-	(*ListMessagesRequest)(nil),  // 13: vigil.chat.v1.ListMessagesRequest
-	(*ListMessagesResponse)(nil), // 14: vigil.chat.v1.ListMessagesResponse
-	(*ListPresenceRequest)(nil),  // 15: vigil.chat.v1.ListPresenceRequest
-	(*ListPresenceResponse)(nil), // 16: vigil.chat.v1.ListPresenceResponse
+	(*Post)(nil),                 // 2: vigil.chat.v1.Post
+	(*ConnectRequest)(nil),       // 3: vigil.chat.v1.ConnectRequest
+	(*History)(nil),              // 4: vigil.chat.v1.History
+	(*PostResult)(nil),           // 5: vigil.chat.v1.PostResult
+	(*ConnectResponse)(nil),      // 6: vigil.chat.v1.ConnectResponse
+	(*PostMessageRequest)(nil),   // 7: vigil.chat.v1.PostMessageRequest
+	(*PostMessageResponse)(nil),  // 8: vigil.chat.v1.PostMessageResponse
+	(*ListMessagesRequest)(nil),  // 9: vigil.chat.v1.ListMessagesRequest
+	(*ListMessagesResponse)(nil), // 10: vigil.chat.v1.ListMessagesResponse
 }
 var file_vigil_chat_v1_chat_proto_depIdxs = []int32{
-	3,  // 0: vigil.chat.v1.Presence.members:type_name -> vigil.chat.v1.Member
-	3,  // 1: vigil.chat.v1.PresenceChange.member:type_name -> vigil.chat.v1.Member
-	1,  // 2: vigil.chat.v1.ConnectRequest.join:type_name -> vigil.chat.v1.Join
-	6,  // 3: vigil.chat.v1.ConnectRequest.post:type_name -> vigil.chat.v1.Post
-	2,  // 4: vigil.chat.v1.ConnectRequest.enter:type_name -> vigil.chat.v1.Enter
-	0,  // 5: vigil.chat.v1.History.messages:type_name -> vigil.chat.v1.ChatMessage
-	8,  // 6: vigil.chat.v1.ConnectResponse.history:type_name -> vigil.chat.v1.History
-	0,  // 7: vigil.chat.v1.ConnectResponse.message:type_name -> vigil.chat.v1.ChatMessage
-	9,  // 8: vigil.chat.v1.ConnectResponse.post_result:type_name -> vigil.chat.v1.PostResult
-	4,  // 9: vigil.chat.v1.ConnectResponse.presence:type_name -> vigil.chat.v1.Presence
-	5,  // 10: vigil.chat.v1.ConnectResponse.presence_change:type_name -> vigil.chat.v1.PresenceChange
-	0,  // 11: vigil.chat.v1.PostMessageResponse.message:type_name -> vigil.chat.v1.ChatMessage
-	0,  // 12: vigil.chat.v1.ListMessagesResponse.messages:type_name -> vigil.chat.v1.ChatMessage
-	3,  // 13: vigil.chat.v1.ListPresenceResponse.members:type_name -> vigil.chat.v1.Member
-	7,  // 14: vigil.chat.v1.ChatService.Connect:input_type -> vigil.chat.v1.ConnectRequest
-	11, // 15: vigil.chat.v1.ChatService.PostMessage:input_type -> vigil.chat.v1.PostMessageRequest
-	13, // 16: vigil.chat.v1.ChatService.ListMessages:input_type -> vigil.chat.v1.ListMessagesRequest
-	15, // 17: vigil.chat.v1.ChatService.ListPresence:input_type -> vigil.chat.v1.ListPresenceRequest
-	10, // 18: vigil.chat.v1.ChatService.Connect:output_type -> vigil.chat.v1.ConnectResponse
-	12, // 19: vigil.chat.v1.ChatService.PostMessage:output_type -> vigil.chat.v1.PostMessageResponse
-	14, // 20: vigil.chat.v1.ChatService.ListMessages:output_type -> vigil.chat.v1.ListMessagesResponse
-	16, // 21: vigil.chat.v1.ChatService.ListPresence:output_type -> vigil.chat.v1.ListPresenceResponse
-	18, // [18:22] is the sub-list for method output_type
-	14, // [14:18] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	1,  // 0: vigil.chat.v1.ConnectRequest.join:type_name -> vigil.chat.v1.Join
+	2,  // 1: vigil.chat.v1.ConnectRequest.post:type_name -> vigil.chat.v1.Post
+	0,  // 2: vigil.chat.v1.History.messages:type_name -> vigil.chat.v1.ChatMessage
+	4,  // 3: vigil.chat.v1.ConnectResponse.history:type_name -> vigil.chat.v1.History
+	0,  // 4: vigil.chat.v1.ConnectResponse.message:type_name -> vigil.chat.v1.ChatMessage
+	5,  // 5: vigil.chat.v1.ConnectResponse.post_result:type_name -> vigil.chat.v1.PostResult
+	0,  // 6: vigil.chat.v1.PostMessageResponse.message:type_name -> vigil.chat.v1.ChatMessage
+	0,  // 7: vigil.chat.v1.ListMessagesResponse.messages:type_name -> vigil.chat.v1.ChatMessage
+	3,  // 8: vigil.chat.v1.ChatService.Connect:input_type -> vigil.chat.v1.ConnectRequest
+	7,  // 9: vigil.chat.v1.ChatService.PostMessage:input_type -> vigil.chat.v1.PostMessageRequest
+	9,  // 10: vigil.chat.v1.ChatService.ListMessages:input_type -> vigil.chat.v1.ListMessagesRequest
+	6,  // 11: vigil.chat.v1.ChatService.Connect:output_type -> vigil.chat.v1.ConnectResponse
+	8,  // 12: vigil.chat.v1.ChatService.PostMessage:output_type -> vigil.chat.v1.PostMessageResponse
+	10, // 13: vigil.chat.v1.ChatService.ListMessages:output_type -> vigil.chat.v1.ListMessagesResponse
+	11, // [11:14] is the sub-list for method output_type
+	8,  // [8:11] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_vigil_chat_v1_chat_proto_init() }
@@ -1388,27 +932,23 @@ func file_vigil_chat_v1_chat_proto_init() {
 		return
 	}
 	file_vigil_chat_v1_chat_proto_msgTypes[1].OneofWrappers = []any{}
-	file_vigil_chat_v1_chat_proto_msgTypes[7].OneofWrappers = []any{
+	file_vigil_chat_v1_chat_proto_msgTypes[3].OneofWrappers = []any{
 		(*ConnectRequest_Join)(nil),
 		(*ConnectRequest_Post)(nil),
-		(*ConnectRequest_Enter)(nil),
-		(*ConnectRequest_Exit)(nil),
 	}
-	file_vigil_chat_v1_chat_proto_msgTypes[10].OneofWrappers = []any{
+	file_vigil_chat_v1_chat_proto_msgTypes[6].OneofWrappers = []any{
 		(*ConnectResponse_History)(nil),
 		(*ConnectResponse_Message)(nil),
 		(*ConnectResponse_PostResult)(nil),
-		(*ConnectResponse_Presence)(nil),
-		(*ConnectResponse_PresenceChange)(nil),
 	}
-	file_vigil_chat_v1_chat_proto_msgTypes[13].OneofWrappers = []any{}
+	file_vigil_chat_v1_chat_proto_msgTypes[9].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_vigil_chat_v1_chat_proto_rawDesc), len(file_vigil_chat_v1_chat_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

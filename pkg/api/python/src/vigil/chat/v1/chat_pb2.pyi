@@ -20,40 +20,22 @@ class ChatMessage(_message.Message):
     def __init__(self, id: _Optional[int] = ..., user: _Optional[str] = ..., user_id: _Optional[str] = ..., body: _Optional[str] = ..., ts: _Optional[int] = ...) -> None: ...
 
 class ConnectRequest(_message.Message):
-    __slots__ = ["enter", "exit", "join", "post"]
-    ENTER_FIELD_NUMBER: _ClassVar[int]
-    EXIT_FIELD_NUMBER: _ClassVar[int]
+    __slots__ = ["join", "post"]
     JOIN_FIELD_NUMBER: _ClassVar[int]
     POST_FIELD_NUMBER: _ClassVar[int]
-    enter: Enter
-    exit: str
     join: Join
     post: Post
-    def __init__(self, join: _Optional[_Union[Join, _Mapping]] = ..., post: _Optional[_Union[Post, _Mapping]] = ..., enter: _Optional[_Union[Enter, _Mapping]] = ..., exit: _Optional[str] = ...) -> None: ...
+    def __init__(self, join: _Optional[_Union[Join, _Mapping]] = ..., post: _Optional[_Union[Post, _Mapping]] = ...) -> None: ...
 
 class ConnectResponse(_message.Message):
-    __slots__ = ["history", "message", "post_result", "presence", "presence_change"]
+    __slots__ = ["history", "message", "post_result"]
     HISTORY_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     POST_RESULT_FIELD_NUMBER: _ClassVar[int]
-    PRESENCE_CHANGE_FIELD_NUMBER: _ClassVar[int]
-    PRESENCE_FIELD_NUMBER: _ClassVar[int]
     history: History
     message: ChatMessage
     post_result: PostResult
-    presence: Presence
-    presence_change: PresenceChange
-    def __init__(self, history: _Optional[_Union[History, _Mapping]] = ..., message: _Optional[_Union[ChatMessage, _Mapping]] = ..., post_result: _Optional[_Union[PostResult, _Mapping]] = ..., presence: _Optional[_Union[Presence, _Mapping]] = ..., presence_change: _Optional[_Union[PresenceChange, _Mapping]] = ...) -> None: ...
-
-class Enter(_message.Message):
-    __slots__ = ["connection_id", "user_id", "username"]
-    CONNECTION_ID_FIELD_NUMBER: _ClassVar[int]
-    USERNAME_FIELD_NUMBER: _ClassVar[int]
-    USER_ID_FIELD_NUMBER: _ClassVar[int]
-    connection_id: str
-    user_id: str
-    username: str
-    def __init__(self, connection_id: _Optional[str] = ..., user_id: _Optional[str] = ..., username: _Optional[str] = ...) -> None: ...
+    def __init__(self, history: _Optional[_Union[History, _Mapping]] = ..., message: _Optional[_Union[ChatMessage, _Mapping]] = ..., post_result: _Optional[_Union[PostResult, _Mapping]] = ...) -> None: ...
 
 class History(_message.Message):
     __slots__ = ["join_limit", "last_id", "messages", "truncated"]
@@ -68,14 +50,12 @@ class History(_message.Message):
     def __init__(self, messages: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., last_id: _Optional[int] = ..., truncated: bool = ..., join_limit: _Optional[int] = ...) -> None: ...
 
 class Join(_message.Message):
-    __slots__ = ["presence", "room", "since"]
-    PRESENCE_FIELD_NUMBER: _ClassVar[int]
+    __slots__ = ["room", "since"]
     ROOM_FIELD_NUMBER: _ClassVar[int]
     SINCE_FIELD_NUMBER: _ClassVar[int]
-    presence: bool
     room: str
     since: int
-    def __init__(self, room: _Optional[str] = ..., since: _Optional[int] = ..., presence: bool = ...) -> None: ...
+    def __init__(self, room: _Optional[str] = ..., since: _Optional[int] = ...) -> None: ...
 
 class ListMessagesRequest(_message.Message):
     __slots__ = ["before", "limit", "room", "since"]
@@ -96,28 +76,6 @@ class ListMessagesResponse(_message.Message):
     last_id: int
     messages: _containers.RepeatedCompositeFieldContainer[ChatMessage]
     def __init__(self, messages: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., last_id: _Optional[int] = ...) -> None: ...
-
-class ListPresenceRequest(_message.Message):
-    __slots__ = ["room"]
-    ROOM_FIELD_NUMBER: _ClassVar[int]
-    room: str
-    def __init__(self, room: _Optional[str] = ...) -> None: ...
-
-class ListPresenceResponse(_message.Message):
-    __slots__ = ["members"]
-    MEMBERS_FIELD_NUMBER: _ClassVar[int]
-    members: _containers.RepeatedCompositeFieldContainer[Member]
-    def __init__(self, members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ...) -> None: ...
-
-class Member(_message.Message):
-    __slots__ = ["since", "user_id", "username"]
-    SINCE_FIELD_NUMBER: _ClassVar[int]
-    USERNAME_FIELD_NUMBER: _ClassVar[int]
-    USER_ID_FIELD_NUMBER: _ClassVar[int]
-    since: int
-    user_id: str
-    username: str
-    def __init__(self, user_id: _Optional[str] = ..., username: _Optional[str] = ..., since: _Optional[int] = ...) -> None: ...
 
 class Post(_message.Message):
     __slots__ = ["body", "post_id", "ref", "user", "user_id"]
@@ -162,21 +120,3 @@ class PostResult(_message.Message):
     id: int
     ref: str
     def __init__(self, ref: _Optional[str] = ..., id: _Optional[int] = ..., error: _Optional[str] = ...) -> None: ...
-
-class Presence(_message.Message):
-    __slots__ = ["members", "version"]
-    MEMBERS_FIELD_NUMBER: _ClassVar[int]
-    VERSION_FIELD_NUMBER: _ClassVar[int]
-    members: _containers.RepeatedCompositeFieldContainer[Member]
-    version: int
-    def __init__(self, members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., version: _Optional[int] = ...) -> None: ...
-
-class PresenceChange(_message.Message):
-    __slots__ = ["kind", "member", "version"]
-    KIND_FIELD_NUMBER: _ClassVar[int]
-    MEMBER_FIELD_NUMBER: _ClassVar[int]
-    VERSION_FIELD_NUMBER: _ClassVar[int]
-    kind: str
-    member: Member
-    version: int
-    def __init__(self, kind: _Optional[str] = ..., member: _Optional[_Union[Member, _Mapping]] = ..., version: _Optional[int] = ...) -> None: ...
