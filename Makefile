@@ -68,6 +68,24 @@ test: deps redis-image
 		export VIGIL_REDIS_IMAGE=$(REDIS_IMAGE_LOCAL); fi; \
 	go test -count=1 -timeout 30m $(PACKAGES)
 
+# go vet over every module (lint runs it too, after buf and gofmt).
+vet:
+	go vet $(PACKAGES)
+
+# The tests that skip their long parts under -short, over every module.
+test-short: redis-image
+	@if [ -z "$$VIGIL_REDIS_IMAGE" ] && docker image inspect $(REDIS_IMAGE_LOCAL) >/dev/null 2>&1; then \
+		export VIGIL_REDIS_IMAGE=$(REDIS_IMAGE_LOCAL); fi; \
+	go test -short -count=1 -timeout 20m $(PACKAGES)
+
+# The Go benchmarks (no tests), each run for BENCHTIME, the whole run bounded by BENCH_TIMEOUT.
+BENCHTIME ?= 200ms
+BENCH_TIMEOUT ?= 15m
+bench: redis-image
+	@if [ -z "$$VIGIL_REDIS_IMAGE" ] && docker image inspect $(REDIS_IMAGE_LOCAL) >/dev/null 2>&1; then \
+		export VIGIL_REDIS_IMAGE=$(REDIS_IMAGE_LOCAL); fi; \
+	go test -run '^$$' -bench . -benchtime $(BENCHTIME) -count=1 -timeout $(BENCH_TIMEOUT) $(PACKAGES)
+
 # The race detector over the packages that start goroutines: the alarm scheduler, the server
 # bootstrap, the lock client (its tests run against the real lock service, in services/locks/
 # service), the gateway (whose tests run every service's transport and app in-process), and every
