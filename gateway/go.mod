@@ -88,6 +88,7 @@ require (
 	github.com/coder/websocket v1.8.15
 	github.com/felixge/httpsnoop v1.1.0
 	github.com/google/uuid v1.6.0
+	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/vigil-dev/vigil/pkg/api v0.0.0
 	github.com/vigil-dev/vigil/services/chat v0.0.0

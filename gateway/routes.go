@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 
@@ -119,7 +118,7 @@ var restRoutes = sync.OnceValue(func() map[string][]string {
 		}
 	}
 	for _, ps := range out {
-		sort.Strings(ps)
+		slices.Sort(ps)
 	}
 	return out
 })

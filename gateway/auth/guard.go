@@ -106,7 +106,7 @@ func (gd *Guard) Wrap(route string, next http.Handler) http.Handler {
 		identify := func() {
 			if client == "" {
 				client = clientAddr(r, lim.TrustedProxies)
-				id = "addr:" + client
+				id = "addr:" + clientID(client)
 				if authErr == nil && p.name != "" {
 					id = "key:" + p.name
 				}

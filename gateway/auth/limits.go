@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/vigil-dev/vigil/gateway/jsonapi"
 	"golang.org/x/time/rate"
 )
@@ -79,16 +80,18 @@ func (l Limits) WithDefaults(auth bool) Limits {
 	return l
 }
 
-// limiterSet is one token bucket per identity. Buckets idle long enough to have refilled are
-// dropped (a fresh one is the same), and the set never holds more than maxBuckets.
+// limiterSet is one token bucket per identity, in a least-recently-used list of at most
+// maxBuckets: a request costs one map lookup and one list move whatever the number of clients,
+// and a flood of new identities pushes out the ones idle longest. A bucket idle long enough to
+// have refilled is replaced by a fresh one (the same thing) when its identity comes back.
 type limiterSet struct {
-	limit rate.Limit
-	burst int
-	now   func() time.Time
+	limit  rate.Limit
+	burst  int
+	refill time.Duration
+	now    func() time.Time
 
-	mu        sync.Mutex
-	buckets   map[string]*bucket
-	lastSweep time.Time
+	mu      sync.Mutex
+	buckets *simplelru.LRU[string, *bucket]
 }
 
 type bucket struct {
@@ -104,7 +107,12 @@ func newLimiterSet(perSecond float64, burst int, now func() time.Time) *limiterS
 	if perSecond <= 0 {
 		return nil
 	}
-	return &limiterSet{limit: rate.Limit(perSecond), burst: max(burst, 1), now: now, buckets: map[string]*bucket{}}
+	burst = max(burst, 1)
+	buckets, _ := simplelru.NewLRU[string, *bucket](maxBuckets, nil) // only a size <= 0 fails
+	return &limiterSet{
+		limit: rate.Limit(perSecond), burst: burst, now: now, buckets: buckets,
+		refill: time.Duration(float64(burst) / perSecond * float64(time.Second)),
+	}
 }
 
 // allow takes a token from id's bucket. When there is none it says how long until there is.
@@ -115,11 +123,10 @@ func (s *limiterSet) allow(id string) (bool, time.Duration) {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.sweep(now)
-	b, ok := s.buckets[id]
-	if !ok {
+	b, ok := s.buckets.Get(id)
+	if !ok || now.Sub(b.seen) > s.refill {
 		b = &bucket{l: rate.NewLimiter(s.limit, s.burst)}
-		s.buckets[id] = b
+		s.buckets.Add(id, b)
 	}
 	b.seen = now
 	if b.l.AllowN(now, 1) {
@@ -131,25 +138,15 @@ func (s *limiterSet) allow(id string) (bool, time.Duration) {
 	return false, wait
 }
 
-// sweep drops buckets that have refilled, at most once a minute, and makes room when the set
-// is full.
-func (s *limiterSet) sweep(now time.Time) {
-	if now.Sub(s.lastSweep) < time.Minute && len(s.buckets) < maxBuckets {
-		return
+// clientID is the identity the limits count a client address under: the address itself, or
+// for IPv6 its /64, the block one subscriber gets (a client can move within it at will).
+func clientID(addr string) string {
+	a, err := netip.ParseAddr(addr)
+	if err != nil || !a.Is6() || a.Is4In6() {
+		return addr
 	}
-	s.lastSweep = now
-	refill := time.Duration(float64(s.burst) / float64(s.limit) * float64(time.Second))
-	for id, b := range s.buckets {
-		if now.Sub(b.seen) > refill {
-			delete(s.buckets, id)
-		}
-	}
-	for id := range s.buckets {
-		if len(s.buckets) < maxBuckets {
-			break
-		}
-		delete(s.buckets, id) // a flood of addresses: forget arbitrary ones rather than grow
-	}
+	p, _ := a.Prefix(64)
+	return p.String()
 }
 
 // tooMany answers 429 with Retry-After in whole seconds (at least 1).

@@ -9,25 +9,14 @@ import (
 	"google.golang.org/grpc/resolver"
 )
 
-// Target turns a comma-separated list of host:port addresses into a gRPC target that balances
-// calls round-robin over all of them (scheme "vigil-list", resolved by the resolver Dial
-// installs on that connection only); one address, or any target with a scheme
-// ("dns:///chat:7003"), is returned unchanged. With several chat replicas, a room whose
-// stream breaks re-attaches to another listed replica.
-func Target(addr string) string {
-	if !strings.Contains(addr, ",") || strings.Contains(addr, "://") {
-		return addr
-	}
-	return listScheme + ":///" + addr
-}
-
 const listScheme = "vigil-list"
 
 // withListResolver resolves "vigil-list:///a:1,b:2" on one connection, without registering the
 // scheme for the whole process.
 func withListResolver() grpc.DialOption { return grpc.WithResolvers(listResolverBuilder{}) }
 
-// listResolverBuilder resolves "vigil-list:///a:1,b:2" to those addresses, round-robin.
+// listResolverBuilder resolves "vigil-list:///a:1,b:2" to those addresses, round-robin. With
+// several chat replicas listed, a room whose stream breaks re-attaches to another.
 type listResolverBuilder struct{}
 
 func (listResolverBuilder) Scheme() string { return listScheme }

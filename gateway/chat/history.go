@@ -1,8 +1,10 @@
 package chat
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	chatv1 "github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1"
@@ -72,16 +74,8 @@ func (r *chatRoom) historyFor(since *int64, older []chatEntry, fetched bool) ([]
 
 // sortSearchEntries is the index of the first entry with id >= id.
 func sortSearchEntries(entries []chatEntry, id int64) int {
-	lo, hi := 0, len(entries)
-	for lo < hi {
-		mid := (lo + hi) / 2
-		if entries[mid].id < id {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	return lo
+	i, _ := slices.BinarySearchFunc(entries, id, func(e chatEntry, id int64) int { return cmp.Compare(e.id, id) })
+	return i
 }
 
 // fetchSince reads the kept messages after since from the service, for a resume older than

@@ -1,6 +1,8 @@
 package chat
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 	"time"
 
@@ -34,11 +36,7 @@ func (r *chatRoom) setStream(s chatv1.ChatService_ConnectClient) {
 		return
 	}
 	// In the order they were posted.
-	for i := 1; i < len(resend); i++ {
-		for j := i; j > 0 && resend[j].seq < resend[j-1].seq; j-- {
-			resend[j], resend[j-1] = resend[j-1], resend[j]
-		}
-	}
+	slices.SortFunc(resend, func(a, b *pendingPost) int { return cmp.Compare(a.seq, b.seq) })
 	r.sendMu.Lock()
 	defer r.sendMu.Unlock()
 	for _, p := range resend {

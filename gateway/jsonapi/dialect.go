@@ -187,11 +187,11 @@ func (m *Dialect) checkValue(fd protoreflect.FieldDescriptor, val any) error {
 		// Only a plain JSON integer within ±MaxSafeInt: 9007199254740993 is refused, never
 		// rounded to ...992 the way a JavaScript client (or a float64) would read it.
 		n, ok := val.(json.Number)
-		if !ok || strings.ContainsAny(n.String(), ".eE") {
+		if !ok {
 			return m.intError(fd)
 		}
-		v, err := n.Int64()
-		if err != nil || input.SafeInt(fd.JSONName(), v) != nil {
+		v, ok := strictInt(n)
+		if !ok || input.SafeInt(fd.JSONName(), v) != nil {
 			return m.intError(fd)
 		}
 		if kindUnsigned(fd.Kind()) && v < 0 {
@@ -376,4 +376,28 @@ func fieldValue(fd protoreflect.FieldDescriptor, v any) any {
 		}
 	}
 	return v
+}
+
+// strictInt is n when it is written as a plain integer (no fraction, no exponent) that fits
+// an int64: the one rule every integer the gateway reads follows.
+func strictInt(n json.Number) (int64, bool) {
+	if strings.ContainsAny(n.String(), ".eE") {
+		return 0, false
+	}
+	v, err := n.Int64()
+	return v, err == nil
+}
+
+// Int reads raw, one JSON value, as a strict integer: a JSON number written as a plain integer
+// that fits an int64; never a string ("5"), a fraction or an exponent.
+func Int(raw json.RawMessage) (int64, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
+		return 0, false // json.Number would also take "5", a string
+	}
+	var n json.Number
+	if json.Unmarshal(raw, &n) != nil {
+		return 0, false
+	}
+	return strictInt(n)
 }

@@ -2,8 +2,9 @@ package jsonapi
 
 import (
 	"encoding/json"
-	"sort"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -78,7 +79,7 @@ func jsonFields(md protoreflect.MessageDescriptor) []protoreflect.FieldDescripto
 	for i := range out {
 		out[i] = fields.Get(i)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].JSONName() < out[j].JSONName() })
+	slices.SortFunc(out, func(a, b protoreflect.FieldDescriptor) int { return strings.Compare(a.JSONName(), b.JSONName()) })
 	fieldOrder.Store(md.FullName(), out)
 	return out
 }
@@ -93,7 +94,7 @@ func appendMessage(b []byte, m protoreflect.Message) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, fd.JSONName())
+		b = AppendString(b, fd.JSONName())
 		b = append(b, ':')
 		switch {
 		case fd.IsList():
@@ -113,13 +114,13 @@ func appendMessage(b []byte, m protoreflect.Message) []byte {
 				keys = append(keys, k.String())
 				return true
 			})
-			sort.Strings(keys)
+			slices.Sort(keys)
 			b = append(b, '{')
 			for j, k := range keys {
 				if j > 0 {
 					b = append(b, ',')
 				}
-				b = appendString(b, k)
+				b = AppendString(b, k)
 				b = append(b, ':')
 				b = appendValue(b, fd.MapValue(), mp.Get(protoreflect.ValueOfString(k).MapKey()))
 			}
@@ -143,10 +144,10 @@ func appendValue(b []byte, fd protoreflect.FieldDescriptor, v protoreflect.Value
 	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind, protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
 		return strconv.AppendUint(b, v.Uint(), 10)
 	case protoreflect.StringKind:
-		return appendString(b, v.String())
+		return AppendString(b, v.String())
 	case protoreflect.EnumKind:
 		if ev := fd.Enum().Values().ByNumber(v.Enum()); ev != nil {
-			return appendString(b, string(ev.Name()))
+			return AppendString(b, string(ev.Name()))
 		}
 		return strconv.AppendInt(b, int64(v.Enum()), 10)
 	case protoreflect.MessageKind:
@@ -155,9 +156,10 @@ func appendValue(b []byte, fd protoreflect.FieldDescriptor, v protoreflect.Value
 	return append(b, "null"...)
 }
 
-// appendString appends s as encoding/json writes it: plain when nothing needs escaping, else
-// through encoding/json itself (HTML-safe escapes, invalid UTF-8 as U+FFFD).
-func appendString(b []byte, s string) []byte {
+// AppendString appends s as a JSON string, as encoding/json writes it: plain when nothing needs
+// escaping, else through encoding/json itself (HTML-safe escapes, invalid UTF-8 as U+FFFD).
+// Every hand-written JSON answer of the gateway writes its strings with it.
+func AppendString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c >= utf8.RuneSelf {

@@ -49,6 +49,7 @@ func New(json *jsonapi.Dialect, log *slog.Logger, maxBodyBytes int64) *Relay {
 // Runtime is a grpc-gateway mux in the API's dialect: successCodes maps full RPC method names
 // to the HTTP status of their success (201, 204), 200 otherwise.
 func (s *Relay) Runtime(successCodes map[string]int) *runtime.ServeMux {
+	// Every runtime call is unary: the backend connections give each backend.CallTimeout.
 	return runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, s.json),
 		runtime.WithErrorHandler(func(ctx context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
@@ -106,8 +107,15 @@ func (s *Relay) WriteRPCError(w http.ResponseWriter, r *http.Request, err error)
 		code = http.StatusConflict
 	case codes.Unavailable:
 		msg = "A backend service is unavailable; try again shortly."
+		w.Header().Set("Retry-After", "1")
 	case codes.DeadlineExceeded:
 		msg = "The request timed out; try again."
+		if r.Context().Err() == nil {
+			// The gateway's own deadline (backend.CallTimeout), not the caller's: the backend
+			// did not answer (a paused replica, a partition), which is its being unavailable.
+			code, msg = http.StatusServiceUnavailable, "A backend service did not answer in time; try again shortly."
+			w.Header().Set("Retry-After", "1")
+		}
 	case codes.Internal, codes.Unknown, codes.DataLoss:
 		s.log.ErrorContext(r.Context(), "backend error", "event", "http_error", "path", r.URL.Path, "code", st.Code().String(), "err", st.Message())
 		msg = "Internal error."

@@ -88,7 +88,7 @@ func renderRoomPage(rooms []*lobbyv1.Room, next string) (body []byte, roomsEnd i
 	if next == "" {
 		b = append(b, "null"...)
 	} else {
-		b = appendJSONString(b, next)
+		b = jsonapi.AppendString(b, next)
 	}
 	return append(b, "}\n"...), roomsEnd
 }
@@ -96,11 +96,11 @@ func renderRoomPage(rooms []*lobbyv1.Room, next string) (body []byte, roomsEnd i
 // appendRoomJSON appends a lobby room as docs/API.md gives it.
 func appendRoomJSON(b []byte, rm *lobbyv1.Room) []byte {
 	b = append(b, `{"code":`...)
-	b = appendJSONString(b, rm.GetCode())
+	b = jsonapi.AppendString(b, rm.GetCode())
 	b = append(b, `,"name":`...)
-	b = appendJSONString(b, rm.GetName())
+	b = jsonapi.AppendString(b, rm.GetName())
 	b = append(b, `,"video":{"title":`...)
-	b = appendJSONString(b, rm.GetVideo().GetTitle())
+	b = jsonapi.AppendString(b, rm.GetVideo().GetTitle())
 	b = append(b, `,"durationMs":`...)
 	b = strconv.AppendInt(b, rm.GetVideo().GetDurationMs(), 10)
 	b = append(b, `},"viewers":`...)
@@ -113,26 +113,6 @@ func appendRoomJSON(b []byte, rm *lobbyv1.Room) []byte {
 	b = strconv.AppendInt(b, rm.GetCreatedAt(), 10)
 	return append(b, '}')
 }
-
-// appendJSONString appends s as a JSON string. UTF-8 passes through; quotes, backslashes and
-// control characters are escaped.
-func appendJSONString(b []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		default:
-			b = append(b, c)
-		}
-	}
-	return append(b, '"')
-}
-
 func appendBool(b []byte, v bool) []byte {
 	if v {
 		return append(b, 1)

@@ -7,12 +7,14 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/vigil-dev/vigil/gateway/backend"
 	"github.com/vigil-dev/vigil/gateway/jsonapi"
 )
 
@@ -60,7 +62,15 @@ func HandleUnary[R any, Req interface {
 		for _, p := range params {
 			m.Set(p.field, protoreflect.ValueOfString(r.PathValue(p.wildcard)))
 		}
-		res, err := call(r.Context(), req)
+		// A deadline on every call, relayed over a lock session or not: a lock acquire may wait
+		// its waitMs first.
+		timeout := backend.CallTimeout
+		if wm, ok := any(req).(interface{ GetWaitMs() int64 }); ok {
+			timeout += time.Duration(max(0, wm.GetWaitMs())) * time.Millisecond // the service refuses < 0
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		defer cancel()
+		res, err := call(ctx, req)
 		if err != nil {
 			s.WriteRPCError(w, r, err)
 			return

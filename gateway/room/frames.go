@@ -3,8 +3,8 @@ package room
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
 
+	"github.com/vigil-dev/vigil/gateway/jsonapi"
 	roomv1 "github.com/vigil-dev/vigil/pkg/api/vigil/room/v1"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -269,7 +269,7 @@ func decodeRoomFrame(data []byte) (*roomv1.JoinRequest, string) {
 		if !ok {
 			return nil, "playing must be true or false."
 		}
-		pos, ok := jsonInt(f.PositionMs)
+		pos, ok := jsonapi.Int(f.PositionMs)
 		if !ok {
 			return nil, "positionMs must be an integer from 0 through 86400000."
 		}
@@ -320,7 +320,7 @@ func decodeRoomFrame(data []byte) (*roomv1.JoinRequest, string) {
 		}
 		return &roomv1.JoinRequest{Frame: &roomv1.JoinRequest_MarkFormation{MarkFormation: &roomv1.MarkFormation{PositionMs: pos, Formation: v}}}, ""
 	case "mark":
-		pos, ok := jsonInt(f.PositionMs)
+		pos, ok := jsonapi.Int(f.PositionMs)
 		if !ok {
 			return nil, "positionMs must be an integer from 0 through 86400000."
 		}
@@ -342,7 +342,7 @@ func decodeRoomFrame(data []byte) (*roomv1.JoinRequest, string) {
 			if json.Unmarshal(f.Video, &v) != nil || json.Unmarshal(v.Title, &title) != nil {
 				return nil, "video must be {\"title\": string, \"durationMs\": integer}."
 			}
-			dur, ok := jsonInt(v.DurationMs)
+			dur, ok := jsonapi.Int(v.DurationMs)
 			if !ok {
 				return nil, "video.durationMs must be an integer from 1 through 86400000."
 			}
@@ -359,18 +359,4 @@ func jsonBool(raw json.RawMessage) (bool, bool) {
 		return false, false
 	}
 	return b, true
-}
-
-// jsonInt accepts only a JSON integer (no string, fraction or exponent).
-func jsonInt(raw json.RawMessage) (int64, bool) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
-		return 0, false // json.Number would also take "5", a string
-	}
-	var n json.Number
-	if json.Unmarshal(raw, &n) != nil || strings.ContainsAny(n.String(), ".eE") {
-		return 0, false
-	}
-	v, err := n.Int64()
-	return v, err == nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -499,11 +500,8 @@ func (m *roomMember) controlRequest(req *roomv1.JoinRequest) *roomv1.AttachReque
 
 // answered forgets the control the service answered. Called with r.mu.
 func (m *roomMember) answered(ref int64) {
-	for i, req := range m.unanswered {
-		if req.GetRef() == ref {
-			m.unanswered = append(m.unanswered[:i], m.unanswered[i+1:]...)
-			return
-		}
+	if i := slices.IndexFunc(m.unanswered, func(req *roomv1.JoinRequest) bool { return req.GetRef() == ref }); i >= 0 {
+		m.unanswered = slices.Delete(m.unanswered, i, i+1)
 	}
 }
 

@@ -1,0 +1,180 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	chatv1 "github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1"
+	"github.com/vigil-dev/vigil/pkg/wait"
+)
+
+// silentProxy forwards TCP to a backend until it is silenced: then it stops forwarding either
+// way and closes nothing, as a paused process or a partition does. Only keepalive notices.
+type silentProxy struct {
+	lis    net.Listener
+	mu     sync.Mutex
+	silent chan struct{} // closed when silenced
+	conns  []net.Conn
+}
+
+func startSilentProxy(t *testing.T, backend string) *silentProxy {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &silentProxy{lis: lis, silent: make(chan struct{})}
+	go func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp", backend)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, u)
+			p.mu.Unlock()
+			go p.pipe(u, c)
+			go p.pipe(c, u)
+		}
+	}()
+	t.Cleanup(func() {
+		_ = lis.Close()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, c := range p.conns {
+			_ = c.Close()
+		}
+	})
+	return p
+}
+
+func (p *silentProxy) addr() string { return p.lis.Addr().String() }
+
+// pipe copies src to dst until silenced; then it holds what it read and waits for the test to
+// end (the cleanup closes the connections).
+func (p *silentProxy) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		select {
+		case <-p.silent:
+			_, _ = io.Copy(io.Discard, src) // read on, forward nothing, close nothing
+			return
+		default:
+		}
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			_ = dst.Close()
+			return
+		}
+	}
+}
+
+// silence stops all forwarding without closing a connection.
+func (p *silentProxy) silence() { close(p.silent) }
+
+// TestChatSurvivesASilentReplica: the replica holding the room's stream goes silent (its
+// connections stay open, nothing comes back: a paused process). Keepalive notices, the room
+// re-attaches to the other replica through its one reconnect loop, no socket closes, and every
+// message stored after the silence reaches every member once, in order.
+func TestChatSurvivesASilentReplica(t *testing.T) {
+	t.Parallel()
+	env := newChatEnv(t)
+	a := env.startChat(t, "", nil)
+	proxyA := startSilentProxy(t, a.addr)
+	addrB := freeAddr(t)
+	gwLogs := &logBuffer{}
+	g, err := New(context.Background(), Options{
+		Backends: Backends{Chat: proxyA.addr() + "," + addrB},
+		Logger:   slog.New(slog.NewJSONHandler(gwLogs, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { gw.Close(); g.Close() })
+	// Only A runs, so the room's stream is on A.
+	ann := dialChat(t, gw.URL, "room=silent&userId=ann")
+	ann.nextOfType("history")
+	bob := dialChat(t, gw.URL, "room=silent&userId=bob")
+	bob.nextOfType("history")
+	b := env.startChat(t, addrB, nil)
+
+	cc, err := grpc.NewClient(b.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cc.Close() })
+	client := chatv1.NewChatServiceClient(cc)
+	post := func(body string) {
+		t.Helper()
+		if _, err := client.PostMessage(context.Background(), &chatv1.PostMessageRequest{Room: "silent", UserId: "carol", Username: "carol", Body: body}); err != nil {
+			t.Fatalf("PostMessage(%s) = %v", body, err)
+		}
+	}
+	post("before")
+	for _, w := range []*wsClient{ann, bob} {
+		if f := w.nextOfType("message"); f["body"] != "before" {
+			t.Fatalf("first message = %v, want before", f)
+		}
+	}
+
+	proxyA.silence()
+	const after = 20
+	for i := range after {
+		post(fmt.Sprintf("after-%d", i))
+	}
+	for _, w := range []*wsClient{ann, bob} {
+		for i := range after {
+			var f map[string]any
+			wait.For(t, fmt.Sprintf("message after-%d", i), func() error {
+				select {
+				case f = <-w.frames:
+					if f["type"] != "message" {
+						return fmt.Errorf("a %v frame", f["type"]) // presence and the like
+					}
+					return nil
+				case err := <-w.closed:
+					t.Fatalf("a socket closed: %v", err)
+				default:
+				}
+				return fmt.Errorf("no frame yet")
+			})
+			if f["type"] != "message" || f["body"] != fmt.Sprintf("after-%d", i) || num(t, f["id"]) != int64(i+2) {
+				t.Fatalf("frame %d after the silence = %v, want message after-%d with id %d (none lost or repeated)", i, f, i, i+2)
+			}
+		}
+	}
+	if n := len(gwLogs.events(map[string]any{"event": "chat_reattach"})); n < 1 {
+		t.Errorf("gateway re-attached %d times, want at least 1", n)
+	}
+	for _, w := range []*wsClient{ann, bob} {
+		select {
+		case err := <-w.closed:
+			t.Errorf("a socket closed: %v", err)
+		case f := <-w.frames:
+			if f["type"] == "message" {
+				t.Errorf("extra message %v, want none (no duplicate)", f)
+			}
+		default:
+		}
+	}
+}
