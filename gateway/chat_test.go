@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"syscall"
@@ -426,21 +425,8 @@ func TestChatSurvivesReplicaLoss(t *testing.T) {
 	a := env.startChat(t, "", nil)
 	proxyA := startChaosProxy(t, a.addr)
 	addrB, addrC := freeAddr(t), freeAddr(t)
-	gwLogs := &logBuffer{}
-	g, err := New(context.Background(), Options{
-		Backends: Backends{Chat: proxyA.addr() + "," + addrB + "," + addrC},
-		Logger:   slog.New(slog.NewJSONHandler(gwLogs, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
 	// Only A runs, so the room's stream is on A.
-	ann := dialChat(t, gw.URL, "room=failover&userId=ann")
-	ann.nextOfType("history")
-	bob := dialChat(t, gw.URL, "room=failover&userId=bob")
-	bob.nextOfType("history")
+	gwLogs, ann, bob := twoMembers(t, proxyA.addr()+","+addrB+","+addrC, "failover")
 	b := env.startChat(t, addrB, nil)
 	env.startChat(t, addrC, nil)
 

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"errors"
 	"net"
 	"net/http"
 	"strconv"
@@ -45,14 +46,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Requests refused to protect the system: 429 rate limited or over quota, 503 a backend unavailable.",
 		}, []string{"reason"}),
 	}
-	var err error
-	if m.httpRequests, err = prom.Register(reg, m.httpRequests); err != nil {
-		return nil, err
-	}
-	if m.httpSeconds, err = prom.Register(reg, m.httpSeconds); err != nil {
-		return nil, err
-	}
-	if m.shedRequests, err = prom.Register(reg, m.shedRequests); err != nil {
+	var errs [3]error
+	m.httpRequests, errs[0] = prom.Register(reg, m.httpRequests)
+	m.httpSeconds, errs[1] = prom.Register(reg, m.httpSeconds)
+	m.shedRequests, errs[2] = prom.Register(reg, m.shedRequests)
+	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
 	return m, nil

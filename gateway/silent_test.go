@@ -101,21 +101,8 @@ func TestChatSurvivesASilentReplica(t *testing.T) {
 	a := env.startChat(t, "", nil)
 	proxyA := startSilentProxy(t, a.addr)
 	addrB := freeAddr(t)
-	gwLogs := &logBuffer{}
-	g, err := New(context.Background(), Options{
-		Backends: Backends{Chat: proxyA.addr() + "," + addrB},
-		Logger:   slog.New(slog.NewJSONHandler(gwLogs, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
 	// Only A runs, so the room's stream is on A.
-	ann := dialChat(t, gw.URL, "room=silent&userId=ann")
-	ann.nextOfType("history")
-	bob := dialChat(t, gw.URL, "room=silent&userId=bob")
-	bob.nextOfType("history")
+	gwLogs, ann, bob := twoMembers(t, proxyA.addr()+","+addrB, "silent")
 	b := env.startChat(t, addrB, nil)
 
 	cc, err := grpc.NewClient(b.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -177,4 +164,22 @@ func TestChatSurvivesASilentReplica(t *testing.T) {
 		default:
 		}
 	}
+}
+
+// twoMembers serves chat on a gateway with backends chat (logging into the returned buffer)
+// and opens ann's and bob's sockets in room, past their history.
+func twoMembers(t *testing.T, chat, room string) (*logBuffer, *wsClient, *wsClient) {
+	t.Helper()
+	logs := &logBuffer{}
+	g, err := New(context.Background(), Options{Backends: Backends{Chat: chat}, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { gw.Close(); g.Close() })
+	ann := dialChat(t, gw.URL, "room="+room+"&userId=ann")
+	ann.nextOfType("history")
+	bob := dialChat(t, gw.URL, "room="+room+"&userId=bob")
+	bob.nextOfType("history")
+	return logs, ann, bob
 }

@@ -142,16 +142,22 @@ func (m *Dialect) Decode(data []byte, msg proto.Message) error {
 // a vertical tab after the object is not JSON, and protojson refuses it too.
 func trimJSONSpace(b []byte) []byte { return bytes.Trim(b, " \t\r\n") }
 
+// jsonField is the value obj gives fd, by its JSON name or its proto name (as protojson reads
+// them); nil when obj has none or null.
+func jsonField(obj map[string]any, fd protoreflect.FieldDescriptor) any {
+	if val, ok := obj[fd.JSONName()]; ok {
+		return val
+	}
+	return obj[string(fd.Name())]
+}
+
 // check verifies the JSON types of the fields obj sets, recursively.
 func (m *Dialect) check(md protoreflect.MessageDescriptor, obj map[string]any) error {
 	fields := md.Fields()
 	for i := range fields.Len() {
 		fd := fields.Get(i)
-		val, ok := obj[fd.JSONName()]
-		if !ok {
-			val, ok = obj[string(fd.Name())]
-		}
-		if !ok || val == nil {
+		val := jsonField(obj, fd)
+		if val == nil {
 			continue
 		}
 		if fd.IsList() {

@@ -179,11 +179,8 @@ func setMessage(m protoreflect.Message, obj map[string]any) {
 	fields := m.Descriptor().Fields()
 	for i := range fields.Len() {
 		fd := fields.Get(i)
-		val, ok := obj[fd.JSONName()]
-		if !ok {
-			val, ok = obj[string(fd.Name())]
-		}
-		if !ok || val == nil {
+		val := jsonField(obj, fd)
+		if val == nil {
 			continue
 		}
 		switch {
