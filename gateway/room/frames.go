@@ -288,8 +288,8 @@ func decodeRoomFrame(data []byte) (*roomv1.JoinRequest, string) {
 			if json.Unmarshal(f.CountIn, &c) != nil {
 				return nil, `countIn must be {"beats": 1-16, "bpm": 40-240}.`
 			}
-			beats, ok1 := jsonInt(c.Beats)
-			bpm, ok2 := jsonInt(c.BPM)
+			beats, ok1 := jsonapi.Int(c.Beats)
+			bpm, ok2 := jsonapi.Int(c.BPM)
 			if !ok1 || !ok2 || beats < 1 || beats > 16 || bpm < 40 || bpm > 240 {
 				return nil, `countIn must be {"beats": 1-16, "bpm": 40-240}.`
 			}
@@ -303,14 +303,14 @@ func decodeRoomFrame(data []byte) (*roomv1.JoinRequest, string) {
 		}
 		return &roomv1.JoinRequest{Frame: &roomv1.JoinRequest_Formation{Formation: &roomv1.Formation{Formation: v}}}, ""
 	case "loop":
-		start, ok1 := jsonInt(f.StartMs)
-		end, ok2 := jsonInt(f.EndMs)
+		start, ok1 := jsonapi.Int(f.StartMs)
+		end, ok2 := jsonapi.Int(f.EndMs)
 		if !ok1 || !ok2 {
 			return nil, "startMs and endMs must be integers (both 0 clears the loop)."
 		}
 		return &roomv1.JoinRequest{Frame: &roomv1.JoinRequest_Loop{Loop: &roomv1.Loop{StartMs: start, EndMs: end}}}, ""
 	case "markFormation":
-		pos, ok := jsonInt(f.PositionMs)
+		pos, ok := jsonapi.Int(f.PositionMs)
 		if !ok {
 			return nil, "positionMs must be an integer from 0 through 86400000."
 		}
