@@ -178,23 +178,9 @@ type redisCeiling struct {
 	cpuPerOp time.Duration // the Redis server's CPU time per request
 }
 
-// serverCPU is the Redis server's CPU time so far (used_cpu_user + used_cpu_sys). Unlike wall
-// time, it is not inflated when other work on the machine takes the CPU away.
+// serverCPU is the Redis server's CPU time so far (redisx.ServerCPU).
 func (b *benchRedis) serverCPU(ctx context.Context) (time.Duration, error) {
-	info, err := b.rdb.Info(ctx, "cpu").Result()
-	if err != nil {
-		return 0, fmt.Errorf("INFO cpu: %w", err)
-	}
-	var total float64
-	for _, line := range strings.Split(info, "\n") {
-		for _, key := range []string{"used_cpu_user:", "used_cpu_sys:"} {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), key); ok {
-				f, _ := strconv.ParseFloat(v, 64)
-				total += f
-			}
-		}
-	}
-	return time.Duration(total * float64(time.Second)), nil
+	return redisx.ServerCPU(ctx, b.rdb)
 }
 
 // processCPU is this process's CPU time so far, user plus system.

@@ -3,13 +3,13 @@ package alarm
 import (
 	"context"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/redisx"
 )
 
 // BenchmarkClaimAndAck measures the queue's own cost per alarm, on a Redis of its own: claim
@@ -71,20 +71,11 @@ func BenchmarkClaimAndAck(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(round*perRound), "µs/alarm")
 }
 
-// redisCPU is the Redis server's CPU time so far.
+// redisCPU is the Redis server's CPU time so far (redisx.ServerCPU).
 func redisCPU(b *testing.B, rdb *redis.Client) time.Duration {
-	info, err := rdb.Info(context.Background(), "cpu").Result()
+	cpu, err := redisx.ServerCPU(context.Background(), rdb)
 	if err != nil {
 		b.Fatal(err)
 	}
-	var total float64
-	for _, line := range strings.Split(info, "\n") {
-		for _, key := range []string{"used_cpu_user:", "used_cpu_sys:"} {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), key); ok {
-				f, _ := strconv.ParseFloat(v, 64)
-				total += f
-			}
-		}
-	}
-	return time.Duration(total * float64(time.Second))
+	return cpu
 }

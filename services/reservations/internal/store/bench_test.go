@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -67,20 +66,11 @@ func BenchmarkExpireDue(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(round*perRound), "µs/hold")
 }
 
-// serverCPU is the Redis server's CPU time so far (used_cpu_user + used_cpu_sys).
+// serverCPU is the Redis server's CPU time so far (redisx.ServerCPU).
 func serverCPU(b *testing.B, rdb redis.UniversalClient) time.Duration {
-	info, err := rdb.Info(context.Background(), "cpu").Result()
+	cpu, err := redisx.ServerCPU(context.Background(), rdb)
 	if err != nil {
 		b.Fatal(err)
 	}
-	var total float64
-	for _, line := range strings.Split(info, "\n") {
-		for _, key := range []string{"used_cpu_user:", "used_cpu_sys:"} {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), key); ok {
-				f, _ := strconv.ParseFloat(v, 64)
-				total += f
-			}
-		}
-	}
-	return time.Duration(total * float64(time.Second))
+	return cpu
 }
