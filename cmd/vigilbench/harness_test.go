@@ -207,16 +207,26 @@ func TestBenchmarksRunOnTheRealStack(t *testing.T) {
 		t.Parallel()
 		got := runJSON(t, "lobby", "--churn", "12", "--parallel", "2", "--rooms", "40", "--lists", "3", "--touch-rate", "50")
 		for k, want := range map[string]float64{
-			"occupancy/1 room, sequential/n":                     12 + 7, // 12 joins, 7 leaves (5 open at most)
-			"occupancy/2 rooms at once/n":                        2 * (12 + 7),
-			"listing/ListRooms over gRPC, unchanged lobby/n":     3,
-			"listing/GET /lobby/rooms, unchanged lobby/n":        3,
-			"listing/ListRooms over gRPC, 50 room changes/s/n":   3,
-			"listing/GET /lobby/rooms, 50 room changes/s/failed": 0,
+			"occupancy/1 room, sequential/n":                                                                12 + 7, // 12 joins, 7 leaves (5 open at most)
+			"occupancy/2 rooms at once/n":                                                                   2 * (12 + 7),
+			"listing/ListRooms page of 50 over gRPC, unchanged lobby/n":                                     3,
+			"listing/GET /lobby/rooms?limit=50, first page, unchanged lobby/n":                              3,
+			"listing/GET /lobby/rooms?limit=50, page at room 20, unchanged lobby/n":                         3,
+			"listing/GET /lobby/rooms?q=zzz, search matching nothing (scans every room), unchanged lobby/n": 3,
+			"listing/ListRooms page of 50 over gRPC, 50 room changes/s/n":                                   3,
+			"listing/GET /lobby/rooms?limit=50, first page, 50 room changes/s/n":                            3,
+			"listing/GET /lobby/rooms?limit=50, first page, 50 room changes/s/failed":                       0,
 			"listing_rooms": 40 + 1 + 2, // the churned rooms stay listed
 		} {
-			if got[k] != want {
-				t.Errorf("lobby %s = %v, want %v (%v)", k, got[k], want, got)
+			v, ok := got[k]
+			if !ok || v != want {
+				t.Errorf("lobby %s = %v (reported: %v), want %v (%v)", k, v, ok, want, got)
+			}
+		}
+		// The change ceiling and a page's size are measured, whatever their values.
+		for _, k := range []string{"lobby_ceiling", "lobby_ceiling_ratio", "page_json_kib"} {
+			if got[k] <= 0 {
+				t.Errorf("lobby %s = %v, want a measured figure above 0", k, got[k])
 			}
 		}
 	})
