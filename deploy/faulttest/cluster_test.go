@@ -17,6 +17,7 @@ import (
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	reservations "github.com/vigil-dev/vigil/services/reservations/service"
 )
@@ -48,8 +49,8 @@ func TestClusterFailoverLosesNoAlarm(t *testing.T) {
 	}
 	conn := start(t, func(ctx context.Context, ready func(net.Addr)) error {
 		svc, err := reservations.New(ctx, reservations.Options{
-			Redis: redisx.Config{ClusterAddrs: cl.Addrs()}, Prefix: prefix, Shards: 16,
-			Lease: time.Second, Logger: ev.Logger(), AlarmLog: ev, Now: now, // a 1 s lease is 4 s of real time
+			Core:   server.Core{Redis: redisx.Config{ClusterAddrs: cl.Addrs()}, Prefix: prefix, Logger: ev.Logger(), Now: now},
+			Shards: 16, Lease: time.Second, AlarmLog: ev, // a 1 s lease is 4 s of real time
 		})
 		if err != nil {
 			return err

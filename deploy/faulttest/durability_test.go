@@ -19,6 +19,7 @@ import (
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	chat "github.com/vigil-dev/vigil/services/chat/service"
 	lobby "github.com/vigil-dev/vigil/services/lobby/service"
@@ -62,7 +63,7 @@ func startStack(t *testing.T, url, prefix string) *stack {
 	}
 	quiet := newEvents().Logger()
 	rc := dial(func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := reservations.New(ctx, reservations.Options{Redis: cfg, Prefix: prefix, Logger: quiet})
+		svc, err := reservations.New(ctx, reservations.Options{Core: server.Core{Redis: cfg, Prefix: prefix, Logger: quiet}})
 		if err != nil {
 			return err
 		}
@@ -70,7 +71,7 @@ func startStack(t *testing.T, url, prefix string) *stack {
 		return svc.Serve(ctx)
 	})
 	lc := dial(func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := locks.New(ctx, locks.Options{Redis: cfg, Prefix: prefix, Logger: quiet})
+		svc, err := locks.New(ctx, locks.Options{Core: server.Core{Redis: cfg, Prefix: prefix, Logger: quiet}})
 		if err != nil {
 			return err
 		}
@@ -78,7 +79,7 @@ func startStack(t *testing.T, url, prefix string) *stack {
 		return svc.Serve(ctx)
 	})
 	cc := dial(func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := chat.New(ctx, chat.Options{Redis: cfg, Prefix: prefix, Logger: quiet})
+		svc, err := chat.New(ctx, chat.Options{Core: server.Core{Redis: cfg, Prefix: prefix, Logger: quiet}})
 		if err != nil {
 			return err
 		}
@@ -86,7 +87,7 @@ func startStack(t *testing.T, url, prefix string) *stack {
 		return svc.Serve(ctx)
 	})
 	bc := dial(func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := lobby.New(ctx, lobby.Options{Redis: cfg, Prefix: prefix, Logger: quiet})
+		svc, err := lobby.New(ctx, lobby.Options{Core: server.Core{Redis: cfg, Prefix: prefix, Logger: quiet}})
 		if err != nil {
 			return err
 		}

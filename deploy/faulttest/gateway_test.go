@@ -21,6 +21,7 @@ import (
 	chatv1 "github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	chat "github.com/vigil-dev/vigil/services/chat/service"
 )
@@ -129,7 +130,7 @@ func TestFaultGatewayRestartedUnderChatLoad(t *testing.T) {
 	prefix := redistest.Prefix(t)
 	url, _ := redistest.Target(t)
 	conn := start(t, func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := chat.New(ctx, chat.Options{Redis: redisx.Config{URL: url}, Prefix: prefix, Logger: newEvents().Logger()})
+		svc, err := chat.New(ctx, chat.Options{Core: server.Core{Redis: redisx.Config{URL: url}, Prefix: prefix, Logger: newEvents().Logger()}})
 		if err != nil {
 			return err
 		}

@@ -23,6 +23,7 @@ import (
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	reservations "github.com/vigil-dev/vigil/services/reservations/service"
 )
@@ -37,8 +38,7 @@ func TestFaultRedisUnreachable(t *testing.T) {
 	prefix := redistest.Prefix(t)
 	conn := start(t, func(ctx context.Context, ready func(net.Addr)) error {
 		// The production timeout, not the test default redistest.Main sets.
-		svc, err := reservations.New(ctx, reservations.Options{Redis: redisx.Config{URL: srv.URL(t), Timeout: redisx.DefaultTimeout},
-			Prefix: prefix, Logger: newEvents().Logger()})
+		svc, err := reservations.New(ctx, reservations.Options{Core: server.Core{Redis: redisx.Config{URL: srv.URL(t), Timeout: redisx.DefaultTimeout}, Prefix: prefix, Logger: newEvents().Logger()}})
 		if err != nil {
 			return err
 		}
@@ -143,8 +143,7 @@ func TestFaultOverloadIsShed(t *testing.T) {
 	prefix := redistest.Prefix(t)
 	url, _ := redistest.Target(t)
 	conn := start(t, func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := reservations.New(ctx, reservations.Options{Redis: redisx.Config{URL: url}, Prefix: prefix,
-			MaxInFlight: 16, Logger: newEvents().Logger()})
+		svc, err := reservations.New(ctx, reservations.Options{Core: server.Core{Redis: redisx.Config{URL: url}, Prefix: prefix, MaxInFlight: 16, Logger: newEvents().Logger()}})
 		if err != nil {
 			return err
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/vigil-dev/vigil/gateway"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	lobby "github.com/vigil-dev/vigil/services/lobby/service"
 )
@@ -209,7 +210,7 @@ func roomServiceReplaced(t *testing.T, sig syscall.Signal) {
 	const viewers = 50
 	url, prefix := redistest.URL(t), redistest.Prefix(t)
 	lobbyConn := start(t, func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := lobby.New(ctx, lobby.Options{Redis: redisx.Config{URL: url}, Prefix: prefix + "-lobby", Logger: newEvents().Logger()})
+		svc, err := lobby.New(ctx, lobby.Options{Core: server.Core{Redis: redisx.Config{URL: url}, Prefix: prefix + "-lobby", Logger: newEvents().Logger()}})
 		if err != nil {
 			return err
 		}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/vigil-dev/vigil/pkg/grpcdial"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
 	chat "github.com/vigil-dev/vigil/services/chat/service"
 	lobby "github.com/vigil-dev/vigil/services/lobby/service"
 	locks "github.com/vigil-dev/vigil/services/locks/service"
@@ -63,36 +64,35 @@ func runReplica(domain string) int {
 	var serve func(context.Context) error
 	switch domain {
 	case "locks":
-		svc, err := locks.New(ctx, locks.Options{Redis: rc, Prefix: prefix, Shards: 4, Logger: log, Now: now, AlarmLease: alarmLease, DrainTimeout: 3 * time.Second})
+		svc, err := locks.New(ctx, locks.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: log, Now: now, DrainTimeout: 3 * time.Second}, Shards: 4, AlarmLease: alarmLease})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 		addr, serve = svc.Addr(), svc.Serve
 	case "reservations":
-		svc, err := reservations.New(ctx, reservations.Options{Redis: rc, Prefix: prefix, Shards: 4, Lease: alarmLease, Logger: log, Now: now, DrainTimeout: 3 * time.Second})
+		svc, err := reservations.New(ctx, reservations.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: log, Now: now, DrainTimeout: 3 * time.Second}, Shards: 4, Lease: alarmLease})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 		addr, serve = svc.Addr(), svc.Serve
 	case "chat":
-		svc, err := chat.New(ctx, chat.Options{Redis: rc, Prefix: prefix, HistoryKeep: 1 << 20, Logger: log, Now: now, DrainTimeout: 3 * time.Second})
+		svc, err := chat.New(ctx, chat.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: log, Now: now, DrainTimeout: 3 * time.Second}, HistoryKeep: 1 << 20})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 		addr, serve = svc.Addr(), svc.Serve
 	case "lobby":
-		svc, err := lobby.New(ctx, lobby.Options{Redis: rc, Prefix: prefix, Logger: log, Now: now, DrainTimeout: 3 * time.Second})
+		svc, err := lobby.New(ctx, lobby.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: log, Now: now, DrainTimeout: 3 * time.Second}})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 		addr, serve = svc.Addr(), svc.Serve
 	case "rooms":
-		svc, err := room.New(ctx, room.Options{Redis: rc, Prefix: prefix, Shards: 4, LobbyAddr: os.Getenv(envLobby), SessionLease: sessionLease,
-			AlarmLease: alarmLease, Logger: log, Now: now, DrainTimeout: 3 * time.Second})
+		svc, err := room.New(ctx, room.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: log, Now: now, DrainTimeout: 3 * time.Second}, Shards: 4, LobbyAddr: os.Getenv(envLobby), SessionLease: sessionLease, AlarmLease: alarmLease})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
