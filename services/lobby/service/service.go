@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"google.golang.org/grpc"
 
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
 	"github.com/vigil-dev/vigil/pkg/redisx"
@@ -76,7 +75,6 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		return nil, fmt.Errorf("lobby: metrics: %w", err)
 	}
 	so := o.Server("vigil.lobby.v1.LobbyService", rdb) // health is NOT_SERVING while Redis does not answer
-	so.ServerOptions = []grpc.ServerOption{grpc.ForceServerCodecV2(transport.Codec())}
 	srv, err := server.New(so)
 	if err != nil {
 		_ = rdb.Close()
