@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -19,6 +18,7 @@ import (
 	"github.com/google/uuid"
 	"google.golang.org/grpc"
 
+	"github.com/vigil-dev/vigil/gateway/bridge"
 	"github.com/vigil-dev/vigil/gateway/jsonapi"
 	"github.com/vigil-dev/vigil/gateway/socket"
 	chatv1 "github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1"
@@ -38,7 +38,6 @@ import (
 
 // Bridge serves the chat WebSocket route.
 type Bridge struct {
-	conn    *grpc.ClientConn
 	client  chatv1.ChatServiceClient
 	log     *slog.Logger
 	sockets *socket.Registry
@@ -51,20 +50,21 @@ type Bridge struct {
 	// postTimeout bounds how long a post waits for the service to store it.
 	postTimeout time.Duration
 
-	mu    sync.Mutex
-	rooms map[string]*chatRoom
+	// rooms are the rooms with members on this gateway, each with its one upstream stream.
+	rooms *bridge.Hub[*chatRoom]
 }
 
 // NewBridge serves chat sockets from sockets, each with lim, over conn's chat service.
 func NewBridge(conn *grpc.ClientConn, log *slog.Logger, sockets *socket.Registry, lim socket.Limits) *Bridge {
 	lim = lim.WithDefaults()
-	return &Bridge{
-		conn: conn, client: chatv1.NewChatServiceClient(conn), log: log, sockets: sockets, lim: lim,
+	b := &Bridge{
+		client: chatv1.NewChatServiceClient(conn), log: log, sockets: sockets, lim: lim,
 		postPrefix: randomHex(8) + "-", joinTimeout: 10 * time.Second,
 		// Shorter than the pong timeout: the reader goroutine, which reads pongs, waits on a post.
 		postTimeout: min(8*time.Second, lim.PongTimeout*4/5),
-		rooms:       map[string]*chatRoom{},
 	}
+	b.rooms = bridge.NewHub(conn, bridge.Heartbeat{}, func(string) *chatRoom { return newChatRoom(b) })
+	return b
 }
 
 func randomHex(n int) string {
@@ -207,14 +207,7 @@ func (b *Bridge) serveMember(roomName string, since *int64, m *chatMember) {
 // join adds m to its room, starting the room's upstream stream if it is the first member, and
 // sends m its history frame before any live message.
 func (b *Bridge) join(name string, since *int64, m *chatMember) (*chatRoom, error) {
-	b.mu.Lock()
-	r := b.rooms[name]
-	if r == nil {
-		r = newChatRoom(b, name)
-		b.rooms[name] = r
-	}
-	r.refs++
-	b.mu.Unlock()
+	r := b.rooms.Join(name)
 	if err := r.addMember(m, since); err != nil {
 		b.leave(r, m)
 		return nil, err
@@ -227,11 +220,5 @@ func (b *Bridge) leave(r *chatRoom, m *chatMember) {
 	r.mu.Lock()
 	delete(r.members, m)
 	r.mu.Unlock()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	r.refs--
-	if r.refs == 0 && b.rooms[r.name] == r {
-		delete(b.rooms, r.name)
-		r.cancel()
-	}
+	b.rooms.Leave(r)
 }

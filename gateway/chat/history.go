@@ -83,7 +83,7 @@ func sortSearchEntries(entries []chatEntry, id int64) int {
 func (r *chatRoom) fetchSince(since int64) ([]chatEntry, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.b.joinTimeout)
 	defer cancel()
-	res, err := r.b.client.ListMessages(ctx, &chatv1.ListMessagesRequest{Room: r.name, Since: &since, Limit: 1000})
+	res, err := r.b.client.ListMessages(ctx, &chatv1.ListMessagesRequest{Room: r.Name(), Since: &since, Limit: 1000})
 	if err != nil {
 		return nil, err
 	}

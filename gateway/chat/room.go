@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"time"
 
+	"github.com/vigil-dev/vigil/gateway/bridge"
 	"github.com/vigil-dev/vigil/gateway/socket"
 	chatv1 "github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1"
-
-	"google.golang.org/grpc/connectivity"
 )
 
 // One upstream Connect stream per room with members on this gateway, and its fan-out: each
@@ -19,10 +17,8 @@ import (
 // chatRoom is the gateway's side of one room: its upstream stream, its recent messages, and
 // its local members.
 type chatRoom struct {
-	b      *Bridge
-	name   string
-	refs   int // members and joiners; guarded by b.mu
-	cancel context.CancelFunc
+	bridge.Room
+	b *Bridge
 
 	ready    chan struct{} // closed when the first history arrived
 	readyErr error
@@ -53,42 +49,16 @@ type chatEntry struct {
 // without asking the service.
 const recentMin = 256
 
-func newChatRoom(b *Bridge, name string) *chatRoom {
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &chatRoom{
-		b: b, name: name, cancel: cancel, ready: make(chan struct{}),
-		members: map[*chatMember]struct{}{}, pending: map[string]*pendingPost{},
-	}
-	go r.run(ctx)
-	return r
+func newChatRoom(b *Bridge) *chatRoom {
+	return &chatRoom{b: b, ready: make(chan struct{}), members: map[*chatMember]struct{}{}, pending: map[string]*pendingPost{}}
 }
 
-// run keeps the room attached until ctx ends: when a stream breaks, it re-attaches (to any
-// replica) from the last delivered id.
-func (r *chatRoom) run(ctx context.Context) {
-	backoff := 10 * time.Millisecond
-	for {
-		gotHistory, err := r.attach(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		if r.b.conn.GetState() == connectivity.Shutdown {
-			r.shutdown()
-			return
-		}
-		if gotHistory {
-			backoff = 10 * time.Millisecond
-		}
-		r.b.log.Warn("chat stream broke; re-attaching", "event", "chat_reattach", "room", r.name, "lastId", r.lastIDNow(), "err", err)
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		backoff = min(backoff*2, time.Second)
-	}
+var _ bridge.Upstream = (*chatRoom)(nil)
+
+// Broken logs a broken stream; the bridge re-attaches (to any replica) from the last
+// delivered id.
+func (r *chatRoom) Broken(err error) {
+	r.b.log.Warn("chat stream broke; re-attaching", "event", "chat_reattach", "room", r.Name(), "lastId", r.lastIDNow(), "err", err)
 }
 
 func (r *chatRoom) lastIDNow() int64 {
@@ -97,8 +67,8 @@ func (r *chatRoom) lastIDNow() int64 {
 	return r.lastID
 }
 
-// shutdown closes every member: the gateway is shutting down.
-func (r *chatRoom) shutdown() {
+// Closed closes every member: the gateway is shutting down.
+func (r *chatRoom) Closed() {
 	r.mu.Lock()
 	members := make([]*chatMember, 0, len(r.members))
 	for m := range r.members {
@@ -110,15 +80,15 @@ func (r *chatRoom) shutdown() {
 	}
 }
 
-// attach runs one Connect stream until it breaks.
-func (r *chatRoom) attach(ctx context.Context) (gotHistory bool, err error) {
+// Attach runs one Connect stream until it breaks; answered is whether its history arrived.
+func (r *chatRoom) Attach(ctx context.Context) (answered bool, err error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := r.b.client.Connect(sctx)
 	if err != nil {
 		return false, err
 	}
-	join := &chatv1.Join{Room: r.name}
+	join := &chatv1.Join{Room: r.Name()}
 	r.mu.Lock()
 	if r.attached {
 		since := r.lastID
@@ -151,6 +121,7 @@ func (r *chatRoom) attach(ctx context.Context) (gotHistory bool, err error) {
 				recvErr <- err
 				return
 			}
+			r.Heard()
 			switch k := resp.Kind.(type) {
 			case *chatv1.ConnectResponse_Message:
 				select {
@@ -218,7 +189,7 @@ func (r *chatRoom) applyHistory(h *chatv1.History) {
 	if h.GetTruncated() || (len(msgs) > 0 && msgs[0].GetId() > r.lastID+1) {
 		// Messages were trimmed from the log while detached: they are lost to this room's
 		// members, and the recent list restarts so it stays contiguous.
-		r.b.log.Warn("chat messages missed while detached are no longer kept", "event", "chat_gap_lost", "room", r.name, "lastId", r.lastID)
+		r.b.log.Warn("chat messages missed while detached are no longer kept", "event", "chat_gap_lost", "room", r.Name(), "lastId", r.lastID)
 		r.recent = r.recent[:0]
 	}
 	for _, m := range msgs {

@@ -8,13 +8,13 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/vigil-dev/vigil/gateway/bridge"
 	"github.com/vigil-dev/vigil/gateway/jsonapi"
 	"github.com/vigil-dev/vigil/gateway/socket"
 	roomv1 "github.com/vigil-dev/vigil/pkg/api/vigil/room/v1"
@@ -47,23 +47,21 @@ const MaxFrameBytes = 24 << 10
 
 // NewBridge serves practice-room sockets from sockets, each with lim, over conn's room service.
 func NewBridge(conn *grpc.ClientConn, log *slog.Logger, sockets *socket.Registry, lim socket.Limits) *Bridge {
-	return &Bridge{
-		conn: conn, client: roomv1.NewRoomServiceClient(conn), sockets: sockets, lim: lim,
-		log: log, rooms: map[string]*practiceRoom{},
-	}
+	b := &Bridge{client: roomv1.NewRoomServiceClient(conn), sockets: sockets, lim: lim, log: log}
+	b.rooms = bridge.NewHub(conn, bridge.Heartbeat{}, func(string) *practiceRoom { return newPracticeRoom(b) })
+	return b
 }
 
 // Bridge bridges practice-room sockets to sessions on one RoomService.Attach stream per
 // room (stream.go).
 type Bridge struct {
-	conn    *grpc.ClientConn
 	client  roomv1.RoomServiceClient
 	sockets *socket.Registry
 	lim     socket.Limits
 	log     *slog.Logger
 
-	mu    sync.Mutex
-	rooms map[string]*practiceRoom
+	// rooms are the practice rooms with sockets on this gateway, each with its one Attach stream.
+	rooms *bridge.Hub[*practiceRoom]
 }
 
 // ServeSocket upgrades GET /rooms/{code}/websocket.

@@ -10,9 +10,9 @@ import (
 
 	"github.com/coder/websocket"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/status"
 
+	"github.com/vigil-dev/vigil/gateway/bridge"
 	"github.com/vigil-dev/vigil/gateway/socket"
 	roomv1 "github.com/vigil-dev/vigil/pkg/api/vigil/room/v1"
 )
@@ -54,11 +54,8 @@ const roomRecentFrames = 64
 
 // practiceRoom is the gateway's side of one practice room: its Attach stream and its sockets.
 type practiceRoom struct {
-	b      *Bridge
-	code   string
-	refs   int // sockets and joiners; guarded by b.mu
-	ctx    context.Context
-	cancel context.CancelFunc
+	bridge.Room // its code, reference count and life
+	b           *Bridge
 
 	sendMu sync.Mutex // serialises Send on the stream; never taken by the receiving goroutine
 
@@ -107,14 +104,7 @@ type roomMember struct {
 // join adds a socket's session to its room, starting the room's stream if it is the first,
 // and waits for its first State (nil) or its refusal.
 func (b *Bridge) join(hello *roomv1.Hello) (*roomMember, error) {
-	b.mu.Lock()
-	r := b.rooms[hello.GetCode()]
-	if r == nil {
-		r = newPracticeRoom(b, hello.GetCode())
-		b.rooms[r.code] = r
-	}
-	r.refs++
-	b.mu.Unlock()
+	r := b.rooms.Join(hello.GetCode())
 	m := &roomMember{r: r, hello: hello, viewer: hello.GetRole() != roomv1.Role_ROLE_LEADER, ready: make(chan struct{})}
 	r.mu.Lock()
 	r.members[hello.GetSessionId()] = m
@@ -159,23 +149,14 @@ func (b *Bridge) leave(m *roomMember) {
 	if stream != nil {
 		r.send(stream, &roomv1.AttachRequest{Frame: &roomv1.AttachRequest_Detach{Detach: id}})
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	r.refs--
-	if r.refs == 0 {
-		if b.rooms[r.code] == r {
-			delete(b.rooms, r.code)
-		}
-		r.cancel()
-	}
+	b.rooms.Leave(r)
 }
 
-func newPracticeRoom(b *Bridge, code string) *practiceRoom {
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &practiceRoom{b: b, code: code, ctx: ctx, cancel: cancel, members: map[string]*roomMember{}, leaving: map[string]*roomv1.Hello{}}
-	go r.run()
-	return r
+func newPracticeRoom(b *Bridge) *practiceRoom {
+	return &practiceRoom{b: b, members: map[string]*roomMember{}, leaving: map[string]*roomv1.Hello{}}
 }
+
+var _ bridge.Upstream = (*practiceRoom)(nil)
 
 // send sends one request on stream; a failed send is repaired by the next stream.
 func (r *practiceRoom) send(stream roomv1.RoomService_AttachClient, req *roomv1.AttachRequest) {
@@ -184,49 +165,22 @@ func (r *practiceRoom) send(stream roomv1.RoomService_AttachClient, req *roomv1.
 	_ = stream.Send(req)
 }
 
-// errRoomEnded is a stream's end when the room ended (its sockets are closed already).
-var errRoomEnded = errors.New("room ended")
+// Closed closes every socket: the gateway is shutting down.
+func (r *practiceRoom) Closed() { r.closeAll(socket.GoingAway, "gateway shutting down") }
 
-// run keeps the room attached until its last socket leaves or the room ends.
-func (r *practiceRoom) run() {
-	defer r.cancel()
-	backoff := 10 * time.Millisecond
-	for {
-		answered, err := r.attach()
-		if r.ctx.Err() != nil {
-			r.b.log.Debug("room stream closed", "event", "room_stream_closed", "code", r.code)
-			return
-		}
-		if errors.Is(err, errRoomEnded) {
-			return
-		}
-		if r.b.conn.GetState() == connectivity.Shutdown {
-			r.closeAll(socket.GoingAway, "gateway shutting down")
-			return
-		}
-		if answered {
-			backoff = 10 * time.Millisecond
-		}
-		// A socket still waiting for its first State is refused now (503), as a Join that could
-		// not reach the service was: it has no session to keep.
-		r.refuseWaiting(err)
-		r.b.log.Info("room stream broke; re-attaching its sessions", "event", "room_reattach",
-			"code", r.code, "grpc.code", status.Code(err).String(), "err", err)
-		t := time.NewTimer(backoff)
-		select {
-		case <-r.ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		backoff = min(backoff*2, time.Second)
-	}
+// Broken refuses every socket still waiting for its first State (503), as a Join that could
+// not reach the service was: it has no session to keep. The others' sessions re-attach on the
+// next stream.
+func (r *practiceRoom) Broken(err error) {
+	r.refuseWaiting(err)
+	r.b.log.Info("room stream broke; re-attaching its sessions", "event", "room_reattach",
+		"code", r.Name(), "grpc.code", status.Code(err).String(), "err", err)
 }
 
-// attach runs one stream until it breaks: it sends every socket's hello, then receives.
+// Attach runs one stream until it breaks: it sends every socket's hello, then receives.
 // answered reports whether the service answered anything on it.
-func (r *practiceRoom) attach() (answered bool, err error) {
-	ctx, cancel := context.WithCancel(r.ctx)
+func (r *practiceRoom) Attach(ctx context.Context) (answered bool, err error) {
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := r.b.client.Attach(ctx)
 	if err != nil {
@@ -274,10 +228,11 @@ func (r *practiceRoom) attach() (answered bool, err error) {
 			return answered, err
 		}
 		answered = true
+		r.Heard()
 		if resp.GetSessionId() == "" {
 			if ended := resp.GetFrame().GetEnded(); ended != nil {
 				r.end(ended.GetReason())
-				return true, errRoomEnded
+				return true, bridge.ErrEnded
 			}
 			r.fanOut(gen, resp)
 			continue
@@ -363,7 +318,7 @@ func (r *practiceRoom) session(stream roomv1.RoomService_AttachClient, gen int, 
 		if first {
 			close(m.ready)
 		} else {
-			r.b.log.Info("room session re-attached", "event", "room_reattached", "code", r.code, "resumed", f.State.GetResumed())
+			r.b.log.Info("room session re-attached", "event", "room_reattached", "code", r.Name(), "resumed", f.State.GetResumed())
 		}
 		go r.activate(m, stream, gen)
 	case *roomv1.JoinResponse_Ack:
@@ -398,12 +353,12 @@ func (r *practiceRoom) sessionEnded(m *roomMember, gen int, err error) {
 		m.close(websocket.StatusPolicyViolation, st.Message())
 	case codes.InvalidArgument, codes.FailedPrecondition:
 		r.b.log.Warn("room session refused on re-attach", "event", "room_reattach_refused",
-			"code", r.code, "grpc.code", st.Code().String(), "err", st.Message())
+			"code", r.Name(), "grpc.code", st.Code().String(), "err", st.Message())
 		m.close(websocket.StatusInternalError, "The room service refused this session; reconnect.")
 	default:
 		m.live = 0
 		r.b.log.Info("room session not re-attached; trying again", "event", "room_reattach_retry",
-			"code", r.code, "grpc.code", st.Code().String(), "err", st.Message())
+			"code", r.Name(), "grpc.code", st.Code().String(), "err", st.Message())
 		time.AfterFunc(time.Second, func() { r.retry(m, gen) })
 	}
 }
@@ -431,11 +386,7 @@ func (m *roomMember) close(code websocket.StatusCode, reason string) {
 
 // end closes every socket: the room ended.
 func (r *practiceRoom) end(reason string) {
-	r.b.mu.Lock()
-	if r.b.rooms[r.code] == r {
-		delete(r.b.rooms, r.code)
-	}
-	r.b.mu.Unlock()
+	r.b.rooms.Forget(r)
 	r.mu.Lock()
 	r.ended = true
 	r.mu.Unlock()
@@ -559,7 +510,7 @@ func (m *roomMember) readSocket() {
 	defer func() {
 		m.r.b.leave(m)
 		sock.CloseNow()
-		m.r.b.log.Debug("room socket left", "event", "ws_left", "route", "room", "code", m.r.code)
+		m.r.b.log.Debug("room socket left", "event", "ws_left", "route", "room", "code", m.r.Name())
 	}()
 	for {
 		data, err := sock.Read()

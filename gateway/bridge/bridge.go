@@ -1,0 +1,266 @@
+// Package bridge is the one shape of the gateway's socket kinds (chat rooms, practice rooms):
+// ONE upstream stream per room per gateway, kept attached by one reconnect loop, shared by the
+// room's sockets through one reference count, and abandoned when it goes silent.
+//
+// A socket kind's room type embeds Room and implements Upstream (how to run one stream); a Hub
+// holds the kind's rooms by name. The lock discipline is the same for every kind: the Hub's
+// lock guards only its map and the reference counts, and is never taken while the kind holds
+// its room's own lock; a room's goroutine (the loop) only receives, so a stream blocked by
+// flow control never stalls its fan-out.
+//
+//	join:  Hub.Join(name) → the room (the first joiner starts its loop) → the kind adds its socket
+//	leave: the kind removes its socket → Hub.Leave(room) (the last one ends the loop and its stream)
+//	loop:  Upstream.Attach until it breaks → Upstream.Broken → back off (10 ms doubling to 1 s,
+//	       reset once a stream was answered) → Attach again, on any replica
+//
+// A stream that breaks because its replica stopped or restarted re-attaches at once. A replica
+// that stops answering closes nothing (a paused process, a partition): the heartbeat notices.
+// While a room hears nothing for Heartbeat.Every the Hub asks the room to Ping (the service
+// answers); after Heartbeat.Silence without a word the stream is abandoned and the loop
+// re-attaches elsewhere, well before gRPC keepalive's 10 s + timeout would.
+package bridge
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
+)
+
+// Upstream is a socket kind's side of one room: how it runs one upstream stream.
+type Upstream interface {
+	// Attach opens one upstream stream and runs it until it breaks or ctx ends (the room's last
+	// socket left, or the stream went silent). It calls Room.Heard for every frame the service
+	// sends. answered reports whether the service answered anything on it (the back-off then
+	// starts over). An error wrapping ErrEnded ends the room's loop for good.
+	Attach(ctx context.Context) (answered bool, err error)
+	// Broken is told why a stream broke, before the loop waits to re-attach.
+	Broken(err error)
+	// Closed is told that the backend connection was closed (the gateway is shutting down):
+	// the loop has ended.
+	Closed()
+
+	room() *Room
+}
+
+// Pinger is an Upstream whose service answers a ping on the stream; the Hub asks it to ping
+// a stream that has been quiet for Heartbeat.Every. Ping may block (a stream blocked by flow
+// control): the Hub calls it from a goroutine of its own.
+type Pinger interface {
+	Ping()
+}
+
+// ErrEnded ends a room's loop: the room ended at the service and its sockets are closed.
+var ErrEnded = errors.New("room ended")
+
+// ErrSilent is why a stream was abandoned: the service said nothing for Heartbeat.Silence,
+// not even to a ping.
+var ErrSilent = errors.New("the upstream went silent: nothing heard, not even an answer to a ping")
+
+// Heartbeat is how a silent upstream is noticed. Zero values have the defaults in comments.
+type Heartbeat struct {
+	// Every is how long a stream may be quiet before it is pinged. Default 1 s.
+	Every time.Duration
+	// Silence is how long a stream may say nothing before it is abandoned. Default 3 s.
+	Silence time.Duration
+}
+
+func (h Heartbeat) withDefaults() Heartbeat {
+	if h.Every <= 0 {
+		h.Every = time.Second
+	}
+	if h.Silence <= 0 {
+		h.Silence = 3 * time.Second
+	}
+	return h
+}
+
+// Room is the bridge's part of a room: its name, its reference count and its life. Embed it in
+// the socket kind's room type (as a value); the Hub fills it.
+type Room struct {
+	name   string
+	refs   int // sockets and joiners; guarded by the Hub's lock
+	ctx    context.Context
+	cancel context.CancelFunc
+	heard  atomic.Int64 // when the service was last heard from, in Unix nanoseconds
+	pong   *atomic.Bool // the Hub's: its service has answered a ping
+}
+
+func (r *Room) room() *Room { return r }
+
+// Name is the room's name (its key in the Hub).
+func (r *Room) Name() string { return r.name }
+
+// Heard records that the service sent a frame on the room's stream.
+func (r *Room) Heard() { r.heard.Store(time.Now().UnixNano()) }
+
+// Pong records an answer to a ping: the service answers pings, so the Hub judges silence.
+func (r *Room) Pong() {
+	r.Heard()
+	r.pong.Store(true)
+}
+
+// Hub holds one socket kind's rooms on this gateway, by name.
+type Hub[U Upstream] struct {
+	conn      *grpc.ClientConn
+	newRoom   func(name string) U
+	heartbeat Heartbeat
+	// pong is set once the service answered a ping: until then (a service that predates pings)
+	// silence is left to gRPC keepalive, so streams that are merely quiet are not abandoned.
+	pong atomic.Bool
+
+	mu    sync.Mutex
+	rooms map[string]U
+}
+
+// NewHub holds rooms made by newRoom, whose streams run over conn (a closed conn ends every
+// loop), judged by hb when the rooms are Pingers.
+func NewHub[U Upstream](conn *grpc.ClientConn, hb Heartbeat, newRoom func(name string) U) *Hub[U] {
+	return &Hub[U]{conn: conn, newRoom: newRoom, heartbeat: hb.withDefaults(), rooms: map[string]U{}}
+}
+
+// Join takes a reference on the room name, making it (and starting its loop) for the first
+// joiner. Every Join is matched by one Leave.
+func (h *Hub[U]) Join(name string) U {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	u, ok := h.rooms[name]
+	if !ok {
+		u = h.newRoom(name)
+		r := u.room()
+		r.name, r.pong = name, &h.pong
+		r.ctx, r.cancel = context.WithCancel(context.Background())
+		h.rooms[name] = u
+		go h.run(u)
+	}
+	u.room().refs++
+	return u
+}
+
+// Leave gives back a reference Join took; the last one ends the room's loop and its stream.
+func (h *Hub[U]) Leave(u U) {
+	r := u.room()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r.refs--
+	if r.refs == 0 {
+		h.forgetLocked(u)
+		r.cancel()
+	}
+}
+
+// Forget takes an ended room out of the Hub, so the next joiner of its name gets a new one;
+// the references still held on it are given back as usual.
+func (h *Hub[U]) Forget(u U) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.forgetLocked(u)
+}
+
+func (h *Hub[U]) forgetLocked(u U) {
+	if cur, ok := h.rooms[u.room().name]; ok && cur.room() == u.room() {
+		delete(h.rooms, u.room().name)
+	}
+}
+
+// The reconnect back-off: from minBackoff, doubling to maxBackoff, reset by an answered stream.
+const (
+	minBackoff = 10 * time.Millisecond
+	maxBackoff = time.Second
+)
+
+// run keeps the room attached until its last socket leaves, the room ends, or the backend
+// connection closes.
+func (h *Hub[U]) run(u U) {
+	r := u.room()
+	defer r.cancel()
+	backoff := minBackoff
+	for {
+		answered, err := h.attach(u)
+		if r.ctx.Err() != nil || errors.Is(err, ErrEnded) {
+			return
+		}
+		if h.conn.GetState() == connectivity.Shutdown {
+			u.Closed()
+			return
+		}
+		if answered {
+			backoff = minBackoff
+		}
+		u.Broken(err)
+		t := time.NewTimer(backoff)
+		select {
+		case <-r.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		backoff = min(backoff*2, maxBackoff)
+	}
+}
+
+// attach runs one stream under the heartbeat's watch.
+func (h *Hub[U]) attach(u U) (bool, error) {
+	r := u.room()
+	ctx, cancel := context.WithCancelCause(r.ctx)
+	defer cancel(nil)
+	if p, ok := any(u).(Pinger); ok {
+		r.Heard()
+		h.watch(ctx, cancel, r, p)
+	}
+	answered, err := u.Attach(ctx)
+	if errors.Is(context.Cause(ctx), ErrSilent) {
+		err = ErrSilent
+	}
+	return answered, err
+}
+
+// watch checks the stream every Heartbeat.Every from a timer (no goroutine while all is well):
+// quiet that long, it is pinged; silent for Heartbeat.Silence (and the service answers pings),
+// it is abandoned. It stops when ctx ends.
+func (h *Hub[U]) watch(ctx context.Context, abandon context.CancelCauseFunc, r *Room, p Pinger) {
+	w := &watcher{ctx: ctx, abandon: abandon, r: r, p: p, hb: h.heartbeat}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.t = time.AfterFunc(w.hb.Every, w.check)
+	context.AfterFunc(ctx, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.t.Stop()
+	})
+}
+
+// watcher is one stream's heartbeat check.
+type watcher struct {
+	ctx     context.Context
+	abandon context.CancelCauseFunc
+	r       *Room
+	p       Pinger
+	hb      Heartbeat
+
+	mu sync.Mutex
+	t  *time.Timer
+}
+
+func (w *watcher) check() {
+	if w.ctx.Err() != nil {
+		return
+	}
+	quiet := time.Duration(time.Now().UnixNano() - w.r.heard.Load())
+	if quiet >= w.hb.Silence && w.r.pong.Load() {
+		w.abandon(ErrSilent)
+		return
+	}
+	if quiet >= w.hb.Every {
+		go w.p.Ping()
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ctx.Err() == nil {
+		w.t.Reset(w.hb.Every)
+	}
+}
