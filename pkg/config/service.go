@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vigil-dev/vigil/pkg/clock"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
 )
@@ -54,6 +55,9 @@ type ServiceFlags struct {
 	// RedisTimeout bounds each Redis call (-redis-timeout, VIGIL_REDIS_TIMEOUT).
 	// Default redisx.DefaultTimeout.
 	RedisTimeout *time.Duration
+	// ClockWarnAbove: a replica whose clock is further than this from Redis's TIME says so
+	// (-clock-warn-above, VIGIL_CLOCK_WARN_ABOVE). Default 1s (clock.DefaultWarnAbove).
+	ClockWarnAbove *time.Duration
 }
 
 // Service defines the shared flags on fs with the service's default listen addresses.
@@ -79,6 +83,7 @@ func Service(fs *flag.FlagSet, grpcAddr, metricsAddr string) ServiceFlags {
 		RedisTLSCert:      String(fs, "redis-tls-cert", "VIGIL_REDIS_TLS_CERT", "", "client certificate (PEM) for a Redis that requires one"),
 		RedisTLSKey:       String(fs, "redis-tls-key", "VIGIL_REDIS_TLS_KEY", "", "key (PEM) of -redis-tls-cert"),
 		RedisTimeout:      Duration(fs, "redis-timeout", "VIGIL_REDIS_TIMEOUT", redisx.DefaultTimeout, "bound on each Redis call (a Go duration)"),
+		ClockWarnAbove:    Duration(fs, "clock-warn-above", "VIGIL_CLOCK_WARN_ABOVE", clock.DefaultWarnAbove, "a clock further than this from Redis's TIME is reported (log, vigil_clock_offset_seconds, /healthz on the metrics address)"),
 	}
 	Validate(fs, func() error { return LogSettings(*f.LogFormat, *f.LogLevel) })
 	return f
@@ -104,12 +109,13 @@ func (f ServiceFlags) TLS() server.TLS {
 	return server.TLS{CertFile: *f.TLSCert, KeyFile: *f.TLSKey, CAFile: *f.TLSCA, ServerName: *f.TLSServerName}
 }
 
-// Core is the service Options core the flags ask for: addresses, Redis, prefix, logger, TLS
-// and the in-flight limit (the rest keep their defaults).
+// Core is the service Options core the flags ask for: addresses, Redis, prefix, logger, TLS,
+// the in-flight limit and the clock's warning bound (the rest keep their defaults: the clock is
+// disciplined to Redis's TIME).
 func (f ServiceFlags) Core() server.Core {
 	return server.Core{
 		GRPCAddr: *f.GRPCAddr, MetricsAddr: *f.MetricsAddr, Redis: f.Redis(), Prefix: *f.Prefix,
-		Logger: f.Logger(), TLS: f.TLS(), MaxInFlight: *f.MaxInFlight,
+		Logger: f.Logger(), TLS: f.TLS(), MaxInFlight: *f.MaxInFlight, ClockWarnAbove: *f.ClockWarnAbove,
 	}
 }
 

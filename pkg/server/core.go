@@ -2,12 +2,14 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vigil-dev/vigil/pkg/clock"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 )
 
@@ -38,8 +40,23 @@ type Core struct {
 	MaxInFlight int
 	// DrainTimeout bounds the graceful stop. Default 10s.
 	DrainTimeout time.Duration
-	// Now is the clock every time decision of the service reads. Default time.Now.
+	// Now is the clock every time decision of the service reads. When it is nil, or
+	// DisciplineClock is set, it is the local clock (Now, or time.Now) disciplined to the
+	// service's Redis's TIME (pkg/clock), so that every replica sharing that Redis decides
+	// against one clock; the first sample is taken before the service serves. An injected Now
+	// without DisciplineClock is used as it is (a test's fake clock drives time by itself).
+	// Default: time.Now disciplined to Redis's TIME.
 	Now func() time.Time
+	// DisciplineClock disciplines an injected Now to Redis's TIME too (a test's skewed clock,
+	// corrected as production's is). Default false: on only when Now is nil.
+	DisciplineClock bool
+	// ClockWarnAbove: a replica whose own clock is further than this from Redis's TIME says
+	// so (vigil_clock_offset_seconds, a warning in its log, its /healthz). Its decisions stay
+	// right through the measured offset. Default clock.DefaultWarnAbove (1s).
+	ClockWarnAbove time.Duration
+
+	// clock is the disciplined clock behind Now, nil when Now is used as injected.
+	clock *clock.Clock
 }
 
 // WithDefaults is c with every zero value replaced by its default; name (the service's short
@@ -69,18 +86,25 @@ func (c Core) WithDefaults(name string) (Core, error) {
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = 10 * time.Second
 	}
-	if c.Now == nil {
-		c.Now = time.Now
+	if c.clock == nil && (c.Now == nil || c.DisciplineClock) {
+		clk, err := clock.New(clock.Options{
+			Base: c.Now, WarnAbove: c.ClockWarnAbove, Service: name, Logger: c.Logger, Registerer: c.Registerer,
+		})
+		if err != nil {
+			return c, fmt.Errorf("%s: %w", name, err)
+		}
+		c.clock, c.Now = clk, clk.Now
 	}
 	return c, nil
 }
 
 // Server is the bootstrap's Options for the service called name (its gRPC service name) on
-// store: listener, metrics, logger, TLS and limits from c.
+// store: listener, metrics, logger, TLS, limits and the disciplined clock from c. The clock
+// samples store's TIME from server.New on.
 func (c Core) Server(name string, store redis.UniversalClient) Options {
 	return Options{
 		Name: name, GRPCAddr: c.GRPCAddr, MetricsAddr: c.MetricsAddr, Logger: c.Logger,
 		DrainTimeout: c.DrainTimeout, TLS: c.TLS, MaxInFlight: c.MaxInFlight,
-		Registerer: c.Registerer, Store: store,
+		Registerer: c.Registerer, Store: store, Clock: c.clock,
 	}
 }

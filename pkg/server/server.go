@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
+	"github.com/vigil-dev/vigil/pkg/clock"
 	"github.com/vigil-dev/vigil/pkg/prom"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
@@ -37,7 +38,7 @@ type Options struct {
 	Name string
 	// GRPCAddr to listen on. Default "127.0.0.1:0" (any free port; see Server.Addr).
 	GRPCAddr string
-	// MetricsAddr serves /metrics over HTTP when set. Default "": no metrics listener.
+	// MetricsAddr serves /metrics and /healthz over HTTP when set. Default "": no such listener.
 	MetricsAddr string
 	// Logger for requests and lifecycle events. Default slog.Default().
 	Logger *slog.Logger
@@ -68,9 +69,15 @@ type Options struct {
 	// it. Several servers in one process may share a Registerer: they share its collectors.
 	// Default prometheus.DefaultRegisterer, served with prometheus.DefaultGatherer.
 	Registerer prometheus.Registerer
+	// Clock is the service's clock disciplined to Store's TIME (Core sets it; see pkg/clock):
+	// New takes its first samples, so the service decides nothing against an unmeasured
+	// clock, Serve keeps sampling, and /healthz on MetricsAddr reports its offset. Needs
+	// Store. Default nil: no clock to keep.
+	Clock *clock.Clock
 }
 
-// Server is a gRPC server with Vigil's standard services and interceptors.
+// Server is a gRPC server with Vigil's standard services and interceptors. Its MetricsAddr
+// listener serves /metrics and /healthz (see healthz.go).
 type Server struct {
 	o        Options
 	lis      net.Listener
@@ -143,6 +150,9 @@ func New(o Options) (*Server, error) {
 	}
 	secure, err := o.securityOptions()
 	if err != nil {
+		return nil, err
+	}
+	if err := o.syncClock(); err != nil {
 		return nil, err
 	}
 	lis, err := net.Listen("tcp", o.GRPCAddr)
@@ -226,7 +236,10 @@ func (s *Server) Serve(ctx context.Context, background ...func(ctx context.Conte
 		return nil
 	})
 	if s.o.MetricsAddr != "" {
-		ms := &http.Server{Addr: s.o.MetricsAddr, Handler: promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
+		mux := http.NewServeMux()
+		mux.Handle("/", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
+		mux.HandleFunc("GET /healthz", s.healthz)
+		ms := &http.Server{Addr: s.o.MetricsAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		g.Go(func() error {
 			if err := ms.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				return fmt.Errorf("metrics serve: %w", err)
@@ -243,6 +256,9 @@ func (s *Server) Serve(ctx context.Context, background ...func(ctx context.Conte
 	if s.o.Store != nil {
 		check := PingStore(s.o.Store)
 		g.Go(func() error { return s.watchReadiness(gctx, check) })
+	}
+	if s.o.Clock != nil {
+		g.Go(func() error { return s.o.Clock.Run(gctx, clock.RedisTime(s.o.Store)) })
 	}
 	for _, task := range background {
 		g.Go(func() error { return task(gctx) })
