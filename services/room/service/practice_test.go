@@ -35,13 +35,19 @@ func TestPracticeToolsAreRoomState(t *testing.T) {
 		{Ref: 3, Frame: &roomv1.JoinRequest_Mark{Mark: &roomv1.Mark{PositionMs: 4000, Label: "A"}}},
 		{Ref: 4, Frame: &roomv1.JoinRequest_MarkFormation{MarkFormation: &roomv1.MarkFormation{PositionMs: 4000, Formation: ann}}},
 	}
+	var acks []*roomv1.Ack
 	for _, f := range frames {
 		l.send(f)
-		l.await("ack", func(r *roomv1.JoinResponse) bool { return r.GetAck().GetRef() == f.GetRef() && !r.GetAck().GetRepeat() })
+		acks = append(acks, l.await("ack", func(r *roomv1.JoinResponse) bool { return r.GetAck().GetRef() == f.GetRef() && !r.GetAck().GetRepeat() }).GetAck())
 	}
 	sync := v.await("sync", func(r *roomv1.JoinResponse) bool { return r.GetSync() != nil }).GetSync()
 	if sync.GetRate() != 0.75 || sync.GetCountIn().GetBeats() != 4 || sync.GetCountIn().GetBpm() != 120 || sync.GetAt() == 0 {
 		t.Errorf("relayed sync = %v, want rate 0.75, a 4-beat count-in at 120 BPM, stamped", sync)
+	}
+	// The leader is not sent its own sync: its ack carries the same stamp, so the leader's
+	// page counts the count-in from the instant every viewer counts from.
+	if acks[0].GetAt() != sync.GetAt() {
+		t.Errorf("the sync's Ack at = %d, want the relayed sync's at %d", acks[0].GetAt(), sync.GetAt())
 	}
 	v.await("loop", func(r *roomv1.JoinResponse) bool { return r.GetLoop().GetEndMs() == 12000 })
 	v.await("mark formation", func(r *roomv1.JoinResponse) bool {
@@ -68,7 +74,10 @@ func TestPracticeToolsAreRoomState(t *testing.T) {
 	}
 	// A re-sent ref is a repeat: acked, not applied again (the mark is not added twice).
 	l.send(frames[2])
-	l.await("repeat ack", func(r *roomv1.JoinResponse) bool { return r.GetAck().GetRef() == 3 && r.GetAck().GetRepeat() })
+	repeat := l.await("repeat ack", func(r *roomv1.JoinResponse) bool { return r.GetAck().GetRef() == 3 && r.GetAck().GetRepeat() }).GetAck()
+	if repeat.GetAt() != 0 {
+		t.Errorf("a repeat's Ack at = %d, want 0 (nothing was applied)", repeat.GetAt())
+	}
 
 	// The replica stops; a viewer on another replica gets everything with the state.
 	l.leave()

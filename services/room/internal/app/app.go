@@ -233,19 +233,20 @@ func (a *App) Close(s *hub.Session) {
 }
 
 // Act applies a leader's control from session s: it is stamped, stored, relayed to every
-// viewer, and it moves the room's inactivity alarm. It reports a repeat (a ref the session
-// already applied, re-sent after a re-attach), which changes nothing.
-func (a *App) Act(ctx context.Context, s *hub.Session, c domain.Control) (repeat bool, err error) {
+// viewer, and it moves the room's inactivity alarm. It returns the stamp: the room-clock time
+// the relayed frame carries (a leader times its own count-in by it). A repeat (a ref the session
+// already applied, re-sent after a re-attach) changes nothing and has no stamp.
+func (a *App) Act(ctx context.Context, s *hub.Session, c domain.Control) (at time.Time, repeat bool, err error) {
 	if s.Role != domain.Leader && c.Kind != "" {
-		return false, domain.ViewerControl(c.Kind)
+		return time.Time{}, false, domain.ViewerControl(c.Kind)
 	}
 	if err := domain.CheckControl(&c); err != nil {
-		return false, err
+		return time.Time{}, false, err
 	}
 	now := a.c.Now()
 	frame, stored, err := a.codec.Encode(c, now)
 	if err != nil {
-		return false, err
+		return time.Time{}, false, err
 	}
 	act := domain.Action{Kind: c.Kind, Frame: frame, Session: s.ID, Ref: c.Ref}
 	switch c.Kind {
@@ -280,18 +281,21 @@ func (a *App) Act(ctx context.Context, s *hub.Session, c domain.Control) (repeat
 	)
 	switch {
 	case errors.As(err, &refused):
-		return false, refused.Err
+		return time.Time{}, false, refused.Err
 	case errors.As(err, &ended) || errors.Is(err, domain.ErrNoState):
-		return false, domain.NotFound(s.Code)
+		return time.Time{}, false, domain.NotFound(s.Code)
 	case errors.Is(err, domain.ErrSessionClosed):
-		return false, domain.SessionLapsed()
+		return time.Time{}, false, domain.SessionLapsed()
 	case err != nil:
-		return false, err
+		return time.Time{}, false, err
 	}
 	if applied {
 		a.link.Touch(s.Code, now)
 	}
-	return !applied, nil
+	if !applied {
+		return time.Time{}, true, nil
+	}
+	return now, false, nil
 }
 
 // End ends a room for everyone on its leader's word.

@@ -219,9 +219,12 @@ func (s *Server) Join(stream roomv1.RoomService_JoinServer) error {
 // Error for a refused one, nothing for an applied control without a ref.
 func (s *Server) apply(ctx context.Context, sess *hub.Session, req *roomv1.JoinRequest) *roomv1.JoinResponse {
 	c, err := control(req)
-	repeat := false
+	var (
+		at     time.Time
+		repeat bool
+	)
 	if err == nil {
-		repeat, err = s.app.Act(ctx, sess, c)
+		at, repeat, err = s.app.Act(ctx, sess, c)
 	}
 	if err != nil {
 		msg := status.Convert(s.status(ctx, err)).Message()
@@ -230,7 +233,11 @@ func (s *Server) apply(ctx context.Context, sess *hub.Session, req *roomv1.JoinR
 	if req.GetRef() == 0 {
 		return nil
 	}
-	return &roomv1.JoinResponse{Frame: &roomv1.JoinResponse_Ack{Ack: &roomv1.Ack{Ref: req.GetRef(), Repeat: repeat}}}
+	ack := &roomv1.Ack{Ref: req.GetRef(), Repeat: repeat}
+	if !repeat {
+		ack.At = at.UnixMilli()
+	}
+	return &roomv1.JoinResponse{Frame: &roomv1.JoinResponse_Ack{Ack: ack}}
 }
 
 // control maps a client frame to the domain's control.

@@ -1094,9 +1094,13 @@ func (x *Error) GetRef() int64 {
 // Ack answers a control frame that carried a ref: it was applied, or it is a repeat of one
 // already applied (re-sent after a re-attach) and was not applied again.
 type Ack struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ref           int64                  `protobuf:"varint,1,opt,name=ref,proto3" json:"ref,omitempty"`
-	Repeat        bool                   `protobuf:"varint,2,opt,name=repeat,proto3" json:"repeat,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Ref    int64                  `protobuf:"varint,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	Repeat bool                   `protobuf:"varint,2,opt,name=repeat,proto3" json:"repeat,omitempty"`
+	// When the control was applied, on the room's clock (ms since the Unix epoch): the at its
+	// relayed frame carries, so a leader (who is not sent its own frames) can time a count-in
+	// the way every viewer does. 0 on a repeat.
+	At            int64 `protobuf:"varint,3,opt,name=at,proto3" json:"at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1143,6 +1147,13 @@ func (x *Ack) GetRepeat() bool {
 		return x.Repeat
 	}
 	return false
+}
+
+func (x *Ack) GetAt() int64 {
+	if x != nil {
+		return x.At
+	}
+	return 0
 }
 
 // Ended says the room closed; the stream ends after it.
@@ -2171,10 +2182,11 @@ const file_vigil_room_v1_room_proto_rawDesc = "" +
 	"\x0eleader_present\x18\x02 \x01(\bR\rleaderPresent\"3\n" +
 	"\x05Error\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x12\x10\n" +
-	"\x03ref\x18\x02 \x01(\x03R\x03ref\"/\n" +
+	"\x03ref\x18\x02 \x01(\x03R\x03ref\"?\n" +
 	"\x03Ack\x12\x10\n" +
 	"\x03ref\x18\x01 \x01(\x03R\x03ref\x12\x16\n" +
-	"\x06repeat\x18\x02 \x01(\bR\x06repeat\"\x1f\n" +
+	"\x06repeat\x18\x02 \x01(\bR\x06repeat\x12\x0e\n" +
+	"\x02at\x18\x03 \x01(\x03R\x02at\"\x1f\n" +
 	"\x05Ended\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\"\x89\x03\n" +
 	"\vJoinRequest\x12,\n" +

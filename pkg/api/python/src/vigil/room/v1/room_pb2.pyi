@@ -11,12 +11,14 @@ ROLE_UNSPECIFIED: Role
 ROLE_VIEWER: Role
 
 class Ack(_message.Message):
-    __slots__ = ["ref", "repeat"]
+    __slots__ = ["at", "ref", "repeat"]
+    AT_FIELD_NUMBER: _ClassVar[int]
     REF_FIELD_NUMBER: _ClassVar[int]
     REPEAT_FIELD_NUMBER: _ClassVar[int]
+    at: int
     ref: int
     repeat: bool
-    def __init__(self, ref: _Optional[int] = ..., repeat: bool = ...) -> None: ...
+    def __init__(self, ref: _Optional[int] = ..., repeat: bool = ..., at: _Optional[int] = ...) -> None: ...
 
 class AttachRequest(_message.Message):
     __slots__ = ["control", "detach", "hello"]
