@@ -34,9 +34,11 @@ type roomStack struct {
 	prefix    string
 	lobbyAddr string
 	roomAddr  string
-	lease     time.Duration
-	logs      *logBuffer
-	log       *slog.Logger
+	// roomBackend is the gateway's room backend when it is not roomAddr alone (replicas).
+	roomBackend string
+	lease       time.Duration
+	logs        *logBuffer
+	log         *slog.Logger
 }
 
 func newRoomStack(t *testing.T, lease time.Duration) *roomStack {
@@ -62,9 +64,15 @@ func newRoomStack(t *testing.T, lease time.Duration) *roomStack {
 // startRoom runs the Room service in-process on the stack's address.
 func (s *roomStack) startRoom(t *testing.T) *running {
 	t.Helper()
+	return s.startRoomAt(t, s.roomAddr)
+}
+
+// startRoomAt runs a Room replica in-process on addr.
+func (s *roomStack) startRoomAt(t *testing.T, addr string) *running {
+	t.Helper()
 	return startService(t, "room", func(ctx context.Context, ready func(net.Addr)) error {
 		svc, err := roomservice.New(ctx, roomservice.Options{
-			Core:      server.Core{GRPCAddr: s.roomAddr, Redis: redisx.Config{URL: s.url}, Prefix: s.prefix + "-room", Logger: s.log.With("service", "room")},
+			Core:      server.Core{GRPCAddr: addr, Redis: redisx.Config{URL: s.url}, Prefix: s.prefix + "-room", Logger: s.log.With("service", "room")},
 			Shards:    4,
 			LobbyAddr: s.lobbyAddr, IdleTTL: time.Hour, SessionLease: s.lease,
 		})
@@ -79,7 +87,11 @@ func (s *roomStack) startRoom(t *testing.T) *running {
 // startGateway serves the gateway in front of the stack, logging into the stack's buffer.
 func (s *roomStack) startGateway(t *testing.T) {
 	t.Helper()
-	g, err := New(context.Background(), Options{Backends: Backends{Lobby: s.lobbyAddr, Room: s.roomAddr}, Logger: s.log.With("service", "gateway")})
+	room := s.roomAddr
+	if s.roomBackend != "" {
+		room = s.roomBackend
+	}
+	g, err := New(context.Background(), Options{Backends: Backends{Lobby: s.lobbyAddr, Room: room}, Logger: s.log.With("service", "gateway")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +118,13 @@ var roomBinary = sync.OnceValues(func() (string, error) {
 // test can SIGKILL it (no clean-up of any kind runs). It returns once the process listens.
 func (s *roomStack) startRoomProcess(t *testing.T) (kill func()) {
 	t.Helper()
+	kill, _ = s.roomProcess(t)
+	return kill
+}
+
+// roomProcess is startRoomProcess that also returns the process, to be paused (SIGSTOP).
+func (s *roomStack) roomProcess(t *testing.T) (kill func(), proc *os.Process) {
+	t.Helper()
 	bin, err := roomBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +148,7 @@ func (s *roomStack) startRoomProcess(t *testing.T) (kill func()) {
 		}
 		return err
 	})
-	return kill
+	return kill, cmd.Process
 }
 
 func (s *roomStack) createRoom(t *testing.T) (code, token string) {

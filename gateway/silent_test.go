@@ -2,13 +2,17 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http/httptest"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -182,4 +186,85 @@ func twoMembers(t *testing.T, chat, room string) (*logBuffer, *wsClient, *wsClie
 	bob := dialChat(t, gw.URL, "room="+room+"&userId=bob")
 	bob.nextOfType("history")
 	return logs, ann, bob
+}
+
+// TestPracticeRoomSurvivesAPausedReplica: the Room replica holding the room's stream is paused
+// (SIGSTOP: its connections stay open, nothing answers, as docker pause does). The bridge's
+// heartbeat notices without waiting for gRPC keepalive, the room's stream moves to the other
+// replica and every socket's session re-attaches there: no socket closes, the Lobby's count
+// never moves, and every sync the leader sends after the move reaches every viewer exactly
+// once. When the paused replica resumes, its stale stream changes nothing: no socket closes, no
+// count moves, no sync arrives twice.
+func TestPracticeRoomSurvivesAPausedReplica(t *testing.T) {
+	t.Parallel()
+	const viewers = 3
+	s := newRoomStack(t, 15*time.Second)
+	_, paused := s.roomProcess(t)
+	addrB := freeAddr(t)
+	s.roomBackend = s.roomAddr + "," + addrB
+	s.startGateway(t) // only the first replica runs, so the room's stream is on it
+	code, token := s.createRoom(t)
+	lead := mustDialRoom(t, s.gw, code, "role=leader&clientId=lead&token="+token)
+	lead.next("state")
+	var vs []*roomSocket
+	for i := range viewers {
+		v := mustDialRoom(t, s.gw, code, fmt.Sprintf("role=viewer&clientId=v%d", i))
+		v.next("state")
+		vs = append(vs, v)
+	}
+	wait.For(t, "the Lobby counts the viewers and the leader", lobbyViewers(t, s.gw, code, viewers, true))
+	s.startRoomAt(t, addrB)
+
+	sampler := sampleLobby(t, s.gw, code, viewers, true)
+	if err := paused.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			_ = paused.Signal(syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(resume)
+	pausedAt := time.Now()
+	everyone := append([]*roomSocket{lead}, vs...)
+	for _, sock := range everyone {
+		sock.nextWithin("state", wait.Deadline) // its session re-attached on the other replica
+	}
+	t.Logf("every session re-attached %v after the pause", time.Since(pausedAt).Round(time.Millisecond))
+	silent := 0
+	for _, e := range s.logs.events(map[string]any{"event": "room_reattach", "service": "gateway"}) {
+		if strings.Contains(fmt.Sprint(e["err"]), "silent") {
+			silent++
+		}
+	}
+	if silent < 1 {
+		t.Errorf("the gateway abandoned %d silent streams, want at least 1", silent)
+	}
+
+	const syncs = 5
+	for i := range syncs {
+		lead.send(fmt.Sprintf(`{"type": "sync", "playing": true, "positionMs": %d}`, 1000+i))
+	}
+	for n, v := range vs {
+		for i := range syncs {
+			if f := v.nextWithin("sync", wait.Deadline); f["positionMs"] != json.Number(fmt.Sprint(1000+i)) {
+				t.Fatalf("viewer %d's sync %d after the move = %v, want positionMs %d (none lost or repeated)", n, i, f, 1000+i)
+			}
+		}
+	}
+
+	resume()
+	// The resumed replica sees its stream cancelled: its late end must not close or uncount
+	// the sessions that live on the other replica, nor send anything twice.
+	lead.send(`{"type": "sync", "playing": true, "positionMs": 9999}`)
+	for n, v := range vs {
+		if f := v.nextWithin("sync", wait.Deadline); f["positionMs"] != json.Number("9999") {
+			t.Fatalf("viewer %d's sync after the resume = %v, want positionMs 9999 (no repeat)", n, f)
+		}
+	}
+	wait.For(t, "the Lobby still counts the viewers and the leader", lobbyViewers(t, s.gw, code, viewers, true))
+	sampler.finish(t)
+	assertOpen(t, everyone...)
 }

@@ -156,7 +156,10 @@ func newPracticeRoom(b *Bridge) *practiceRoom {
 	return &practiceRoom{b: b, members: map[string]*roomMember{}, leaving: map[string]*roomv1.Hello{}}
 }
 
-var _ bridge.Upstream = (*practiceRoom)(nil)
+var (
+	_ bridge.Upstream = (*practiceRoom)(nil)
+	_ bridge.Pinger   = (*practiceRoom)(nil)
+)
 
 // send sends one request on stream; a failed send is repaired by the next stream.
 func (r *practiceRoom) send(stream roomv1.RoomService_AttachClient, req *roomv1.AttachRequest) {
@@ -177,6 +180,23 @@ func (r *practiceRoom) Broken(err error) {
 		"code", r.Name(), "grpc.code", status.Code(err).String(), "err", err)
 }
 
+// Ping asks the service for a pong on the room's stream (the bridge's heartbeat): a replica
+// that stopped answering is noticed in seconds. It may block behind a stream held by flow
+// control; the bridge calls it from a goroutine of its own.
+func (r *practiceRoom) Ping() {
+	r.mu.Lock()
+	stream := r.stream
+	r.mu.Unlock()
+	if stream != nil {
+		r.send(stream, pingRequest())
+	}
+}
+
+// pingRequest is a heartbeat; its number (any, not 0) comes back in the pong.
+func pingRequest() *roomv1.AttachRequest {
+	return &roomv1.AttachRequest{Frame: &roomv1.AttachRequest_Ping{Ping: time.Now().UnixNano()}}
+}
+
 // Attach runs one stream until it breaks: it sends every socket's hello, then receives.
 // answered reports whether the service answered anything on it.
 func (r *practiceRoom) Attach(ctx context.Context) (answered bool, err error) {
@@ -190,7 +210,7 @@ func (r *practiceRoom) Attach(ctx context.Context) (answered bool, err error) {
 	r.gen++
 	gen := r.gen
 	r.stream = stream
-	hellos := make([]*roomv1.AttachRequest, 0, len(r.members)+2*len(r.leaving))
+	hellos := make([]*roomv1.AttachRequest, 0, len(r.members)+2*len(r.leaving)+1)
 	for _, m := range r.members {
 		hellos = append(hellos, &roomv1.AttachRequest{Frame: &roomv1.AttachRequest_Hello{Hello: m.hello}})
 	}
@@ -201,6 +221,9 @@ func (r *practiceRoom) Attach(ctx context.Context) (answered bool, err error) {
 			&roomv1.AttachRequest{Frame: &roomv1.AttachRequest_Hello{Hello: h}},
 			&roomv1.AttachRequest{Frame: &roomv1.AttachRequest_Detach{Detach: h.GetSessionId()}})
 	}
+	// A first ping with the hellos: its pong tells the bridge at once that the service answers
+	// pings, so the heartbeat judges this stream from its start.
+	hellos = append(hellos, pingRequest())
 	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()
@@ -228,6 +251,10 @@ func (r *practiceRoom) Attach(ctx context.Context) (answered bool, err error) {
 			return answered, err
 		}
 		answered = true
+		if resp.GetPong() != 0 {
+			r.Pong()
+			continue
+		}
 		r.Heard()
 		if resp.GetSessionId() == "" {
 			if ended := resp.GetFrame().GetEnded(); ended != nil {

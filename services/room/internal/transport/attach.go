@@ -194,6 +194,11 @@ func (a *attachStream) read(done chan<- error) {
 			a.detach(f.Detach)
 		case *roomv1.AttachRequest_Control:
 			a.control(f.Control)
+		case *roomv1.AttachRequest_Ping:
+			// The gateway's heartbeat: answered by the sender, behind what is already queued,
+			// so a pong also says the stream's answers are flowing.
+			a.send(&roomv1.AttachResponse{Pong: f.Ping})
+			a.inflight.Done()
 		default:
 			a.inflight.Done()
 		}

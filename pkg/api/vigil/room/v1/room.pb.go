@@ -1643,6 +1643,7 @@ type AttachRequest struct {
 	//	*AttachRequest_Hello
 	//	*AttachRequest_Detach
 	//	*AttachRequest_Control
+	//	*AttachRequest_Ping
 	Frame         isAttachRequest_Frame `protobuf_oneof:"frame"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1712,6 +1713,15 @@ func (x *AttachRequest) GetControl() *SessionControl {
 	return nil
 }
 
+func (x *AttachRequest) GetPing() int64 {
+	if x != nil {
+		if x, ok := x.Frame.(*AttachRequest_Ping); ok {
+			return x.Ping
+		}
+	}
+	return 0
+}
+
 type isAttachRequest_Frame interface {
 	isAttachRequest_Frame()
 }
@@ -1731,11 +1741,21 @@ type AttachRequest_Control struct {
 	Control *SessionControl `protobuf:"bytes,3,opt,name=control,proto3,oneof"`
 }
 
+type AttachRequest_Ping struct {
+	// A heartbeat: the service answers with an AttachResponse whose pong is this number, so a
+	// gateway notices a replica that stopped answering (paused, partitioned: nothing closes)
+	// within seconds, sooner than gRPC keepalive's minimum allows. Any number; it changes
+	// nothing in the room.
+	Ping int64 `protobuf:"varint,4,opt,name=ping,proto3,oneof"`
+}
+
 func (*AttachRequest_Hello) isAttachRequest_Frame() {}
 
 func (*AttachRequest_Detach) isAttachRequest_Frame() {}
 
 func (*AttachRequest_Control) isAttachRequest_Frame() {}
+
+func (*AttachRequest_Ping) isAttachRequest_Frame() {}
 
 // SessionControl is a control frame (sync, formation, mark, reload, loop or mark formation,
 // with its ref) for one
@@ -1806,7 +1826,9 @@ type AttachResponse struct {
 	// Set (without a frame) when the session ended on this stream: a refused hello, a session
 	// dropped (its lease lapsed, it was re-attached on another stream), or (code OK) a detach
 	// done.
-	End           *SessionEnd `protobuf:"bytes,4,opt,name=end,proto3" json:"end,omitempty"`
+	End *SessionEnd `protobuf:"bytes,4,opt,name=end,proto3" json:"end,omitempty"`
+	// The answer to an AttachRequest.ping, with its number (session_id, frame and end unset).
+	Pong          int64 `protobuf:"varint,5,opt,name=pong,proto3" json:"pong,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1867,6 +1889,13 @@ func (x *AttachResponse) GetEnd() *SessionEnd {
 		return x.End
 	}
 	return nil
+}
+
+func (x *AttachResponse) GetPong() int64 {
+	if x != nil {
+		return x.Pong
+	}
+	return 0
 }
 
 // SessionEnd is why one session of an Attach stream ended: a gRPC status code and its message.
@@ -2214,22 +2243,24 @@ const file_vigil_room_v1_room_proto_rawDesc = "" +
 	"\x0emark_formation\x18\v \x01(\v2\x1c.vigil.room.v1.MarkFormationH\x00R\rmarkFormation\x12+\n" +
 	"\x04join\x18\f \x01(\v2\x15.vigil.room.v1.PersonH\x00R\x04join\x121\n" +
 	"\x05leave\x18\r \x01(\v2\x19.vigil.room.v1.PersonLeftH\x00R\x05leaveB\a\n" +
-	"\x05frame\"\x9b\x01\n" +
+	"\x05frame\"\xb1\x01\n" +
 	"\rAttachRequest\x12,\n" +
 	"\x05hello\x18\x01 \x01(\v2\x14.vigil.room.v1.HelloH\x00R\x05hello\x12\x18\n" +
 	"\x06detach\x18\x02 \x01(\tH\x00R\x06detach\x129\n" +
-	"\acontrol\x18\x03 \x01(\v2\x1d.vigil.room.v1.SessionControlH\x00R\acontrolB\a\n" +
+	"\acontrol\x18\x03 \x01(\v2\x1d.vigil.room.v1.SessionControlH\x00R\acontrol\x12\x14\n" +
+	"\x04ping\x18\x04 \x01(\x03H\x00R\x04pingB\a\n" +
 	"\x05frame\"e\n" +
 	"\x0eSessionControl\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x124\n" +
-	"\arequest\x18\x02 \x01(\v2\x1a.vigil.room.v1.JoinRequestR\arequest\"\xa9\x01\n" +
+	"\arequest\x18\x02 \x01(\v2\x1a.vigil.room.v1.JoinRequestR\arequest\"\xbd\x01\n" +
 	"\x0eAttachResponse\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x121\n" +
 	"\x05frame\x18\x02 \x01(\v2\x1b.vigil.room.v1.JoinResponseR\x05frame\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\x03R\aversion\x12+\n" +
-	"\x03end\x18\x04 \x01(\v2\x19.vigil.room.v1.SessionEndR\x03end\":\n" +
+	"\x03end\x18\x04 \x01(\v2\x19.vigil.room.v1.SessionEndR\x03end\x12\x12\n" +
+	"\x04pong\x18\x05 \x01(\x03R\x04pong\":\n" +
 	"\n" +
 	"SessionEnd\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
@@ -2389,6 +2420,7 @@ func file_vigil_room_v1_room_proto_init() {
 		(*AttachRequest_Hello)(nil),
 		(*AttachRequest_Detach)(nil),
 		(*AttachRequest_Control)(nil),
+		(*AttachRequest_Ping)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -21,26 +21,30 @@ class Ack(_message.Message):
     def __init__(self, ref: _Optional[int] = ..., repeat: bool = ..., at: _Optional[int] = ...) -> None: ...
 
 class AttachRequest(_message.Message):
-    __slots__ = ["control", "detach", "hello"]
+    __slots__ = ["control", "detach", "hello", "ping"]
     CONTROL_FIELD_NUMBER: _ClassVar[int]
     DETACH_FIELD_NUMBER: _ClassVar[int]
     HELLO_FIELD_NUMBER: _ClassVar[int]
+    PING_FIELD_NUMBER: _ClassVar[int]
     control: SessionControl
     detach: str
     hello: Hello
-    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., detach: _Optional[str] = ..., control: _Optional[_Union[SessionControl, _Mapping]] = ...) -> None: ...
+    ping: int
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., detach: _Optional[str] = ..., control: _Optional[_Union[SessionControl, _Mapping]] = ..., ping: _Optional[int] = ...) -> None: ...
 
 class AttachResponse(_message.Message):
-    __slots__ = ["end", "frame", "session_id", "version"]
+    __slots__ = ["end", "frame", "pong", "session_id", "version"]
     END_FIELD_NUMBER: _ClassVar[int]
     FRAME_FIELD_NUMBER: _ClassVar[int]
+    PONG_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     end: SessionEnd
     frame: JoinResponse
+    pong: int
     session_id: str
     version: int
-    def __init__(self, session_id: _Optional[str] = ..., frame: _Optional[_Union[JoinResponse, _Mapping]] = ..., version: _Optional[int] = ..., end: _Optional[_Union[SessionEnd, _Mapping]] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., frame: _Optional[_Union[JoinResponse, _Mapping]] = ..., version: _Optional[int] = ..., end: _Optional[_Union[SessionEnd, _Mapping]] = ..., pong: _Optional[int] = ...) -> None: ...
 
 class CountIn(_message.Message):
     __slots__ = ["beats", "bpm"]
