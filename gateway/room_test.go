@@ -431,3 +431,50 @@ func getWith(t *testing.T, url, ifNoneMatch string) *http.Response {
 	_ = res.Body.Close()
 	return res
 }
+
+// TestPracticeRoomControlRefs: a leader's control with a ref is answered on its socket by an
+// ack with that ref and the room-clock time it was applied at (the at the viewers' relayed
+// frame carries), or by an error frame with that ref and the sentence, from the gateway's own
+// checks or the room's; a control without a ref gets no ack, as before.
+func TestPracticeRoomControlRefs(t *testing.T) {
+	t.Parallel()
+	gw := startRoomStack(t, time.Hour)
+	created := call(t, "POST", gw+"/lobby/rooms", `{"name": "Refs", "video": {"title": "Clip", "durationMs": 60000}}`)
+	code, _ := created.body["code"].(string)
+	token, _ := created.body["leaderToken"].(string)
+	lead := mustDialRoom(t, gw, code, "clientId=lead&role=leader&token="+token)
+	lead.next("state")
+	v := mustDialRoom(t, gw, code, "clientId=v")
+	v.next("state")
+
+	lead.send(`{"type": "sync", "playing": true, "positionMs": 3000, "countIn": {"beats": 4, "bpm": 120}, "ref": 41}`)
+	ack := lead.next("ack")
+	sync := v.next("sync")
+	if ack["ref"] != json.Number("41") || ack["at"] == nil || ack["at"] != sync["at"] || ack["repeat"] != nil {
+		t.Errorf("ack = %v for the viewers' sync %v, want ref 41 and the sync's at", ack, sync)
+	}
+	for _, tc := range []struct {
+		frame, ref, want string
+	}{
+		{`{"type": "loop", "startMs": 5000, "endMs": 61000, "ref": 42}`, "42", "A loop must lie within the video"},
+		{`{"type": "loop", "startMs": "a", "ref": 43}`, "43", "startMs and endMs must be integers"},
+		{`{"type": "mark", "positionMs": 1, "ref": -1}`, "", "ref must be an integer from 1 through 9007199254740991."},
+	} {
+		lead.send(tc.frame)
+		e := lead.next("error")
+		if got, _ := e["ref"].(json.Number); string(got) != tc.ref || !strings.Contains(fmt.Sprint(e["error"]), tc.want) {
+			t.Errorf("frame %s: error frame %v, want ref %q and %q", tc.frame, e, tc.ref, tc.want)
+		}
+	}
+	// Without a ref: applied, no ack; the next ack is the next ref's.
+	lead.send(`{"type": "mark", "positionMs": 2000, "label": "no ref"}`)
+	lead.send(`{"type": "mark", "positionMs": 2500, "label": "ref", "ref": 44}`)
+	if ack := lead.next("ack"); ack["ref"] != json.Number("44") {
+		t.Errorf("ack = %v, want ref 44 (the mark without a ref gets none)", ack)
+	}
+	for _, label := range []string{"no ref", "ref"} {
+		if m := v.next("mark"); m["label"] != label {
+			t.Errorf("viewer's mark = %v, want %q", m, label)
+		}
+	}
+}

@@ -126,10 +126,31 @@ type roomOccupancyJSON struct {
 type roomErrorJSON struct {
 	Type  string `json:"type"`
 	Error string `json:"error"`
+	// Ref is the refused control's ref, as the socket sent it (absent: it had none).
+	Ref int64 `json:"ref,omitempty"`
 }
 
 func roomErrorFrame(msg string) []byte {
-	b, _ := json.Marshal(roomErrorJSON{Type: "error", Error: msg})
+	return roomRefusalFrame(msg, 0)
+}
+
+// roomRefusalFrame is the error frame refusing the control the socket sent with ref (0: none).
+func roomRefusalFrame(msg string, ref int64) []byte {
+	b, _ := json.Marshal(roomErrorJSON{Type: "error", Error: msg, Ref: ref})
+	return b
+}
+
+// roomAckJSON answers a control the socket sent with a ref: applied at (the room's clock, the
+// at its relayed frame carries), or a repeat of one applied before (no at).
+type roomAckJSON struct {
+	Type   string `json:"type"`
+	Ref    int64  `json:"ref"`
+	At     int64  `json:"at,omitempty"`
+	Repeat bool   `json:"repeat,omitempty"`
+}
+
+func roomAckFrame(ref int64, a *roomv1.Ack) []byte {
+	b, _ := json.Marshal(roomAckJSON{Type: "ack", Ref: ref, At: a.GetAt(), Repeat: a.GetRepeat()})
 	return b
 }
 
@@ -235,6 +256,28 @@ type roomClientFrame struct {
 	CountIn    json.RawMessage `json:"countIn"`
 	StartMs    json.RawMessage `json:"startMs"`
 	EndMs      json.RawMessage `json:"endMs"`
+	Ref        json.RawMessage `json:"ref"`
+}
+
+// errRoomRef refuses a ref that is not a safe positive integer (up to maxRef, 2^53-1).
+const (
+	errRoomRef = "ref must be an integer from 1 through 9007199254740991."
+	maxRef     = 1<<53 - 1
+)
+
+// frameRef reads a control frame's ref (0: none, or not one), for the error frame refusing it.
+func frameRef(data []byte) int64 {
+	var f struct {
+		Ref json.RawMessage `json:"ref"`
+	}
+	if json.Unmarshal(data, &f) != nil {
+		return 0
+	}
+	ref, ok := jsonapi.Int(f.Ref)
+	if !ok || ref < 1 || ref > maxRef {
+		return 0
+	}
+	return ref
 }
 
 const errRoomFrame = "Send a JSON object with a type: sync, formation, mark, reload, loop or markFormation."
@@ -257,12 +300,29 @@ func decodeFormation(raw json.RawMessage) (*structpb.Value, string) {
 }
 
 // decodeRoomFrame turns a client's JSON frame into a Join request, or returns the sentence
-// that refuses it.
+// that refuses it. The request's Ref is the client's own ref (0: none); the room's stream
+// numbers it again.
 func decodeRoomFrame(data []byte) (*roomv1.JoinRequest, string) {
 	var f roomClientFrame
 	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, errRoomFrame
 	}
+	var ref int64
+	if !absent(f.Ref) {
+		var ok bool
+		if ref, ok = jsonapi.Int(f.Ref); !ok || ref < 1 || ref > maxRef {
+			return nil, errRoomRef
+		}
+	}
+	req, msg := decodeControl(f)
+	if req != nil {
+		req.Ref = ref
+	}
+	return req, msg
+}
+
+// decodeControl checks a client frame's fields by its type.
+func decodeControl(f roomClientFrame) (*roomv1.JoinRequest, string) {
 	switch f.Type {
 	case "sync":
 		playing, ok := jsonBool(f.Playing)

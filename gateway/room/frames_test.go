@@ -29,6 +29,12 @@ func TestPracticeFrames(t *testing.T) {
 		{`{"type":"markFormation","positionMs":7,"formation":{"dancers":[]}}`, `{"markFormation":{"positionMs":"7","formation":{"dancers":[]}}}`},
 		{`{"type":"markFormation","positionMs":7}`, `{"markFormation":{"positionMs":"7","formation":null}}`},
 		{`{"type":"markFormation","positionMs":"7","formation":null}`, "positionMs must be an integer from 0 through 86400000."},
+		// A control may carry the client's ref: its ack or error names it.
+		{`{"type":"loop","startMs":1000,"endMs":2000,"ref":7}`, `{"loop":{"startMs":"1000","endMs":"2000"},"ref":"7"}`},
+		{`{"type":"mark","positionMs":5,"ref":null}`, `{"mark":{"positionMs":"5"}}`},
+		{`{"type":"mark","positionMs":5,"ref":0}`, "ref must be an integer from 1 through 9007199254740991."},
+		{`{"type":"mark","positionMs":5,"ref":"7"}`, "ref must be an integer from 1 through 9007199254740991."},
+		{`{"type":"mark","positionMs":5,"ref":9007199254740992}`, "ref must be an integer from 1 through 9007199254740991."},
 	} {
 		req, refusal := decodeRoomFrame([]byte(tt.in))
 		got := refusal

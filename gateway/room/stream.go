@@ -23,6 +23,9 @@ import (
 //   - Each socket is a session under a session id and client id fixed for its life. Its
 //     hello goes on the room's stream; the service answers it with the session's State (or
 //     its refusal), and its controls (leader) with an Ack or an Error carrying the session id.
+//     The gateway numbers a socket's controls itself (the refs the service sees); a control
+//     the client sent with a ref of its own is answered on the socket with that ref: an ack
+//     frame (with the Ack's room-clock at) or the error frame.
 //   - The room's relayed frames and occupancy arrive once, with the room's version: the room
 //     frames each once (socket.TextFrame) and queues it on every socket that is attached and
 //     has not seen that version (relayed leader frames go to viewers only). It keeps the last
@@ -93,6 +96,7 @@ type roomMember struct {
 	live       int            // the stream its controls go to (0: hold them)
 	nextRef    int64
 	unanswered []*roomv1.JoinRequest // sent or waiting, no Ack/Error yet, in ref order
+	clientRefs map[int64]int64       // the socket's own ref of an unanswered control, by its ref here
 	ready      chan struct{}         // closed at the first State or refusal
 	readyErr   error
 	// closing is set when the socket was to be closed before its upgrade.
@@ -349,12 +353,15 @@ func (r *practiceRoom) session(stream roomv1.RoomService_AttachClient, gen int, 
 		}
 		go r.activate(m, stream, gen)
 	case *roomv1.JoinResponse_Ack:
-		m.answered(f.Ack.GetRef())
-	case *roomv1.JoinResponse_Error:
-		if ref := f.Error.GetRef(); ref > 0 {
-			m.answered(ref)
+		if ref := m.answered(f.Ack.GetRef()); ref > 0 {
+			m.queue(socket.TextFrame(roomAckFrame(ref, f.Ack)))
 		}
-		m.queue(socket.TextFrame(encodeRoomFrame(resp.GetFrame())))
+	case *roomv1.JoinResponse_Error:
+		var ref int64
+		if r := f.Error.GetRef(); r > 0 {
+			ref = m.answered(r)
+		}
+		m.queue(socket.TextFrame(roomRefusalFrame(f.Error.GetMessage(), ref)))
 	}
 }
 
@@ -476,11 +483,15 @@ func (m *roomMember) controlRequest(req *roomv1.JoinRequest) *roomv1.AttachReque
 	return &roomv1.AttachRequest{Frame: &roomv1.AttachRequest_Control{Control: &roomv1.SessionControl{SessionId: m.hello.GetSessionId(), Request: req}}}
 }
 
-// answered forgets the control the service answered. Called with r.mu.
-func (m *roomMember) answered(ref int64) {
+// answered forgets the control the service answered and returns the socket's own ref of it
+// (0: it had none). Called with r.mu.
+func (m *roomMember) answered(ref int64) int64 {
 	if i := slices.IndexFunc(m.unanswered, func(req *roomv1.JoinRequest) bool { return req.GetRef() == ref }); i >= 0 {
 		m.unanswered = slices.Delete(m.unanswered, i, i+1)
 	}
+	client := m.clientRefs[ref]
+	delete(m.clientRefs, ref)
+	return client
 }
 
 // control numbers a client's control frame and sends it, or holds it until the session is
@@ -497,9 +508,16 @@ func (m *roomMember) control(req *roomv1.JoinRequest) string {
 		}
 		// Attached, the oldest was sent long ago on a live stream: stop holding it. (Only a
 		// service that does not answer refs leaves this many.)
+		delete(m.clientRefs, m.unanswered[0].GetRef())
 		m.unanswered = append(m.unanswered[:0], m.unanswered[1:]...)
 	}
 	m.nextRef++
+	if client := req.GetRef(); client > 0 {
+		if m.clientRefs == nil {
+			m.clientRefs = map[int64]int64{}
+		}
+		m.clientRefs[m.nextRef] = client
+	}
 	req.Ref = m.nextRef
 	m.unanswered = append(m.unanswered, req)
 	var stream roomv1.RoomService_AttachClient
@@ -545,7 +563,7 @@ func (m *roomMember) readSocket() {
 			return
 		}
 		if !sock.Allow() {
-			sock.Send(roomErrorFrame("Too many frames; slow down."))
+			sock.Send(roomRefusalFrame("Too many frames; slow down.", frameRef(data)))
 			continue
 		}
 		req, msg := decodeRoomFrame(data)
@@ -553,7 +571,7 @@ func (m *roomMember) readSocket() {
 			msg = m.control(req)
 		}
 		if msg != "" {
-			sock.Send(roomErrorFrame(msg))
+			sock.Send(roomRefusalFrame(msg, frameRef(data)))
 		}
 	}
 }
