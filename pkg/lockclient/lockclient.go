@@ -277,7 +277,9 @@ func (m *Mutex) renew(ctx context.Context, token int64, lost, done chan struct{}
 		case <-timer.C:
 		}
 		sent := time.Now()
-		resp, err := m.c.call(ctx, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Renew{Renew: &locksv1.RenewRequest{Resource: m.resource, Owner: m.o.Owner, TtlMs: &ttl}}})
+		// Fenced: a renewal that arrives late extends this hold or nothing.
+		resp, err := m.c.call(ctx, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Renew{Renew: &locksv1.RenewRequest{
+			Resource: m.resource, Owner: m.o.Owner, TtlMs: &ttl, FencingToken: &token}}})
 		res := resp.GetRenew()
 		if err == nil && res == nil {
 			err = errNoAnswer
@@ -313,6 +315,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	m.held = false
 	stop, done := m.stop, m.done
 	m.stop, m.done = nil, nil
+	token := m.token
 	m.mu.Unlock()
 	// The renewal stops now, but the release does not wait for its goroutine to exit: the
 	// next holder waits on this release. A renewal already sent is refused or harmless, and
@@ -321,7 +324,13 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		stop()
 		defer func() { <-done }()
 	}
-	resp, err := m.c.call(ctx, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Release{Release: &locksv1.ReleaseRequest{Resource: m.resource, Owner: m.o.Owner}}})
+	// Fenced: a release that arrives late (sent again after a lost answer, say) frees this hold
+	// or nothing, never a later hold of the same owner.
+	rel := &locksv1.ReleaseRequest{Resource: m.resource, Owner: m.o.Owner}
+	if token > 0 {
+		rel.FencingToken = &token
+	}
+	resp, err := m.c.call(ctx, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Release{Release: rel}})
 	res := resp.GetRelease()
 	if err == nil && res == nil {
 		err = errNoAnswer

@@ -267,7 +267,7 @@ func (c *Client) waitOnce(ctx context.Context, req *locksv1.AcquireRequest) (*lo
 		}
 		if resp.GetAcquire().GetAcquired() {
 			// Granted as the wait was cancelled: give it back, as the caller no longer waits.
-			c.giveBack(req)
+			c.giveBack(req, resp.GetAcquire().GetFencingToken())
 		}
 		return nil, ctx.Err()
 	}
@@ -277,11 +277,13 @@ func (c *Client) waitOnce(ctx context.Context, req *locksv1.AcquireRequest) (*lo
 	return resp.GetAcquire(), nil
 }
 
-// giveBack releases a lock granted to an acquire whose caller no longer waits.
-func (c *Client) giveBack(req *locksv1.AcquireRequest) {
+// giveBack releases the hold (its fencing token) granted to an acquire whose caller no longer
+// waits; a later hold of the same owner is left alone.
+func (c *Client) giveBack(req *locksv1.AcquireRequest, token int64) {
 	rctx, cancel := context.WithTimeout(context.Background(), c.cancelWait)
 	defer cancel()
-	_, _ = c.call(rctx, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Release{Release: &locksv1.ReleaseRequest{Resource: req.GetResource(), Owner: req.GetOwner()}}})
+	_, _ = c.call(rctx, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Release{Release: &locksv1.ReleaseRequest{
+		Resource: req.GetResource(), Owner: req.GetOwner(), FencingToken: &token}}})
 }
 
 // giveBackLate waits for the answer to an acquire whose caller left before the answer to its
@@ -291,7 +293,7 @@ func (c *Client) giveBackLate(s *session, ch chan *locksv1.SessionResponse, req 
 	select {
 	case resp := <-ch:
 		if resp.GetAcquire().GetAcquired() {
-			c.giveBack(req)
+			c.giveBack(req, resp.GetAcquire().GetFencingToken())
 		}
 	case <-s.done:
 	}

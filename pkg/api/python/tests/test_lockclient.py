@@ -235,6 +235,22 @@ class MutexTest(unittest.TestCase):
             m.release()
         self.assertFalse(m.locked())
 
+    def test_release_is_fenced(self):
+        r = unique("py-fenced")
+        m = Mutex(self.ch, r, ttl=10)
+        self.assertTrue(m.acquire())
+        old = m.fencing_token
+        # The owner's hold is given back and taken again behind the mutex's back: the mutex's
+        # release (fenced with its own token) must leave that later hold alone.
+        self.assertTrue(self.stub.Release(locks_pb2.ReleaseRequest(resource=r, owner=m.owner), timeout=5).released)
+        later = self.stub.Acquire(locks_pb2.AcquireRequest(resource=r, owner=m.owner, ttl_ms=10_000), timeout=5)
+        self.assertTrue(later.acquired)
+        self.assertGreater(later.fencing_token, old)
+        with self.assertRaises(LockLost):
+            m.release()
+        got = self.stub.Get(locks_pb2.GetRequest(resource=r), timeout=5)
+        self.assertEqual((got.held, got.fencing_token), (True, later.fencing_token))
+
     def test_invalid_argument_carries_the_services_sentence(self):
         with self.assertRaises(InvalidArgument) as caught:
             Mutex(self.ch, unique("py-bad"), ttl=0.01).acquire(blocking=False)

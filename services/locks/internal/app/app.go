@@ -17,8 +17,8 @@ import (
 // Store is what the use cases need from the Redis side (store.Store).
 type Store interface {
 	Acquire(ctx context.Context, resource, owner string, ttl, wait time.Duration) (domain.Acquired, error)
-	Release(ctx context.Context, resource, owner string) (bool, error)
-	Renew(ctx context.Context, resource, owner string, ttl time.Duration) (domain.Renewed, error)
+	Release(ctx context.Context, resource, owner string, token int64) (bool, error)
+	Renew(ctx context.Context, resource, owner string, ttl time.Duration, token int64) (domain.Renewed, error)
 	Get(ctx context.Context, resource string) (domain.Lock, error)
 	Expire(ctx context.Context, ids []string) (changed []bool, errs []error)
 }
@@ -90,12 +90,18 @@ func (a *App) Acquire(ctx context.Context, r AcquireRequest) (domain.Acquired, e
 	return got, nil
 }
 
-// Release frees the lock if owner holds it, handing it to the next waiter.
-func (a *App) Release(ctx context.Context, resource, owner string) (bool, error) {
+// Release frees the lock if owner holds it, handing it to the next waiter. With a fencing
+// token (not nil) only the hold with that token is released, so a release delayed from an
+// earlier hold cannot free the owner's later one.
+func (a *App) Release(ctx context.Context, resource, owner string, fencingToken *int64) (bool, error) {
 	if err := checkNames(resource, owner); err != nil {
 		return false, err
 	}
-	ok, err := a.store.Release(ctx, resource, owner)
+	token, err := domain.Token(fencingToken)
+	if err != nil {
+		return false, err
+	}
+	ok, err := a.store.Release(ctx, resource, owner, token)
 	if err != nil || !ok {
 		return ok, err
 	}
@@ -107,8 +113,9 @@ func (a *App) Release(ctx context.Context, resource, owner string) (bool, error)
 	return true, nil
 }
 
-// Renew extends owner's lease to TTLMs (nil: the default) from now, if owner holds the lock.
-func (a *App) Renew(ctx context.Context, resource, owner string, ttlMs *int64) (domain.Renewed, error) {
+// Renew extends owner's lease to TTLMs (nil: the default) from now, if owner holds the lock
+// (under fencingToken, when it is not nil).
+func (a *App) Renew(ctx context.Context, resource, owner string, ttlMs, fencingToken *int64) (domain.Renewed, error) {
 	if err := checkNames(resource, owner); err != nil {
 		return domain.Renewed{}, err
 	}
@@ -116,7 +123,11 @@ func (a *App) Renew(ctx context.Context, resource, owner string, ttlMs *int64) (
 	if err != nil {
 		return domain.Renewed{}, err
 	}
-	return a.store.Renew(ctx, resource, owner, ttl)
+	token, err := domain.Token(fencingToken)
+	if err != nil {
+		return domain.Renewed{}, err
+	}
+	return a.store.Renew(ctx, resource, owner, ttl, token)
 }
 
 // Get describes the lock as the next acquire would see it.

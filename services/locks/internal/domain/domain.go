@@ -64,6 +64,18 @@ func Wait(ms *int64) (time.Duration, error) {
 	return time.Duration(*ms) * time.Millisecond, nil
 }
 
+// Token is the fencing token a release or renew names: 0 (any hold of the owner) when t is
+// nil, else a token Acquire can have returned.
+func Token(t *int64) (int64, error) {
+	if t == nil {
+		return 0, nil
+	}
+	if err := input.PositiveSafeInt("fencingToken", *t); err != nil {
+		return 0, err
+	}
+	return *t, nil
+}
+
 // Lock is a lock as the next acquire would see it.
 type Lock struct {
 	// Resource is the lock's name.

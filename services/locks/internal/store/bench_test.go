@@ -57,7 +57,7 @@ func BenchmarkScriptPair(b *testing.B) {
 			if err != nil || !a.OK {
 				return fmt.Errorf("acquire %s = %+v, %v", r, a, err)
 			}
-			_, err = s.Release(ctx, r, "alice")
+			_, err = s.Release(ctx, r, "alice", 0)
 			return err
 		}},
 	} {

@@ -74,7 +74,7 @@ func TestNamesAsPeopleWriteThem(t *testing.T) {
 		}
 	}
 	for _, n := range names {
-		if ok, err := s.Release(ctx, n, "owner@"+n); err != nil || !ok {
+		if ok, err := s.Release(ctx, n, "owner@"+n, 0); err != nil || !ok {
 			t.Errorf("Release(%q) = %v, %v; want released", n, ok, err)
 		}
 	}

@@ -21,8 +21,8 @@ func FuzzLuaArguments(f *testing.F) {
 		map[string][][]string{
 			"acquire.lua": {{"res", now, "owner-a", "30000", "", "0", "0"}, {"res", now, "owner-b", "30000", fuzzEntry, "65000", "0"},
 				{"res", now, "owner-c", "x", "bad\nentry", "y", "z"}},
-			"release.lua": {{"res", now, "owner-a"}, {"res", "now", "owner-a"}},
-			"renew.lua":   {{"res", now, "owner-a", "30000"}, {"res", "1", "owner-a", "1e9"}},
+			"release.lua": {{"res", now, "owner-a"}, {"res", "now", "owner-a"}, {"res", now, "owner-a", "ch", "7"}, {"res", now, "owner-a", "ch", "-1"}},
+			"renew.lua":   {{"res", now, "owner-a", "30000"}, {"res", "1", "owner-a", "1e9"}, {"res", now, "owner-a", "30000", "7"}, {"res", now, "owner-a", "30000", "x"}},
 			"get.lua":     {{"res", now}},
 			"expire.lua":  {{"res", now}, {"res", ""}},
 			"leave.lua":   {{"res", now, fuzzEntry, "w1", "0"}, {"res", "1", "x", "w1", "2"}},

@@ -56,7 +56,7 @@ func TestLostNoticeFoundAfterResubscribe(t *testing.T) {
 	shared.LSet(ctx, k.queue, 0, strings.Replace(entry, s.channel, s.channel+"-lost", 1))
 	// Another replica releases, so the grant can only reach the waiter through Redis.
 	other := mustNew(t, rdb, Options{Alarms: q, Prefix: prefix, Logger: log})
-	if ok, err := other.Release(ctx, "mailbox", "holder"); err != nil || !ok {
+	if ok, err := other.Release(ctx, "mailbox", "holder", 0); err != nil || !ok {
 		t.Fatalf("Release(mailbox, holder) = %v, %v", ok, err)
 	}
 	if l, _ := s.Get(ctx, "mailbox"); l.Owner != "waiter" {
@@ -122,7 +122,7 @@ func TestPipelinedCallsSurviveScriptFlush(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if ok, err := s.Release(ctx, fmt.Sprintf("res-%d", i), "o"); err != nil || !ok {
+			if ok, err := s.Release(ctx, fmt.Sprintf("res-%d", i), "o", 0); err != nil || !ok {
 				t.Errorf("Release(res-%d) after SCRIPT FLUSH = %v, %v; want true", i, ok, err)
 			}
 		}()
@@ -174,7 +174,7 @@ func TestLocalHandoffSkipsPubSub(t *testing.T) {
 	k := keysOf(q, "relay")
 	wait.Until(t, "waiter queued", func() bool { n, _ := rdb.LLen(ctx, k.queue).Result(); return n == 1 })
 	// No Listen runs here: only the release's own answer can wake the waiter.
-	if ok, _ := s.Release(ctx, "relay", "holder"); !ok {
+	if ok, _ := s.Release(ctx, "relay", "holder", 0); !ok {
 		t.Fatal("Release(relay, holder) = false")
 	}
 	select {

@@ -397,11 +397,12 @@ func acquired(res []any) domain.Acquired {
 	return a
 }
 
-// Release frees resource if owner holds it and reports whether it did.
-func (s *Store) Release(ctx context.Context, resource, owner string) (bool, error) {
+// Release frees resource if owner holds it (under token, unless token is 0) and reports
+// whether it did.
+func (s *Store) Release(ctx context.Context, resource, owner string, token int64) (bool, error) {
 	k := keysOf(s.q, resource)
 	now := s.o.Now()
-	res, err := s.run(ctx, s.release, k, resource, now, owner, s.channel)
+	res, err := s.run(ctx, s.release, k, resource, now, owner, s.channel, tokenArg(token))
 	if err != nil {
 		// The release may have granted the lock to a waiter here without publishing it:
 		// every waiting call looks for itself.
@@ -420,11 +421,12 @@ func (s *Store) Release(ctx context.Context, resource, owner string) (bool, erro
 	return ok == 1, nil
 }
 
-// Renew extends owner's lease on resource to ttl from now, if owner holds it.
-func (s *Store) Renew(ctx context.Context, resource, owner string, ttl time.Duration) (domain.Renewed, error) {
+// Renew extends owner's lease on resource to ttl from now, if owner holds it (under token,
+// unless token is 0).
+func (s *Store) Renew(ctx context.Context, resource, owner string, ttl time.Duration, token int64) (domain.Renewed, error) {
 	k := keysOf(s.q, resource)
 	now := s.o.Now()
-	res, err := s.run(ctx, s.renew, k, resource, now, owner, ttl.Milliseconds())
+	res, err := s.run(ctx, s.renew, k, resource, now, owner, ttl.Milliseconds(), tokenArg(token))
 	if err != nil {
 		return domain.Renewed{}, fmt.Errorf("renew %q: %w", resource, err)
 	}
@@ -435,6 +437,14 @@ func (s *Store) Renew(ctx context.Context, resource, owner string, ttl time.Dura
 	}
 	exp, _ := res[1].(int64)
 	return domain.Renewed{OK: true, ExpiresAt: time.UnixMilli(exp)}, nil
+}
+
+// tokenArg is a fencing token as release.lua and renew.lua take it: the empty string for any.
+func tokenArg(token int64) string {
+	if token == 0 {
+		return ""
+	}
+	return strconv.FormatInt(token, 10)
 }
 
 // Get describes resource as the next acquire would see it.

@@ -66,7 +66,7 @@ func TestExpiredLockIsFreeBeforeItsAlarmFires(t *testing.T) {
 	if err != nil || !b.OK || b.Token <= a.Token {
 		t.Fatalf("Acquire(printer, bob) at expiry = %+v, %v; want acquired with token > %d", b, err, a.Token)
 	}
-	if ok, _ := s.Release(ctx, "printer", "alice"); ok {
+	if ok, _ := s.Release(ctx, "printer", "alice", 0); ok {
 		t.Errorf("Release(printer, alice) after her lease ended = true, want false")
 	}
 	l, _ := s.Get(ctx, "printer")
@@ -100,7 +100,7 @@ func TestRenewMovesLeaseAndAlarm(t *testing.T) {
 	s, q, _, clk := newStore(t)
 	a, _ := s.Acquire(ctx, "door", "alice", 300*time.Millisecond, 0)
 	clk.Advance(200 * time.Millisecond)
-	r, err := s.Renew(ctx, "door", "alice", 300*time.Millisecond)
+	r, err := s.Renew(ctx, "door", "alice", 300*time.Millisecond, 0)
 	if err != nil || !r.OK || !r.ExpiresAt.Equal(clk.Now().Add(300*time.Millisecond)) {
 		t.Fatalf("Renew(door, alice) = %+v, %v; want renewed to now+300ms", r, err)
 	}
@@ -114,12 +114,49 @@ func TestRenewMovesLeaseAndAlarm(t *testing.T) {
 	if l, _ := s.Get(ctx, "door"); !l.Held || l.Token != a.Token {
 		t.Errorf("Get(door) after the old alarm = %+v, want still held with token %d", l, a.Token)
 	}
-	if r, _ := s.Renew(ctx, "door", "bob", time.Second); r.OK {
+	if r, _ := s.Renew(ctx, "door", "bob", time.Second, 0); r.OK {
 		t.Errorf("Renew(door, bob) = %+v, want refused", r)
 	}
 	clk.Advance(100 * time.Millisecond)
-	if r, _ := s.Renew(ctx, "door", "alice", time.Second); r.OK {
+	if r, _ := s.Renew(ctx, "door", "alice", time.Second, 0); r.OK {
 		t.Errorf("Renew(door, alice) at her lease end = %+v, want refused", r)
+	}
+}
+
+// A release or renewal naming an earlier hold's fencing token (delayed, or retried after the
+// owner took the lock again) leaves the owner's later hold alone; one naming the hold's own
+// token, or none, acts on it.
+func TestFencedReleaseAndRenewActOnlyOnTheirHold(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _, _, _ := newStore(t)
+	first, _ := s.Acquire(ctx, "vault", "alice", time.Second, 0)
+	if ok, err := s.Release(ctx, "vault", "alice", first.Token); err != nil || !ok {
+		t.Fatalf("Release(vault, alice, %d) = %v, %v; want released", first.Token, ok, err)
+	}
+	later, _ := s.Acquire(ctx, "vault", "alice", time.Second, 0)
+	if !later.OK || later.Token <= first.Token {
+		t.Fatalf("Acquire(vault, alice) again = %+v, want a new hold with a token above %d", later, first.Token)
+	}
+	if ok, err := s.Release(ctx, "vault", "alice", first.Token); err != nil || ok {
+		t.Errorf("delayed Release(vault, alice, %d) = %v, %v; want false (the hold is %d)", first.Token, ok, err, later.Token)
+	}
+	if r, err := s.Renew(ctx, "vault", "alice", time.Minute, first.Token); err != nil || r.OK {
+		t.Errorf("delayed Renew(vault, alice, %d) = %+v, %v; want refused", first.Token, r, err)
+	}
+	if l, _ := s.Get(ctx, "vault"); !l.Held || l.Token != later.Token || !l.ExpiresAt.Equal(later.ExpiresAt) {
+		t.Errorf("Get(vault) = %+v; want alice's later hold %d, its lease unchanged", l, later.Token)
+	}
+	if r, err := s.Renew(ctx, "vault", "alice", time.Minute, later.Token); err != nil || !r.OK {
+		t.Errorf("Renew(vault, alice, %d) = %+v, %v; want renewed", later.Token, r, err)
+	}
+	if ok, err := s.Release(ctx, "vault", "alice", later.Token); err != nil || !ok {
+		t.Errorf("Release(vault, alice, %d) = %v, %v; want released", later.Token, ok, err)
+	}
+	// Without a token a release frees whatever hold the owner has, as before tokens were sent.
+	third, _ := s.Acquire(ctx, "vault", "alice", time.Second, 0)
+	if ok, err := s.Release(ctx, "vault", "alice", 0); err != nil || !ok || !third.OK {
+		t.Errorf("Release(vault, alice) without a token = %v, %v; want released", ok, err)
 	}
 }
 

@@ -31,7 +31,9 @@ func (s *waitingStore) Acquire(ctx context.Context, resource, owner string, ttl,
 	return domain.Acquired{}, ctx.Err()
 }
 
-func (s *waitingStore) Release(context.Context, string, string) (bool, error) { return true, nil }
+func (s *waitingStore) Release(context.Context, string, string, int64) (bool, error) {
+	return true, nil
+}
 
 // deafStream is a Session stream whose client sent reqs, closed its side, and reads nothing:
 // a Send blocks until the stream ends (as gRPC's does once the client's window is full).

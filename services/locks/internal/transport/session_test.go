@@ -124,7 +124,7 @@ type gateStore struct {
 	running atomic.Int64
 }
 
-func (s *gateStore) Release(ctx context.Context, resource, owner string) (bool, error) {
+func (s *gateStore) Release(ctx context.Context, resource, owner string, _ int64) (bool, error) {
 	s.running.Add(1)
 	select {
 	case <-s.gate:

@@ -88,7 +88,7 @@ func (s *Server) acquire(ctx context.Context, req *locksv1.AcquireRequest) (*loc
 }
 
 func (s *Server) release(ctx context.Context, req *locksv1.ReleaseRequest) (*locksv1.ReleaseResponse, error) {
-	ok, err := s.app.Release(ctx, req.GetResource(), req.GetOwner())
+	ok, err := s.app.Release(ctx, req.GetResource(), req.GetOwner(), req.FencingToken)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func (s *Server) release(ctx context.Context, req *locksv1.ReleaseRequest) (*loc
 }
 
 func (s *Server) renew(ctx context.Context, req *locksv1.RenewRequest) (*locksv1.RenewResponse, error) {
-	r, err := s.app.Renew(ctx, req.GetResource(), req.GetOwner(), req.TtlMs)
+	r, err := s.app.Renew(ctx, req.GetResource(), req.GetOwner(), req.TtlMs, req.FencingToken)
 	if err != nil {
 		return nil, err
 	}

@@ -222,11 +222,15 @@ class _MutexBase:
             req.wait_ms = max(1, int(wait * 1000))
         return req
 
-    def _release_request(self) -> locks_pb2.ReleaseRequest:
-        return locks_pb2.ReleaseRequest(resource=self._resource, owner=self._owner)
+    def _release_request(self, token: Optional[int] = None) -> locks_pb2.ReleaseRequest:
+        """A release of the hold with ``token`` (fenced: a release that arrives late frees that
+        hold or nothing, never a later hold of the same owner), or of whatever hold the owner
+        has when the token is not known (a grant that crossed a deadline)."""
+        return locks_pb2.ReleaseRequest(resource=self._resource, owner=self._owner, fencing_token=token)
 
-    def _renew_request(self) -> locks_pb2.RenewRequest:
-        return locks_pb2.RenewRequest(resource=self._resource, owner=self._owner, ttl_ms=self._ttl_ms)
+    def _renew_request(self, token: int) -> locks_pb2.RenewRequest:
+        """A renewal of the hold with ``token``, fenced as a release is."""
+        return locks_pb2.RenewRequest(resource=self._resource, owner=self._owner, ttl_ms=self._ttl_ms, fencing_token=token)
 
     def _timeout_error(self) -> LockTimeout:
         who = f" (held by {self._holder!r})" if self._holder else ""
@@ -399,7 +403,7 @@ class Mutex(_MutexBase):
                     continue
                 self._cond.release()
                 try:
-                    res: Optional[locks_pb2.RenewResponse] = self._stub.Renew(self._renew_request(), timeout=min(self._call_timeout, left))
+                    res: Optional[locks_pb2.RenewResponse] = self._stub.Renew(self._renew_request(h.token), timeout=min(self._call_timeout, left))
                     err: Optional[grpc.RpcError] = None
                 except grpc.RpcError as e:
                     res, err = None, e
@@ -431,17 +435,17 @@ class Mutex(_MutexBase):
             self._hold = None  # renewal stops; the release does not wait for the renewer
             self._cond.notify()
         try:
-            res, retried = self._release(self._call_timeout if timeout is None else timeout)
+            res, retried = self._release(self._call_timeout if timeout is None else timeout, h.token)
         finally:
             self._local.release()
         self._released(h, res, retried)
 
-    def _release(self, timeout: float) -> "tuple[locks_pb2.ReleaseResponse, bool]":
+    def _release(self, timeout: float, token: int) -> "tuple[locks_pb2.ReleaseResponse, bool]":
         deadline = time.monotonic() + timeout
         backoff, retried = _FIRST_BACKOFF, False
         while True:
             try:
-                return self._stub.Release(self._release_request(), timeout=max(0.001, deadline - time.monotonic())), retried
+                return self._stub.Release(self._release_request(token), timeout=max(0.001, deadline - time.monotonic())), retried
             except grpc.RpcError as err:
                 if _code(err) not in _TRANSIENT or time.monotonic() + backoff >= deadline:
                     raise from_rpc_error(err, f"release {self._resource!r}: no answer within {timeout:.3g} s") from None
@@ -600,7 +604,7 @@ class AsyncMutex(_MutexBase):
                 h.lost = True
                 return
             try:
-                res = await self._stub.Renew(self._renew_request(), timeout=min(self._call_timeout, left))
+                res = await self._stub.Renew(self._renew_request(h.token), timeout=min(self._call_timeout, left))
             except grpc.RpcError as err:
                 pause = self._renew_failed(h, err, backoff)
                 backoff = min(2 * backoff, _MAX_BACKOFF)
@@ -616,17 +620,17 @@ class AsyncMutex(_MutexBase):
         if renewer is not None:
             renewer.cancel()
         try:
-            res, retried = await self._release(self._call_timeout if timeout is None else timeout)
+            res, retried = await self._release(self._call_timeout if timeout is None else timeout, h.token)
         finally:
             self._local.release()
         self._released(h, res, retried)
 
-    async def _release(self, timeout: float) -> "tuple[locks_pb2.ReleaseResponse, bool]":
+    async def _release(self, timeout: float, token: int) -> "tuple[locks_pb2.ReleaseResponse, bool]":
         deadline = time.monotonic() + timeout
         backoff, retried = _FIRST_BACKOFF, False
         while True:
             try:
-                return await self._stub.Release(self._release_request(), timeout=max(0.001, deadline - time.monotonic())), retried
+                return await self._stub.Release(self._release_request(token), timeout=max(0.001, deadline - time.monotonic())), retried
             except grpc.RpcError as err:
                 if _code(err) not in _TRANSIENT or time.monotonic() + backoff >= deadline:
                     raise from_rpc_error(err, f"release {self._resource!r}: no answer within {timeout:.3g} s") from None

@@ -171,9 +171,13 @@ func (x *AcquireResponse) GetHolder() string {
 
 // ReleaseRequest gives a lock back.
 type ReleaseRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Resource      string                 `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
-	Owner         string                 `protobuf:"bytes,2,opt,name=owner,proto3" json:"owner,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Resource string                 `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	Owner    string                 `protobuf:"bytes,2,opt,name=owner,proto3" json:"owner,omitempty"`
+	// The fencing token of the hold to give back, as Acquire returned it (1 or more). When set,
+	// only that hold is released: a release delayed or retried from an earlier hold of the same
+	// owner does not release a later one. Unset: whatever hold owner has.
+	FencingToken  *int64 `protobuf:"varint,3,opt,name=fencing_token,json=fencingToken,proto3,oneof" json:"fencing_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -222,10 +226,18 @@ func (x *ReleaseRequest) GetOwner() string {
 	return ""
 }
 
+func (x *ReleaseRequest) GetFencingToken() int64 {
+	if x != nil && x.FencingToken != nil {
+		return *x.FencingToken
+	}
+	return 0
+}
+
 // ReleaseResponse says whether the lock was released.
 type ReleaseResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// False when owner did not hold the lock (it expired, or someone else holds it).
+	// False when owner did not hold the lock (it expired, or someone else holds it, or owner
+	// holds it under another fencing token than the one given).
 	Released      bool `protobuf:"varint,1,opt,name=released,proto3" json:"released,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -274,7 +286,11 @@ type RenewRequest struct {
 	Resource string                 `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
 	Owner    string                 `protobuf:"bytes,2,opt,name=owner,proto3" json:"owner,omitempty"`
 	// New time to live in ms from now, 100 through 3,600,000; unset means 30,000.
-	TtlMs         *int64 `protobuf:"varint,3,opt,name=ttl_ms,json=ttlMs,proto3,oneof" json:"ttl_ms,omitempty"`
+	TtlMs *int64 `protobuf:"varint,3,opt,name=ttl_ms,json=ttlMs,proto3,oneof" json:"ttl_ms,omitempty"`
+	// The fencing token of the hold to extend, as Acquire returned it (1 or more). When set,
+	// only that hold is renewed: a renewal delayed from an earlier hold of the same owner does
+	// not extend a later one. Unset: whatever hold owner has.
+	FencingToken  *int64 `protobuf:"varint,4,opt,name=fencing_token,json=fencingToken,proto3,oneof" json:"fencing_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -330,10 +346,18 @@ func (x *RenewRequest) GetTtlMs() int64 {
 	return 0
 }
 
+func (x *RenewRequest) GetFencingToken() int64 {
+	if x != nil && x.FencingToken != nil {
+		return *x.FencingToken
+	}
+	return 0
+}
+
 // RenewResponse says whether the lock was renewed.
 type RenewResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// False when owner did not hold the lock (it expired, or someone else holds it).
+	// False when owner did not hold the lock (it expired, or someone else holds it, or owner
+	// holds it under another fencing token than the one given).
 	Renewed bool `protobuf:"varint,1,opt,name=renewed,proto3" json:"renewed,omitempty"`
 	// The new end of the lease in ms since the Unix epoch; unset when not renewed.
 	ExpiresAt     *int64 `protobuf:"varint,2,opt,name=expires_at,json=expiresAt,proto3,oneof" json:"expires_at,omitempty"`
@@ -885,17 +909,21 @@ const file_vigil_locks_v1_locks_proto_rawDesc = "" +
 	"\n" +
 	"expires_at\x18\x03 \x01(\x03R\texpiresAt\x12\x1b\n" +
 	"\x06holder\x18\x04 \x01(\tH\x00R\x06holder\x88\x01\x01B\t\n" +
-	"\a_holder\"B\n" +
+	"\a_holder\"~\n" +
 	"\x0eReleaseRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x14\n" +
-	"\x05owner\x18\x02 \x01(\tR\x05owner\"-\n" +
+	"\x05owner\x18\x02 \x01(\tR\x05owner\x12(\n" +
+	"\rfencing_token\x18\x03 \x01(\x03H\x00R\ffencingToken\x88\x01\x01B\x10\n" +
+	"\x0e_fencing_token\"-\n" +
 	"\x0fReleaseResponse\x12\x1a\n" +
-	"\breleased\x18\x01 \x01(\bR\breleased\"g\n" +
+	"\breleased\x18\x01 \x01(\bR\breleased\"\xa3\x01\n" +
 	"\fRenewRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x14\n" +
 	"\x05owner\x18\x02 \x01(\tR\x05owner\x12\x1a\n" +
-	"\x06ttl_ms\x18\x03 \x01(\x03H\x00R\x05ttlMs\x88\x01\x01B\t\n" +
-	"\a_ttl_ms\"\\\n" +
+	"\x06ttl_ms\x18\x03 \x01(\x03H\x00R\x05ttlMs\x88\x01\x01\x12(\n" +
+	"\rfencing_token\x18\x04 \x01(\x03H\x01R\ffencingToken\x88\x01\x01B\t\n" +
+	"\a_ttl_msB\x10\n" +
+	"\x0e_fencing_token\"\\\n" +
 	"\rRenewResponse\x12\x18\n" +
 	"\arenewed\x18\x01 \x01(\bR\arenewed\x12\"\n" +
 	"\n" +
@@ -1000,6 +1028,7 @@ func file_vigil_locks_v1_locks_proto_init() {
 	}
 	file_vigil_locks_v1_locks_proto_msgTypes[0].OneofWrappers = []any{}
 	file_vigil_locks_v1_locks_proto_msgTypes[1].OneofWrappers = []any{}
+	file_vigil_locks_v1_locks_proto_msgTypes[2].OneofWrappers = []any{}
 	file_vigil_locks_v1_locks_proto_msgTypes[4].OneofWrappers = []any{}
 	file_vigil_locks_v1_locks_proto_msgTypes[5].OneofWrappers = []any{}
 	file_vigil_locks_v1_locks_proto_msgTypes[7].OneofWrappers = []any{}

@@ -37,9 +37,11 @@ type LockServiceClient interface {
 	// Acquire takes the lock for owner, or waits up to wait_ms for it. Re-acquiring a lock the
 	// owner already holds succeeds with the same fencing token and a refreshed time to live.
 	Acquire(ctx context.Context, in *AcquireRequest, opts ...grpc.CallOption) (*AcquireResponse, error)
-	// Release frees the lock if owner holds it; the next waiter, if any, gets it at once.
+	// Release frees the lock if owner holds it (with the fencing token, when one is given); the
+	// next waiter, if any, gets it at once.
 	Release(ctx context.Context, in *ReleaseRequest, opts ...grpc.CallOption) (*ReleaseResponse, error)
-	// Renew extends the lock's time to live if owner holds it.
+	// Renew extends the lock's time to live if owner holds it (with the fencing token, when one
+	// is given).
 	Renew(ctx context.Context, in *RenewRequest, opts ...grpc.CallOption) (*RenewResponse, error)
 	// Get describes the lock as the next acquire would see it.
 	Get(ctx context.Context, in *GetRequest, opts ...grpc.CallOption) (*GetResponse, error)
@@ -129,9 +131,11 @@ type LockServiceServer interface {
 	// Acquire takes the lock for owner, or waits up to wait_ms for it. Re-acquiring a lock the
 	// owner already holds succeeds with the same fencing token and a refreshed time to live.
 	Acquire(context.Context, *AcquireRequest) (*AcquireResponse, error)
-	// Release frees the lock if owner holds it; the next waiter, if any, gets it at once.
+	// Release frees the lock if owner holds it (with the fencing token, when one is given); the
+	// next waiter, if any, gets it at once.
 	Release(context.Context, *ReleaseRequest) (*ReleaseResponse, error)
-	// Renew extends the lock's time to live if owner holds it.
+	// Renew extends the lock's time to live if owner holds it (with the fencing token, when one
+	// is given).
 	Renew(context.Context, *RenewRequest) (*RenewResponse, error)
 	// Get describes the lock as the next acquire would see it.
 	Get(context.Context, *GetRequest) (*GetResponse, error)

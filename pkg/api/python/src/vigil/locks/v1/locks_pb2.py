@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1avigil/locks/v1/locks.proto\x12\x0evigil.locks.v1\"\x93\x01\n\x0e\x41\x63quireRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\x12\x14\n\x05owner\x18\x02 \x01(\tR\x05owner\x12\x1a\n\x06ttl_ms\x18\x03 \x01(\x03H\x00R\x05ttlMs\x88\x01\x01\x12\x1c\n\x07wait_ms\x18\x04 \x01(\x03H\x01R\x06waitMs\x88\x01\x01\x42\t\n\x07_ttl_msB\n\n\x08_wait_ms\"\x99\x01\n\x0f\x41\x63quireResponse\x12\x1a\n\x08\x61\x63quired\x18\x01 \x01(\x08R\x08\x61\x63quired\x12#\n\rfencing_token\x18\x02 \x01(\x03R\x0c\x66\x65ncingToken\x12\x1d\n\nexpires_at\x18\x03 \x01(\x03R\texpiresAt\x12\x1b\n\x06holder\x18\x04 \x01(\tH\x00R\x06holder\x88\x01\x01\x42\t\n\x07_holder\"B\n\x0eReleaseRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\x12\x14\n\x05owner\x18\x02 \x01(\tR\x05owner\"-\n\x0fReleaseResponse\x12\x1a\n\x08released\x18\x01 \x01(\x08R\x08released\"g\n\x0cRenewRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\x12\x14\n\x05owner\x18\x02 \x01(\tR\x05owner\x12\x1a\n\x06ttl_ms\x18\x03 \x01(\x03H\x00R\x05ttlMs\x88\x01\x01\x42\t\n\x07_ttl_ms\"\\\n\rRenewResponse\x12\x18\n\x07renewed\x18\x01 \x01(\x08R\x07renewed\x12\"\n\nexpires_at\x18\x02 \x01(\x03H\x00R\texpiresAt\x88\x01\x01\x42\r\n\x0b_expires_at\"(\n\nGetRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\"\xd1\x01\n\x0bGetResponse\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\x12\x12\n\x04held\x18\x02 \x01(\x08R\x04held\x12\x19\n\x05owner\x18\x03 \x01(\tH\x00R\x05owner\x88\x01\x01\x12(\n\rfencing_token\x18\x04 \x01(\x03H\x01R\x0c\x66\x65ncingToken\x88\x01\x01\x12\"\n\nexpires_at\x18\x05 \x01(\x03H\x02R\texpiresAt\x88\x01\x01\x42\x08\n\x06_ownerB\x10\n\x0e_fencing_tokenB\r\n\x0b_expires_at\"\x8f\x02\n\x0eSessionRequest\x12\x0e\n\x02id\x18\x01 \x01(\x03R\x02id\x12:\n\x07\x61\x63quire\x18\x02 \x01(\x0b\x32\x1e.vigil.locks.v1.AcquireRequestH\x00R\x07\x61\x63quire\x12:\n\x07release\x18\x03 \x01(\x0b\x32\x1e.vigil.locks.v1.ReleaseRequestH\x00R\x07release\x12\x34\n\x05renew\x18\x04 \x01(\x0b\x32\x1c.vigil.locks.v1.RenewRequestH\x00R\x05renew\x12\x37\n\x06\x63\x61ncel\x18\x05 \x01(\x0b\x32\x1d.vigil.locks.v1.CancelRequestH\x00R\x06\x63\x61ncelB\x06\n\x04\x63\x61ll\"\x1f\n\rCancelRequest\x12\x0e\n\x02id\x18\x01 \x01(\x03R\x02id\"\x92\x02\n\x0fSessionResponse\x12\x0e\n\x02id\x18\x01 \x01(\x03R\x02id\x12;\n\x07\x61\x63quire\x18\x02 \x01(\x0b\x32\x1f.vigil.locks.v1.AcquireResponseH\x00R\x07\x61\x63quire\x12;\n\x07release\x18\x03 \x01(\x0b\x32\x1f.vigil.locks.v1.ReleaseResponseH\x00R\x07release\x12\x35\n\x05renew\x18\x04 \x01(\x0b\x32\x1d.vigil.locks.v1.RenewResponseH\x00R\x05renew\x12\x34\n\x05\x65rror\x18\x05 \x01(\x0b\x32\x1c.vigil.locks.v1.SessionErrorH\x00R\x05\x65rrorB\x08\n\x06result\"<\n\x0cSessionError\x12\x12\n\x04\x63ode\x18\x01 \x01(\x05R\x04\x63ode\x12\x18\n\x07message\x18\x02 \x01(\tR\x07message2\xfb\x02\n\x0bLockService\x12J\n\x07\x41\x63quire\x12\x1e.vigil.locks.v1.AcquireRequest\x1a\x1f.vigil.locks.v1.AcquireResponse\x12J\n\x07Release\x12\x1e.vigil.locks.v1.ReleaseRequest\x1a\x1f.vigil.locks.v1.ReleaseResponse\x12\x44\n\x05Renew\x12\x1c.vigil.locks.v1.RenewRequest\x1a\x1d.vigil.locks.v1.RenewResponse\x12>\n\x03Get\x12\x1a.vigil.locks.v1.GetRequest\x1a\x1b.vigil.locks.v1.GetResponse\x12N\n\x07Session\x12\x1e.vigil.locks.v1.SessionRequest\x1a\x1f.vigil.locks.v1.SessionResponse(\x01\x30\x01\x42;Z9github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1;locksv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1avigil/locks/v1/locks.proto\x12\x0evigil.locks.v1\"\x93\x01\n\x0e\x41\x63quireRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\x12\x14\n\x05owner\x18\x02 \x01(\tR\x05owner\x12\x1a\n\x06ttl_ms\x18\x03 \x01(\x03H\x00R\x05ttlMs\x88\x01\x01\x12\x1c\n\x07wait_ms\x18\x04 \x01(\x03H\x01R\x06waitMs\x88\x01\x01\x42\t\n\x07_ttl_msB\n\n\x08_wait_ms\"\x99\x01\n\x0f\x41\x63quireResponse\x12\x1a\n\x08\x61\x63quired\x18\x01 \x01(\x08R\x08\x61\x63quired\x12#\n\rfencing_token\x18\x02 \x01(\x03R\x0c\x66\x65ncingToken\x12\x1d\n\nexpires_at\x18\x03 \x01(\x03R\texpiresAt\x12\x1b\n\x06holder\x18\x04 \x01(\tH\x00R\x06holder\x88\x01\x01\x42\t\n\x07_holder\"~\n\x0eReleaseRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\x12\x14\n\x05owner\x18\x02 \x01(\tR\x05owner\x12(\n\rfencing_token\x18\x03 \x01(\x03H\x00R\x0c\x66\x65ncingToken\x88\x01\x01\x42\x10\n\x0e_fencing_token\"-\n\x0fReleaseResponse\x12\x1a\n\x08released\x18\x01 \x01(\x08R\x08released\"\xa3\x01\n\x0cRenewRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\x12\x14\n\x05owner\x18\x02 \x01(\tR\x05owner\x12\x1a\n\x06ttl_ms\x18\x03 \x01(\x03H\x00R\x05ttlMs\x88\x01\x01\x12(\n\rfencing_token\x18\x04 \x01(\x03H\x01R\x0c\x66\x65ncingToken\x88\x01\x01\x42\t\n\x07_ttl_msB\x10\n\x0e_fencing_token\"\\\n\rRenewResponse\x12\x18\n\x07renewed\x18\x01 \x01(\x08R\x07renewed\x12\"\n\nexpires_at\x18\x02 \x01(\x03H\x00R\texpiresAt\x88\x01\x01\x42\r\n\x0b_expires_at\"(\n\nGetRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\"\xd1\x01\n\x0bGetResponse\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\x12\x12\n\x04held\x18\x02 \x01(\x08R\x04held\x12\x19\n\x05owner\x18\x03 \x01(\tH\x00R\x05owner\x88\x01\x01\x12(\n\rfencing_token\x18\x04 \x01(\x03H\x01R\x0c\x66\x65ncingToken\x88\x01\x01\x12\"\n\nexpires_at\x18\x05 \x01(\x03H\x02R\texpiresAt\x88\x01\x01\x42\x08\n\x06_ownerB\x10\n\x0e_fencing_tokenB\r\n\x0b_expires_at\"\x8f\x02\n\x0eSessionRequest\x12\x0e\n\x02id\x18\x01 \x01(\x03R\x02id\x12:\n\x07\x61\x63quire\x18\x02 \x01(\x0b\x32\x1e.vigil.locks.v1.AcquireRequestH\x00R\x07\x61\x63quire\x12:\n\x07release\x18\x03 \x01(\x0b\x32\x1e.vigil.locks.v1.ReleaseRequestH\x00R\x07release\x12\x34\n\x05renew\x18\x04 \x01(\x0b\x32\x1c.vigil.locks.v1.RenewRequestH\x00R\x05renew\x12\x37\n\x06\x63\x61ncel\x18\x05 \x01(\x0b\x32\x1d.vigil.locks.v1.CancelRequestH\x00R\x06\x63\x61ncelB\x06\n\x04\x63\x61ll\"\x1f\n\rCancelRequest\x12\x0e\n\x02id\x18\x01 \x01(\x03R\x02id\"\x92\x02\n\x0fSessionResponse\x12\x0e\n\x02id\x18\x01 \x01(\x03R\x02id\x12;\n\x07\x61\x63quire\x18\x02 \x01(\x0b\x32\x1f.vigil.locks.v1.AcquireResponseH\x00R\x07\x61\x63quire\x12;\n\x07release\x18\x03 \x01(\x0b\x32\x1f.vigil.locks.v1.ReleaseResponseH\x00R\x07release\x12\x35\n\x05renew\x18\x04 \x01(\x0b\x32\x1d.vigil.locks.v1.RenewResponseH\x00R\x05renew\x12\x34\n\x05\x65rror\x18\x05 \x01(\x0b\x32\x1c.vigil.locks.v1.SessionErrorH\x00R\x05\x65rrorB\x08\n\x06result\"<\n\x0cSessionError\x12\x12\n\x04\x63ode\x18\x01 \x01(\x05R\x04\x63ode\x12\x18\n\x07message\x18\x02 \x01(\tR\x07message2\xfb\x02\n\x0bLockService\x12J\n\x07\x41\x63quire\x12\x1e.vigil.locks.v1.AcquireRequest\x1a\x1f.vigil.locks.v1.AcquireResponse\x12J\n\x07Release\x12\x1e.vigil.locks.v1.ReleaseRequest\x1a\x1f.vigil.locks.v1.ReleaseResponse\x12\x44\n\x05Renew\x12\x1c.vigil.locks.v1.RenewRequest\x1a\x1d.vigil.locks.v1.RenewResponse\x12>\n\x03Get\x12\x1a.vigil.locks.v1.GetRequest\x1a\x1b.vigil.locks.v1.GetResponse\x12N\n\x07Session\x12\x1e.vigil.locks.v1.SessionRequest\x1a\x1f.vigil.locks.v1.SessionResponse(\x01\x30\x01\x42;Z9github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1;locksv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'vigil.locks.v1.locks_pb2', globals())
@@ -26,25 +26,25 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _ACQUIRERESPONSE._serialized_start=197
   _ACQUIRERESPONSE._serialized_end=350
   _RELEASEREQUEST._serialized_start=352
-  _RELEASEREQUEST._serialized_end=418
-  _RELEASERESPONSE._serialized_start=420
-  _RELEASERESPONSE._serialized_end=465
-  _RENEWREQUEST._serialized_start=467
-  _RENEWREQUEST._serialized_end=570
-  _RENEWRESPONSE._serialized_start=572
-  _RENEWRESPONSE._serialized_end=664
-  _GETREQUEST._serialized_start=666
-  _GETREQUEST._serialized_end=706
-  _GETRESPONSE._serialized_start=709
-  _GETRESPONSE._serialized_end=918
-  _SESSIONREQUEST._serialized_start=921
-  _SESSIONREQUEST._serialized_end=1192
-  _CANCELREQUEST._serialized_start=1194
-  _CANCELREQUEST._serialized_end=1225
-  _SESSIONRESPONSE._serialized_start=1228
-  _SESSIONRESPONSE._serialized_end=1502
-  _SESSIONERROR._serialized_start=1504
-  _SESSIONERROR._serialized_end=1564
-  _LOCKSERVICE._serialized_start=1567
-  _LOCKSERVICE._serialized_end=1946
+  _RELEASEREQUEST._serialized_end=478
+  _RELEASERESPONSE._serialized_start=480
+  _RELEASERESPONSE._serialized_end=525
+  _RENEWREQUEST._serialized_start=528
+  _RENEWREQUEST._serialized_end=691
+  _RENEWRESPONSE._serialized_start=693
+  _RENEWRESPONSE._serialized_end=785
+  _GETREQUEST._serialized_start=787
+  _GETREQUEST._serialized_end=827
+  _GETRESPONSE._serialized_start=830
+  _GETRESPONSE._serialized_end=1039
+  _SESSIONREQUEST._serialized_start=1042
+  _SESSIONREQUEST._serialized_end=1313
+  _CANCELREQUEST._serialized_start=1315
+  _CANCELREQUEST._serialized_end=1346
+  _SESSIONRESPONSE._serialized_start=1349
+  _SESSIONRESPONSE._serialized_end=1623
+  _SESSIONERROR._serialized_start=1625
+  _SESSIONERROR._serialized_end=1685
+  _LOCKSERVICE._serialized_start=1688
+  _LOCKSERVICE._serialized_end=2067
 # @@protoc_insertion_point(module_scope)

@@ -55,12 +55,14 @@ class GetResponse(_message.Message):
     def __init__(self, resource: _Optional[str] = ..., held: bool = ..., owner: _Optional[str] = ..., fencing_token: _Optional[int] = ..., expires_at: _Optional[int] = ...) -> None: ...
 
 class ReleaseRequest(_message.Message):
-    __slots__ = ["owner", "resource"]
+    __slots__ = ["fencing_token", "owner", "resource"]
+    FENCING_TOKEN_FIELD_NUMBER: _ClassVar[int]
     OWNER_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    fencing_token: int
     owner: str
     resource: str
-    def __init__(self, resource: _Optional[str] = ..., owner: _Optional[str] = ...) -> None: ...
+    def __init__(self, resource: _Optional[str] = ..., owner: _Optional[str] = ..., fencing_token: _Optional[int] = ...) -> None: ...
 
 class ReleaseResponse(_message.Message):
     __slots__ = ["released"]
@@ -69,14 +71,16 @@ class ReleaseResponse(_message.Message):
     def __init__(self, released: bool = ...) -> None: ...
 
 class RenewRequest(_message.Message):
-    __slots__ = ["owner", "resource", "ttl_ms"]
+    __slots__ = ["fencing_token", "owner", "resource", "ttl_ms"]
+    FENCING_TOKEN_FIELD_NUMBER: _ClassVar[int]
     OWNER_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    fencing_token: int
     owner: str
     resource: str
     ttl_ms: int
-    def __init__(self, resource: _Optional[str] = ..., owner: _Optional[str] = ..., ttl_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, resource: _Optional[str] = ..., owner: _Optional[str] = ..., ttl_ms: _Optional[int] = ..., fencing_token: _Optional[int] = ...) -> None: ...
 
 class RenewResponse(_message.Message):
     __slots__ = ["expires_at", "renewed"]

@@ -59,14 +59,16 @@ class LockServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def Release(self, request, context):
-        """Release frees the lock if owner holds it; the next waiter, if any, gets it at once.
+        """Release frees the lock if owner holds it (with the fencing token, when one is given); the
+        next waiter, if any, gets it at once.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Renew(self, request, context):
-        """Renew extends the lock's time to live if owner holds it.
+        """Renew extends the lock's time to live if owner holds it (with the fencing token, when one
+        is given).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
