@@ -22,6 +22,7 @@ import (
 
 	"github.com/vigil-dev/vigil/gateway"
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
+	"github.com/vigil-dev/vigil/pkg/grpcdial"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
 	lobbyservice "github.com/vigil-dev/vigil/services/lobby/service"
@@ -125,7 +126,7 @@ func startLobbyStack(ctx context.Context, h *Harness, redisURL string) (*lobbySt
 	if st.gw, st.http, err = h.Gateway(ctx, gateway.Backends{Lobby: lobbyAddr, Room: roomAddr}); err != nil {
 		return nil, err
 	}
-	conn, err := grpc.NewClient(lobbyAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpcdial.New(lobbyAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/vigil-dev/vigil/gateway"
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
+	"github.com/vigil-dev/vigil/pkg/grpcdial"
 	"github.com/vigil-dev/vigil/pkg/lockclient"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
@@ -296,7 +297,7 @@ func startLocksStack(ctx context.Context, h *Harness, b *benchRedis, o locksBenc
 	// Unary clients and session clients (one lockclient.Client, so one stream, per
 	// connection) share the same connections.
 	for range o.conns {
-		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		conn, err := grpcdial.New(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
 			return nil, err
 		}

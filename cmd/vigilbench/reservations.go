@@ -22,6 +22,7 @@ import (
 	"github.com/vigil-dev/vigil/gateway"
 	"github.com/vigil-dev/vigil/pkg/alarm"
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
+	"github.com/vigil-dev/vigil/pkg/grpcdial"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
 	reservations "github.com/vigil-dev/vigil/services/reservations/service"
@@ -226,7 +227,7 @@ func startReservationsStack(ctx context.Context, h *Harness, redisURL string) (*
 		return nil, err
 	}
 	st.rest = newRestClient(st.netHTTP.base, 256)
-	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpcdial.New(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return nil, err
 	}

@@ -25,9 +25,9 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/vigil-dev/vigil/pkg/grpcdial"
 	"github.com/vigil-dev/vigil/pkg/server"
 )
 
@@ -74,7 +74,7 @@ func checkGRPC(ctx context.Context, addr string, alive bool) error {
 	if err != nil {
 		return err
 	}
-	conn, err := grpc.NewClient(addr, cred)
+	conn, err := grpcdial.New(addr, cred) // as every Vigil client dials: keepalive, the name's every address
 	if err != nil {
 		return err
 	}
