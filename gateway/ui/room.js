@@ -14,6 +14,13 @@
 // stage shows the formation of the mark playback last passed, moving each dancer in a straight
 // line towards the next mark's formation). Mirroring is each person's own choice, kept on
 // their device.
+//
+// The leader's controls carry a ref, and the room answers each: an ack with the time the room
+// applied it on its clock (so the leader counts a count-in from the same instant as every
+// viewer, whose sync frame carries that time), or an error with the ref and a sentence. The
+// leader's page shows a control at once and keeps what the room confirmed beside it; a refusal
+// it did not predict rolls the page back to that (with the controls still unanswered on top)
+// and shows the sentence.
 import {
   $, ChatPanel, api, clientId, clock, el, forgetLeaderToken, leaderToken, saveName, savedName, setStatus, socketURL,
 } from './common.js';
@@ -49,6 +56,9 @@ const room = {
   people: [], // who is here: [{clientId, name, role, since}], in order of arrival
 };
 let ws = null;
+let nextRef = 0; // the leader's controls: every one carries the next ref
+let pending = []; // [{ref, frame, at, local}] sent on this socket, no answer yet, in ref order
+let confirmed = null; // the room's controlled state as the room confirmed it (see applyControl)
 let ended = false;
 let opened = false;
 let failures = 0;
@@ -88,11 +98,13 @@ function timeline(p, loop, t) {
   if (!p.playing) return { pos: p.positionMs };
   const c = p.countIn;
   const start = c ? countStart(p) + countMs(c) : p.at;
-  if (t < start) {
+  if (c && t < start) {
     const beat = Math.min(c.beats, Math.max(0, Math.floor(((t - countStart(p)) * c.bpm) / 60000) + 1));
     return { pos: p.positionMs, beat, beats: c.beats, startsIn: start - t };
   }
-  let pos = p.positionMs + (t - start) * (p.rate || 1);
+  // A stamp a little ahead of this page's idea of the room's clock (its offset is measured
+  // from frames that took time to arrive) is now, not a moment to wait for.
+  let pos = p.positionMs + Math.max(0, t - start) * (p.rate || 1);
   if (loop && p.positionMs < loop.endMs && pos >= loop.endMs) {
     pos = loop.startMs + ((pos - loop.endMs) % (loop.endMs - loop.startMs));
   }
@@ -295,6 +307,7 @@ function connect() {
   setStatus($('conn'), opened ? 'Reconnecting…' : 'Connecting…', 'warn');
   const s = new WebSocket(socketURL(`/rooms/${encodeURIComponent(code)}/websocket`, { role, clientId: clientId(), name: roomName(), token: token || undefined }));
   ws = s;
+  pending = []; // a new session: its state says what the room applied
   let thisOpened = false;
   s.onopen = () => {
     thisOpened = opened = true;
@@ -341,16 +354,118 @@ function send(frame) {
   return true;
 }
 
+// ---- the leader's controls: shown at once, confirmed (or refused) by the room ----------------
+
+/** copyControlled is the part of a room state the leader's controls change (marks copied). */
+function copyControlled(r) {
+  return { playback: r.playback, loop: r.loop, marks: r.marks.map((m) => ({ ...m })), formation: r.formation, video: r.video && { ...r.video } };
+}
+
+/**
+ * applyControl applies a control frame to a room state as the room service does (act.lua),
+ * stamped at (room clock), and returns the playback it set, if any.
+ */
+function applyControl(r, f, at) {
+  switch (f.type) {
+    case 'sync':
+      r.playback = { playing: f.playing, positionMs: f.positionMs, at, rate: f.rate || 1, countIn: f.countIn || null };
+      return r.playback;
+    case 'loop':
+      r.loop = f.endMs ? { startMs: f.startMs, endMs: f.endMs } : null;
+      break;
+    case 'mark':
+      r.marks.push({ positionMs: f.positionMs, label: f.label, at, formation: r.marks.find((m) => m.positionMs === f.positionMs)?.formation ?? null });
+      break;
+    case 'markFormation':
+      for (const m of r.marks) if (m.positionMs === f.positionMs) m.formation = f.formation ?? null;
+      break;
+    case 'formation':
+      r.formation = f.formation ?? null;
+      break;
+    case 'reload':
+      if (!f.video) break;
+      // Another video: the room starts over with it (its marks and loop go, the rate stays).
+      r.video = f.video;
+      r.playback = { playing: false, positionMs: 0, at, rate: r.playback?.rate || 1, countIn: null };
+      r.marks = [];
+      r.loop = null;
+      return r.playback;
+    default:
+  }
+  return undefined;
+}
+
+/**
+ * control sends a leader's control with the next ref and shows it at once (the room's answer
+ * confirms it, or rolls it back). False when it could not be sent.
+ */
+function control(frame) {
+  const ref = ++nextRef;
+  if (!send({ ...frame, ref })) return false;
+  const at = serverNow();
+  const local = applyControl(room, frame, at);
+  pending.push({ ref, frame, at, local });
+  return true;
+}
+
+/** showControlled puts a controlled state on the page (the leader's player takes its rate). */
+function showControlled(s) {
+  Object.assign(room, s);
+  if (role === 'leader') {
+    leaderRate = room.playback?.rate || 1;
+    video.defaultPlaybackRate = leaderRate;
+    if (!video.paused) video.playbackRate = leaderRate;
+  }
+  renderInfo(); renderMarks(); renderFormation(); renderPractice();
+}
+
+/** optimistic is what the room confirmed with the controls still unanswered on top. */
+function optimistic() {
+  const s = copyControlled(confirmed);
+  for (const p of pending) p.local = applyControl(s, p.frame, p.at);
+  return s;
+}
+
+/** acked records the room's ack: the control is confirmed, stamped with the room's time. */
+function acked(f) {
+  const i = pending.findIndex((p) => p.ref === f.ref);
+  if (i < 0 || !confirmed) return;
+  const [p] = pending.splice(i, 1);
+  if (typeof f.at === 'number' && f.at > 0) {
+    sampleOffset(f.at);
+    p.at = f.at;
+  }
+  applyControl(confirmed, p.frame, p.at);
+  // The page's playback is this control's: take the room's stamp, so a count-in counts from
+  // the instant every viewer counts from.
+  if (p.local && room.playback === p.local && p.local.at !== p.at) {
+    room.playback = { ...p.local, at: p.at };
+    scheduleBeats();
+    renderPractice();
+  }
+}
+
+/** refused rolls the page back from a control the room refused, and says why. */
+function refused(f) {
+  const i = pending.findIndex((p) => p.ref === f.ref);
+  if (i >= 0 && confirmed) {
+    pending.splice(i, 1);
+    showControlled(optimistic());
+  }
+  showError(f.error || 'The room refused that.');
+}
+
 function onFrame(f) {
   switch (f.type) {
     case 'state':
-      room.playback = f.playback || null;
-      room.loop = f.loop || null;
-      room.marks = f.marks || [];
-      room.video = f.video || room.video;
+      // What the room confirms; controls still unanswered on this socket are re-sent by the
+      // gateway after a re-attach, so the page keeps showing them.
+      confirmed = {
+        playback: f.playback || null, loop: f.loop || null, marks: f.marks || [], formation: f.formation ?? null, video: f.video || room.video,
+      };
+      Object.assign(room, optimistic());
       room.viewers = f.viewers ?? room.viewers;
       room.leaderPresent = !!f.leaderPresent;
-      room.formation = f.formation ?? null;
       room.people = f.people || [];
       renderInfo(); renderOccupancy(); renderMarks(); renderFormation(); renderPeople(); renderPractice();
       // Back from a blip after the leader switched videos: the file in the player is the old one.
@@ -407,8 +522,12 @@ function onFrame(f) {
     case 'ended':
       showEnded(endedSentence(f.reason));
       break;
+    case 'ack':
+      acked(f);
+      break;
     case 'error':
-      showError(f.error || f.message || 'The room refused that.');
+      if (typeof f.ref === 'number') refused(f);
+      else showError(f.error || f.message || 'The room refused that.');
       break;
     default:
   }
@@ -519,13 +638,8 @@ function setFormation(f, what) {
   if (err) { $('formation-error').textContent = err; renderFormation(); return false; }
   const m = editMark();
   const frame = m ? { type: 'markFormation', positionMs: m.positionMs, formation: f } : { type: 'formation', formation: f };
-  if (!send(frame)) { renderFormation(); return false; }
-  if (m) {
-    for (const o of room.marks) if (o.positionMs === m.positionMs) o.formation = f;
-    renderMarks();
-  } else {
-    room.formation = f;
-  }
+  if (!control(frame)) { renderFormation(); return false; }
+  if (m) renderMarks();
   renderFormation();
   $('formation-status').textContent = `Sent: ${what}. ${$('formation-status').textContent}`;
   return true;
@@ -628,11 +742,7 @@ function switchForm() {
     }
     if (picked.durationMs > 24 * 3600 * 1000) { err.textContent = 'A video can be at most 24 hours long.'; return; }
     const next = { title, durationMs: picked.durationMs };
-    if (!send({ type: 'reload', video: next })) return;
-    room.video = next;
-    room.playback = { playing: false, positionMs: 0, at: serverNow(), rate: room.playback?.rate || 1, countIn: null };
-    room.marks = [];
-    room.loop = null;
+    if (!control({ type: 'reload', video: next })) return;
     renderInfo(); renderMarks(); renderPractice();
     setLeaderEnabled(false);
     loadFile(picked.file);
@@ -652,15 +762,14 @@ function positionMs() { return Math.round(video.currentTime * 1000); }
 
 let leaderRate = 1; // the rate the leader picked
 let countTimer = 0; // a count-in's start, scheduled to the millisecond
+let countFor = null; // the playback it was scheduled for
 
 /** sendSync sends the leader's player as it is (with countIn: start playing after that count). */
 function sendSync(countIn) {
   if (role !== 'leader' || !video.src || video.readyState < 1) return;
   const frame = { type: 'sync', playing: !video.paused && !video.ended, positionMs: positionMs(), rate: leaderRate };
   if (countIn && countIn.beats) { frame.playing = true; frame.countIn = countIn; }
-  if (!send(frame)) return;
-  room.playback = { playing: frame.playing, positionMs: frame.positionMs, at: serverNow(), rate: leaderRate, countIn: frame.countIn || null };
-  if (!frame.countIn) { clearTimeout(countTimer); countTimer = 0; }
+  if (!control(frame)) return;
   renderPractice();
 }
 
@@ -719,8 +828,7 @@ function setLoop() {
   const dur = room.video?.durationMs ?? Infinity;
   if (endMs > dur) { fail(`A loop must lie within the video: it would end at ${fine(endMs)} but the video is ${fine(dur)} long.`); return; }
   $('practice-error').textContent = '';
-  if (!send({ type: 'loop', startMs, endMs })) return;
-  room.loop = { startMs, endMs };
+  if (!control({ type: 'loop', startMs, endMs })) return;
   renderPractice();
   const pos = positionMs();
   if (pos < startMs || pos >= endMs) seekTo(startMs); // loop that section now
@@ -730,9 +838,19 @@ let lastLeaderPos = null; // the leader's position at the last tick while playin
 
 /** leaderTick wraps the leader's player at the loop's end and starts a count-in's playback. */
 function leaderTick(tl) {
+  if (countFor !== room.playback) {
+    // Another playback (the room's stamp of the count-in, a refusal, a later sync): the start
+    // scheduled for the old one goes.
+    clearTimeout(countTimer);
+    countTimer = 0;
+    countFor = null;
+  }
   if (tl.startsIn !== undefined && !countTimer) {
+    const p = room.playback;
+    countFor = p;
     countTimer = setTimeout(() => {
       countTimer = 0;
+      if (room.playback !== p) return;
       video.play().catch((err) => showError(`The player refused to play: ${err.message}`));
     }, tl.startsIn);
   }
@@ -772,7 +890,7 @@ if (role === 'leader') {
   for (const b of document.querySelectorAll('#speed-presets button')) b.addEventListener('click', () => setRate(Number(b.dataset.rate)));
   $('loop-form').addEventListener('submit', (e) => { e.preventDefault(); setLoop(); });
   $('loop-clear').addEventListener('click', () => {
-    if (send({ type: 'loop', startMs: 0, endMs: 0 })) { room.loop = null; renderPractice(); }
+    if (control({ type: 'loop', startMs: 0, endMs: 0 })) renderPractice();
   });
   $('count-form').addEventListener('submit', (e) => { e.preventDefault(); startCountIn(); });
   video.addEventListener('seeked', () => { lastLeaderPos = null; });
@@ -782,14 +900,13 @@ if (role === 'leader') {
     e.preventDefault();
     if (room.marks.length >= MAX_MARKS) { showError(`A room holds at most ${MAX_MARKS} marks; this one was not added.`); return; }
     const mark = { type: 'mark', positionMs: positionMs(), label: $('mark-label').value.trim() };
-    if (send(mark)) {
+    if (control(mark)) {
       $('mark-label').value = '';
-      room.marks.push({ ...mark, at: serverNow(), formation: room.marks.find((m) => m.positionMs === mark.positionMs)?.formation ?? null });
       renderMarks();
       renderFormation();
     }
   });
-  $('reload').addEventListener('click', () => send({ type: 'reload' }));
+  $('reload').addEventListener('click', () => control({ type: 'reload' }));
   $('formation-editor').hidden = false;
   formationForm();
   switchForm();

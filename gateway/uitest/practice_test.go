@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -242,7 +243,8 @@ func TestPracticeMirror(t *testing.T) {
 
 // beatsJS records, on a page, when each beat of a count-in shows and when the video starts.
 const beatsJS = `window.beats = []; window.started = 0; (() => { const c = document.getElementById('count');
-	new MutationObserver(() => { if (c.dataset.beat) window.beats.push({beat: Number(c.dataset.beat), word: c.dataset.word, at: performance.timeOrigin + performance.now()}); })
+	new MutationObserver(() => { if (c.dataset.beat) window.beats.push({beat: Number(c.dataset.beat), word: c.dataset.word, at: performance.timeOrigin + performance.now(),
+		countAt: window.vigilRoom.room.playback.at, offset: window.vigilRoom.offset}); })
 		.observe(c, {attributes: true, attributeFilter: ['data-beat']});
 	document.getElementById('player').addEventListener('playing', () => { if (!window.started) window.started = performance.timeOrigin + performance.now(); }); })(); true`
 
@@ -250,10 +252,16 @@ type beatSeen struct {
 	Beat int     `json:"beat"`
 	Word string  `json:"word"`
 	At   float64 `json:"at"`
+	// CountAt is the count-in's start as the page had it when the beat showed: the room's
+	// stamp (the leader's from the ack, a viewer's from the sync frame).
+	CountAt float64 `json:"countAt"`
+	Offset  float64 `json:"offset"`
 }
 
 // TestPracticeCountIn: the leader counts 4 beats in at 120 BPM; every page shows "5, 6, 7, 8"
-// on the same beats (within 50 ms) and every video starts on the beat after, in step.
+// on the same beats (within 50 ms) and every video starts on the beat after, in step. Every
+// page counts from the room's stamp of the count-in (the leader takes it from the ack of its
+// sync, the viewers from the relayed sync), mapped through its own offset to the room's clock.
 func TestPracticeCountIn(t *testing.T) {
 	t.Parallel()
 	r := openPracticeRoom(t, 30)
@@ -280,6 +288,16 @@ func TestPracticeCountIn(t *testing.T) {
 		var st float64
 		p.eval(`window.started`, &st)
 		starts[p.name] = st
+	}
+	for _, p := range r.pages {
+		b := seen[p.name]
+		if len(b) == 0 || len(seen[r.v1.name]) == 0 {
+			continue
+		}
+		t.Logf("%s: counted from the room's stamp %.0f (clock offset to the room %.1f ms)", p.name, b[0].CountAt, b[0].Offset)
+		if want := seen[r.v1.name][0].CountAt; b[0].CountAt != want {
+			t.Errorf("%s counted from %.0f, want the room's stamp %.0f (the viewers' sync frame's at)", p.name, b[0].CountAt, want)
+		}
 	}
 	for i := range 4 {
 		var ats []float64
@@ -317,7 +335,8 @@ func TestPracticeCountIn(t *testing.T) {
 	// A slower count, for the screenshots (a screenshot stalls the page it is taken of).
 	r.leaderSeek(3000)
 	r.leader.run(chromedp.SetValue(chromedp.ID("count-beats"), "8"), chromedp.SetValue(chromedp.ID("count-bpm"), "40"), chromedp.Click(chromedp.ID("count-play")))
-	r.all("counting slowly", `!document.getElementById('count').hidden`)
+	// Taken on a numbered beat (not the "get ready" before the first).
+	r.all("counting slowly", `!document.getElementById('count').hidden && Number(document.getElementById('count').dataset.beat) >= 2`)
 	r.v2.screenshot("practice-count-in-phone")
 	r.leader.screenshot("practice-count-in")
 }
@@ -384,6 +403,67 @@ func TestPracticeFormations(t *testing.T) {
 	// A late joiner gets every mark's formation.
 	r.v1.open(r.s.url + "/ui/room.html?code=" + r.code)
 	r.v1.waitFor("late joiner has the marks' formations", `window.vigilRoom.room.marks.filter(m => m.formation && m.formation.dancers.length === 2).length === 2`, 15*time.Second)
+}
+
+// TestPracticeRollback: a refusal the leader's page did not predict (the page believes the
+// video is longer than the room's, as a page that missed a switch would) rolls the page back to
+// what the room confirmed and shows the room's sentence; the viewer never sees the refused
+// loop, and the next control goes through. The leader is on a 390 px wide screen.
+func TestPracticeRollback(t *testing.T) {
+	t.Parallel()
+	s := startStack(t)
+	browser := newBrowser(t)
+	file := makeVideo(t, "rollback", 30)
+	code, token := openRoom(t, s, "Rollback", "practice", 20000) // the room's video: 20 s; the file: 30 s
+	r := &practiceRoom{s: s, code: code, token: token}
+	r.leader = newPage(t, browser, "phone leader")
+	r.leader.run(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
+	r.leader.openAsLeader(s, code, token)
+	r.leader.run(chromedp.SetUploadFiles(chromedp.ID("file"), []string{file}))
+	r.leader.waitFor("leader controls enabled", `!document.getElementById('play').disabled`, 15*time.Second)
+	r.v1 = newPage(t, browser, "viewer")
+	r.v1.open(s.url + "/ui/room.html?code=" + code)
+	r.v1.waitFor("connected as a viewer", `document.getElementById('conn').textContent.includes('following')`, 15*time.Second)
+	r.pages, r.viewers = []*page{r.leader, r.v1}, []*page{r.v1}
+	for _, m := range []struct {
+		ms    int
+		label string
+	}{{2000, "A"}, {5000, "B"}, {25000, "C"}} {
+		r.leaderSeek(m.ms)
+		r.leader.run(chromedp.SendKeys(chromedp.ID("mark-label"), m.label+kb.Enter))
+	}
+	r.all("marks shown", `document.querySelectorAll('#marks li').length === 3`)
+	r.leader.run(chromedp.SetValue(chromedp.ID("loop-start"), "2000"), chromedp.SetValue(chromedp.ID("loop-end"), "5000"), chromedp.Click(chromedp.ID("loop-set")))
+	r.all("the loop A-B", `document.getElementById('practice-status').dataset.loop === '2000-5000'`)
+	// The page predicts the room's refusal of a loop past the video's end...
+	r.leader.run(chromedp.SetValue(chromedp.ID("loop-start"), "5000"), chromedp.SetValue(chromedp.ID("loop-end"), "25000"), chromedp.Click(chromedp.ID("loop-set")))
+	r.leader.waitFor("the page's own refusal", `document.getElementById('practice-error').textContent.startsWith('A loop must lie within the video')`, 5*time.Second)
+	// ...unless it believes the video is longer: then it shows the loop at once, the room
+	// refuses it, and the page goes back to the loop the room has, saying why.
+	r.leader.eval(`window.vigilRoom.room.video.durationMs = 30000; window.shownLoops = []; (() => { const s = document.getElementById('practice-status');
+		new MutationObserver(() => window.shownLoops.push(s.dataset.loop)).observe(s, {attributes: true, attributeFilter: ['data-loop']}); })(); true`, new(bool))
+	r.leader.run(chromedp.Click(chromedp.ID("loop-set")))
+	r.leader.waitFor("rolled back to the room's loop, with the room's sentence", `document.getElementById('practice-status').dataset.loop === '2000-5000'
+		&& document.getElementById('room-error').textContent === 'A loop must lie within the video: it ends at 0:25.0 but the video is 0:20.0 long.'`, 15*time.Second)
+	var shown []string
+	r.leader.eval(`window.shownLoops`, &shown)
+	if !slices.Contains(shown, "5000-25000") {
+		t.Errorf("the leader's page showed the loops %v, want the refused 5000-25000 shown before the room's answer", shown)
+	}
+	var dur float64
+	r.leader.eval(`window.vigilRoom.room.video.durationMs`, &dur)
+	if dur != 20000 {
+		t.Errorf("after the rollback the page's video is %.0f ms long, want the room's 20000", dur)
+	}
+	r.leader.screenshot("practice-rollback-phone")
+	var viewerLoop string
+	r.v1.eval(`document.getElementById('practice-status').dataset.loop`, &viewerLoop)
+	if viewerLoop != "2000-5000" {
+		t.Errorf("the viewer's loop = %q, want the room's 2000-5000", viewerLoop)
+	}
+	// The next control goes through.
+	r.leader.run(chromedp.Click(chromedp.ID("loop-clear")))
+	r.all("loop cleared", `document.getElementById('practice-status').dataset.loop === ''`)
 }
 
 // TestPracticeRefusals: a script leading over the socket gets an error frame with a sentence
