@@ -17,9 +17,10 @@ import (
 	"github.com/vigil-dev/vigil/pkg/server"
 )
 
-// SecurityFlags defines the gateway's security flags on fs, each with an environment
-// fallback, and returns a function that builds Security after fs is parsed.
-func SecurityFlags(fs *flag.FlagSet) func() (Security, error) {
+// Flags defines the gateway's security and limit flags on fs, each with an environment
+// fallback, and returns a function that fills an Options' Security, Sockets and
+// MaxMessageBytes after fs is parsed.
+func Flags(fs *flag.FlagSet) func(o *Options) error {
 	keysFile := config.String(fs, "api-keys-file", "VIGIL_API_KEYS_FILE", "", "file of API keys: name sha256:<hash> scopes (see docs/SECURITY.md)")
 	keys := config.String(fs, "api-keys", "VIGIL_API_KEYS", "", "API keys in the file's format, ';' between keys")
 	require := config.Bool(fs, "require-auth", "VIGIL_REQUIRE_AUTH", false, "refuse to start without API keys")
@@ -43,52 +44,53 @@ func SecurityFlags(fs *flag.FlagSet) func() (Security, error) {
 	sockBurst := config.Int(fs, "socket-burst", "VIGIL_SOCKET_BURST", 0, "frame burst of one socket; 0 default (40)")
 	frame := config.Int(fs, "max-frame-bytes", "VIGIL_MAX_FRAME_BYTES", 0, "largest WebSocket frame a client may send; 0 default (16 KiB)")
 	msg := config.Int(fs, "max-grpc-message-bytes", "VIGIL_MAX_GRPC_MESSAGE_BYTES", 0, "largest gRPC message to or from a service; 0 default (4 MiB)")
-	return func() (Security, error) {
-		var s Security
+	return func(o *Options) error {
+		s := &o.Security
 		var err error
 		if s.Keys, err = LoadAPIKeys(*keysFile, *keys); err != nil {
-			return s, err
+			return err
 		}
 		if *require && len(s.Keys) == 0 {
-			return s, errors.New("require-auth is set but no API key is configured (api-keys-file or VIGIL_API_KEYS)")
+			return errors.New("require-auth is set but no API key is configured (api-keys-file or VIGIL_API_KEYS)")
 		}
 		s.AnonymousScopes = splitList(*anon)
 		for _, sc := range s.AnonymousScopes {
 			if !auth.ValidScope(sc) {
-				return s, fmt.Errorf("anonymous-scopes: unknown scope %q", sc)
+				return fmt.Errorf("anonymous-scopes: unknown scope %q", sc)
 			}
 		}
 		if *secretFile != "" {
 			if s.SocketTokenSecret, err = os.ReadFile(*secretFile); err != nil {
-				return s, fmt.Errorf("socket token secret: %w", err)
+				return fmt.Errorf("socket token secret: %w", err)
 			}
 			if len(s.SocketTokenSecret) < 32 {
-				return s, errors.New("socket token secret: use at least 32 bytes")
+				return errors.New("socket token secret: use at least 32 bytes")
 			}
 		}
 		s.SocketTokenTTL = *ttl
 		s.AllowedOrigins = splitList(*origins)
 		s.TLS = server.TLS{CertFile: *cert, KeyFile: *key, CAFile: *clientCA}
 		s.BackendTLS = server.TLS{CAFile: *bCA, CertFile: *bCert, KeyFile: *bKey, ServerName: *bName}
-		l := &s.Limits
+		l, sock := &s.Limits, &o.Sockets
 		for name, f := range map[string]struct {
 			s   string
 			dst *float64
-		}{"rate-limit": {*rate, &l.Rate}, "rooms-per-hour": {*rooms, &l.RoomsPerHour}, "socket-rate": {*sockRate, &l.SocketRate}} {
+		}{"rate-limit": {*rate, &l.Rate}, "rooms-per-hour": {*rooms, &l.RoomsPerHour}, "socket-rate": {*sockRate, &sock.Rate}} {
 			if *f.dst, err = strconv.ParseFloat(f.s, 64); err != nil {
-				return s, fmt.Errorf("%s: want a number, got %q", name, f.s)
+				return fmt.Errorf("%s: want a number, got %q", name, f.s)
 			}
 		}
 		for _, c := range splitList(*proxies) {
 			p, err := netip.ParsePrefix(c)
 			if err != nil {
-				return s, fmt.Errorf("trusted-proxies: %w", err)
+				return fmt.Errorf("trusted-proxies: %w", err)
 			}
 			l.TrustedProxies = append(l.TrustedProxies, p)
 		}
-		l.Burst, l.SocketsPerRoom, l.SocketBurst = *burst, *perRoom, *sockBurst
-		l.MaxFrameBytes, l.MaxMessageBytes = int64(*frame), *msg
-		return s, nil
+		l.Burst = *burst
+		sock.PerRoom, sock.Burst, sock.MaxFrameBytes = *perRoom, *sockBurst, int64(*frame)
+		o.MaxMessageBytes = *msg
+		return nil
 	}
 }
 
@@ -97,25 +99,38 @@ func splitList(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })
 }
 
-// socketLimits are Limits' per-socket limits in the socket layer's terms. A route whose frames
-// are larger by nature passes its own frame limit, used unless MaxFrameBytes is set.
+// SocketLimits bound the gateway's WebSockets (chat and practice rooms): each room's count on
+// this gateway and each socket's frames. Every zero value has the default in its comment.
+type SocketLimits struct {
+	// PerRoom is how many WebSockets this gateway holds for one chat or practice room; one more
+	// is refused with 429 before the upgrade. Default 10,000; negative: no cap.
+	PerRoom int
+	// Rate and Burst bound the frames a second one socket may send (extra frames get an error
+	// frame and are dropped). Defaults 20 and 40.
+	Rate  float64
+	Burst int
+	// MaxFrameBytes is the largest frame a client may send; larger closes the socket with 1009.
+	// Default 16 KiB, or a route's own larger size (a practice room's formations: 24 KiB).
+	MaxFrameBytes int64
+}
+
+// socketLimits are Options.Sockets in the socket layer's terms. A route whose frames are
+// larger by nature passes its own frame limit, used unless MaxFrameBytes is set.
 func (g *Gateway) socketLimits(routeMaxFrame int64) socket.Limits {
-	frame := g.o.Security.Limits.MaxFrameBytes
+	l := g.o.Sockets
+	frame := l.MaxFrameBytes
 	if frame <= 0 {
 		frame = routeMaxFrame
 	}
-	l := g.o.Security.Limits.WithDefaults(len(g.o.Security.Keys) > 0)
-	return socket.Limits{MaxFrame: frame, Rate: l.SocketRate, Burst: l.SocketBurst}.WithDefaults()
+	return socket.Limits{MaxFrame: frame, Rate: l.Rate, Burst: l.Burst}.WithDefaults()
 }
 
-// socketRegistry is the gateway's one socket registry, with the origins and per-room cap of
-// the security options.
+// socketRegistry is the gateway's one socket registry, with the security options' origins and
+// the socket limits' per-room cap.
 func (g *Gateway) socketRegistry() (*socket.Registry, error) {
-	s := g.o.Security
-	lim := s.Limits.WithDefaults(len(s.Keys) > 0)
 	return socket.NewRegistry(socket.Options{
-		OriginPatterns: s.AllowedOrigins,
-		MaxPerRoom:     lim.SocketsPerRoom,
+		OriginPatterns: g.o.Security.AllowedOrigins,
+		MaxPerRoom:     g.o.Sockets.PerRoom,
 		OnRefuse: func(r *http.Request, reason string) {
 			g.log.InfoContext(r.Context(), "socket refused", "event", "refused", "reason", reason,
 				"method", r.Method, "path", r.URL.Path, "client", g.guard.ClientAddr(r))

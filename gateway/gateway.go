@@ -55,9 +55,14 @@ type Options struct {
 	DialOptions []grpc.DialOption
 	// DrainTimeout bounds the graceful shutdown. Default 10s.
 	DrainTimeout time.Duration
-	// Security: API keys, TLS, origin checks and abuse limits (gateway/auth). Default: the
-	// development mode, everything open.
+	// Security: API keys, TLS, origin checks and HTTP request limits (gateway/auth). Default:
+	// the development mode, everything open.
 	Security Security
+	// Sockets bound the WebSockets: per room on this gateway, and each socket's frames.
+	Sockets SocketLimits
+	// MaxMessageBytes bounds one gRPC message between the gateway and a service, each way.
+	// Default 4 MiB.
+	MaxMessageBytes int
 	// MetricsAddr, when set, serves Prometheus /metrics on a listener of its own, for operators
 	// only (never published), and not on Addr. Default "": /metrics on Addr, which is what
 	// `vigil dev` does on 127.0.0.1; the gateway command always sets it (VIGIL_METRICS_ADDR).
@@ -121,10 +126,12 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	if o.DrainTimeout <= 0 {
 		o.DrainTimeout = 10 * time.Second
 	}
-	lim := o.Security.Limits.WithDefaults(len(o.Security.Keys) > 0)
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = 4 << 20
+	}
 	if len(o.DialOptions) == 0 {
 		var err error
-		if o.DialOptions, err = backend.DialOptions(o.Security.BackendTLS, lim.MaxMessageBytes); err != nil {
+		if o.DialOptions, err = backend.DialOptions(o.Security.BackendTLS, o.MaxMessageBytes); err != nil {
 			return nil, err
 		}
 	}

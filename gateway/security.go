@@ -7,7 +7,7 @@ import "github.com/vigil-dev/vigil/gateway/auth"
 type (
 	// Security is the edge's protection: see auth.Security.
 	Security = auth.Security
-	// Limits bound what one client may do: see auth.Limits.
+	// Limits bound the HTTP requests one client may make: see auth.Limits.
 	Limits = auth.Limits
 	// APIKey is one key the gateway accepts: see auth.APIKey.
 	APIKey = auth.APIKey

@@ -347,14 +347,14 @@ func TestRoomQuota(t *testing.T) {
 	}
 }
 
-// TestSocketsPerRoom: Limits.SocketsPerRoom reaches the socket layer: one socket over the
+// TestSocketsPerRoom: SocketLimits.PerRoom reaches the socket layer: one socket over the
 // room's cap is refused with 429 (a chat socket is upgraded before its room attaches, so a
 // chat service that is down still holds the slot).
 func TestSocketsPerRoom(t *testing.T) {
 	t.Parallel()
 	g, err := New(context.Background(), Options{
 		Backends: Backends{Chat: freeAddr(t)}, Logger: testLogger(t),
-		Security: Security{Limits: Limits{SocketsPerRoom: 1}},
+		Sockets: SocketLimits{PerRoom: 1},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -444,7 +444,7 @@ func TestGatewayTLS(t *testing.T) {
 
 func TestSocketLimitsFromOptions(t *testing.T) {
 	t.Parallel()
-	g := &Gateway{o: Options{Security: Security{Limits: Limits{MaxFrameBytes: 1024, SocketRate: 2, SocketBurst: 3}}}}
+	g := &Gateway{o: Options{Sockets: SocketLimits{MaxFrameBytes: 1024, Rate: 2, Burst: 3}}}
 	if l := g.socketLimits(24 << 10); l.MaxFrame != 1024 || l.Rate != 2 || l.Burst != 3 || l.SendQueue == 0 {
 		t.Fatalf("socketLimits(24 KiB) = %+v, want the configured frame 1024, rate 2, burst 3 and defaults for the rest", l)
 	}
@@ -456,9 +456,10 @@ func TestSocketLimitsFromOptions(t *testing.T) {
 	}
 }
 
-// TestSecurityFlags builds the deployed configuration from flags: keys from a file, HTTPS and
-// backend TLS files, origins, limits; and refuses to start without keys when auth is required.
-func TestSecurityFlags(t *testing.T) {
+// TestFlags builds the deployed configuration from flags: keys from a file, HTTPS and backend
+// TLS files, origins, request, socket and message limits; and refuses to start without keys
+// when auth is required.
+func TestFlags(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	_, hash := NewAPIKey()
@@ -470,23 +471,25 @@ func TestSecurityFlags(t *testing.T) {
 	if err := os.WriteFile(secretFile, []byte(strings.Repeat("s", 40)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	parse := func(args ...string) (Security, error) {
+	parse := func(args ...string) (Options, error) {
 		fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
-		build := SecurityFlags(fs)
+		fill := Flags(fs)
 		if err := fs.Parse(args); err != nil {
 			t.Fatalf("Parse(%q): %v", args, err)
 		}
-		return build()
+		var o Options
+		return o, fill(&o)
 	}
-	s, err := parse("-require-auth", "-api-keys-file", keysFile, "-api-keys", "ops "+HashAPIKey("x")+" admin",
+	o, err := parse("-require-auth", "-api-keys-file", keysFile, "-api-keys", "ops "+HashAPIKey("x")+" admin",
 		"-anonymous-scopes", "lobby,chat", "-socket-token-secret-file", secretFile,
 		"-allowed-origins", "app.example.com, *.example.org", "-tls-cert", "c.pem", "-tls-key", "k.pem",
 		"-backend-tls-ca", "ca.pem", "-backend-tls-cert", "s.pem", "-backend-tls-key", "sk.pem",
 		"-rate-limit", "7.5", "-rate-burst", "9", "-trusted-proxies", "10.0.0.0/8", "-rooms-per-hour", "-1",
 		"-sockets-per-room", "50", "-socket-rate", "3", "-max-frame-bytes", "2048", "-max-grpc-message-bytes", "1000000")
 	if err != nil {
-		t.Fatalf("SecurityFlags: %v", err)
+		t.Fatalf("Flags: %v", err)
 	}
+	s := o.Security
 	if len(s.Keys) != 2 || s.Keys[0].Name != "ci" || s.Keys[1].Name != "ops" {
 		t.Errorf("Keys = %+v, want ci (file) then ops (flag)", s.Keys)
 	}
@@ -498,9 +501,11 @@ func TestSecurityFlags(t *testing.T) {
 		t.Errorf("TLS %+v, backend %+v", s.TLS, s.BackendTLS)
 	}
 	l := s.Limits
-	if l.Rate != 7.5 || l.Burst != 9 || len(l.TrustedProxies) != 1 || l.RoomsPerHour != -1 || l.SocketsPerRoom != 50 ||
-		l.SocketRate != 3 || l.MaxFrameBytes != 2048 || l.MaxMessageBytes != 1000000 {
+	if l.Rate != 7.5 || l.Burst != 9 || len(l.TrustedProxies) != 1 || l.RoomsPerHour != -1 {
 		t.Errorf("Limits = %+v", l)
+	}
+	if o.Sockets != (SocketLimits{PerRoom: 50, Rate: 3, MaxFrameBytes: 2048}) || o.MaxMessageBytes != 1000000 {
+		t.Errorf("Sockets = %+v, MaxMessageBytes = %d", o.Sockets, o.MaxMessageBytes)
 	}
 	for _, bad := range [][]string{
 		{"-require-auth"},
@@ -511,12 +516,12 @@ func TestSecurityFlags(t *testing.T) {
 		{"-socket-token-secret-file", keysFile + ".missing"},
 	} {
 		if _, err := parse(bad...); err == nil {
-			t.Errorf("SecurityFlags(%q) = nil error, want an error", bad)
+			t.Errorf("Flags(%q) = nil error, want an error", bad)
 		}
 	}
 }
 
-// TestConfiguredSocketLimitsReachChat: with MaxFrameBytes 512 and SocketBurst 2, the chat
+// TestConfiguredSocketLimitsReachChat: with MaxFrameBytes 512 and Burst 2, the chat
 // socket refuses a third frame in a burst with an error frame, and closes with 1009 on a
 // frame over 512 bytes.
 func TestConfiguredSocketLimitsReachChat(t *testing.T) {
@@ -524,7 +529,7 @@ func TestConfiguredSocketLimitsReachChat(t *testing.T) {
 	env := newChatEnv(t)
 	chat := env.startChat(t, "", nil)
 	g, err := New(context.Background(), Options{Backends: Backends{Chat: chat.addr}, Logger: testLogger(t),
-		Security: Security{Limits: Limits{MaxFrameBytes: 512, SocketRate: 0.001, SocketBurst: 2}}})
+		Sockets: SocketLimits{MaxFrameBytes: 512, Rate: 0.001, Burst: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}

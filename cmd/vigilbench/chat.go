@@ -97,7 +97,7 @@ func benchChatServer(ctx context.Context, h *Harness, fs *flag.FlagSet, args []s
 		go func() {
 			errc <- gateway.Run(ctx, gateway.Options{
 				Addr: *addr, Backends: gateway.Backends{Chat: *chatAddr, Lobby: *lobbyAddr, Room: *roomAddr}, Logger: quiet("gateway"),
-				Security: gateway.Security{Limits: gateway.Limits{SocketRate: 10_000, SocketBurst: 10_000}},
+				Sockets: gateway.SocketLimits{Rate: 10_000, Burst: 10_000},
 			}, nil)
 		}()
 	}
@@ -646,6 +646,22 @@ func parseRates(s string) ([]int, error) {
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // addIdleMemory adds the server's growth per idle socket between before and after (n sockets).
+// readQuiet reads the server's memory once what the sockets were sent has been written: when
+// its goroutine count (a writer runs per socket with frames queued) stops changing between two
+// reads, or after 20 s.
+func readQuiet(url string) (memStats, error) {
+	m, err := readMem(url)
+	for deadline := time.Now().Add(20 * time.Second); err == nil && time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond) // a polling pace, not a wait for a condition
+		var next memStats
+		if next, err = readMem(url); err == nil && next.Goroutines == m.Goroutines {
+			return next, nil
+		}
+		m = next
+	}
+	return m, err
+}
+
 func addIdleMemory(r *benchReport, what string, n int, before, after memStats) {
 	per := func(a, b uint64) float64 { return (float64(a) - float64(b)) / float64(n) / 1024 }
 	r.add("idle_heap_stack_kib", "server heap+stack per idle "+what, per(after.HeapInuse+after.StackInuse, before.HeapInuse+before.StackInuse), "KiB")

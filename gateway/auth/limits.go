@@ -21,8 +21,9 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Limits bound what one client may do. Every zero value has the default in its comment; a
-// negative value turns that limit off.
+// Limits bound the HTTP requests one client may make (sockets have their own limits, in the
+// socket layer; gRPC message sizes are the backend connections'). Every zero value has the
+// default in its comment; a negative value turns that limit off.
 type Limits struct {
 	// Rate is the requests a second one API key (or, without a key, one client address) may
 	// make on average; over it the gateway answers 429 with Retry-After. Default 100 when API
@@ -36,19 +37,6 @@ type Limits struct {
 	// RoomsPerHour is how many rooms one key (or address) may create an hour, in a bucket that
 	// starts full. Default 30 when API keys are configured, off in the development mode.
 	RoomsPerHour float64
-	// SocketsPerRoom is how many WebSockets this gateway holds for one chat or practice room;
-	// one more is refused with 429 before the upgrade. Default 10,000.
-	SocketsPerRoom int
-	// SocketRate and SocketBurst bound the frames a second one socket may send (extra frames
-	// get an error frame and are dropped). Defaults 20 and 40.
-	SocketRate  float64
-	SocketBurst int
-	// MaxFrameBytes is the largest frame a client may send; larger closes the socket with
-	// 1009. Default 16 KiB.
-	MaxFrameBytes int64
-	// MaxMessageBytes bounds one gRPC message between the gateway and a service, each way.
-	// Default 4 MiB.
-	MaxMessageBytes int
 }
 
 // WithDefaults fills the zero values; auth says whether API keys are configured.
@@ -61,21 +49,6 @@ func (l Limits) WithDefaults(auth bool) Limits {
 	}
 	if l.RoomsPerHour == 0 && auth {
 		l.RoomsPerHour = 30
-	}
-	if l.SocketsPerRoom == 0 {
-		l.SocketsPerRoom = 10_000
-	}
-	if l.SocketRate <= 0 {
-		l.SocketRate = 20
-	}
-	if l.SocketBurst <= 0 {
-		l.SocketBurst = 40
-	}
-	if l.MaxFrameBytes <= 0 {
-		l.MaxFrameBytes = 16 << 10
-	}
-	if l.MaxMessageBytes <= 0 {
-		l.MaxMessageBytes = 4 << 20
 	}
 	return l
 }

@@ -30,14 +30,27 @@ func main() {
 	drain := config.Duration(fs, "drain-timeout", "VIGIL_DRAIN_TIMEOUT", 10*time.Second, "graceful shutdown deadline")
 	logFormat := config.String(fs, "log-format", "VIGIL_LOG_FORMAT", "json", "log format: json or text")
 	logLevel := config.String(fs, "log-level", "VIGIL_LOG_LEVEL", "info", "log level: debug, info, warn, error")
-	security := gateway.SecurityFlags(fs)
+	limits := gateway.Flags(fs)
 	_ = fs.Parse(os.Args[1:])
 	err := config.Check(fs)
 	if err == nil {
 		err = config.LogSettings(*logFormat, *logLevel)
 	}
-	sec, serr := security()
-	err = errors.Join(err, serr)
+	o := gateway.Options{
+		Addr: *addr,
+		Backends: gateway.Backends{
+			Reservations: *reservations,
+			Locks:        *locks,
+			Chat:         *chat,
+			Lobby:        *lobby,
+			Room:         *room,
+		},
+		MaxBodyBytes: int64(*maxBody),
+		DrainTimeout: *drain,
+		MetricsAddr:  *metricsAddr,
+	}
+	err = errors.Join(err, limits(&o))
+	sec := o.Security
 	if err == nil && *metricsAddr == "" {
 		err = errors.New("metrics-addr (VIGIL_METRICS_ADDR) is empty: give /metrics an operator-only address such as :9090")
 	}
@@ -54,21 +67,8 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err = gateway.Run(ctx, gateway.Options{
-		Addr: *addr,
-		Backends: gateway.Backends{
-			Reservations: *reservations,
-			Locks:        *locks,
-			Chat:         *chat,
-			Lobby:        *lobby,
-			Room:         *room,
-		},
-		MaxBodyBytes: int64(*maxBody),
-		DrainTimeout: *drain,
-		Logger:       log,
-		Security:     sec,
-		MetricsAddr:  *metricsAddr,
-	}, nil)
+	o.Logger = log
+	err = gateway.Run(ctx, o, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gateway:", err)
 		os.Exit(1)
