@@ -29,7 +29,7 @@ type domain struct {
 	name string
 	addr string
 	// rest registers the domain's grpc-gateway handlers on the domain's one backend
-	// connection. One connection, not a pool: concurrent calls share its writes (the HTTP/2
+	// connection: the generated Register<Service>Handler. One connection, not a pool: concurrent calls share its writes (the HTTP/2
 	// frames of many calls go out in one syscall), which on a small machine beats spreading
 	// them over several connections (measured in vigilbench: REST creates 0.56× gRPC on one
 	// connection, 0.51× on four).
@@ -73,12 +73,10 @@ func reservationsDomain(addr string) domain {
 	return domain{
 		name: "reservations",
 		addr: addr,
-		rest: func(ctx context.Context, mux *runtime.ServeMux, cc *grpc.ClientConn) error {
-			return reservationsv1.RegisterReservationServiceHandlerClient(ctx, mux, reservationsv1.NewReservationServiceClient(cc))
-		},
+		rest: reservationsv1.RegisterReservationServiceHandler,
 		// The writes skip the grpc-gateway runtime (gateway/rest/unary.go); reads stay on it.
-		own: func(g *Gateway, mux *router, cc *grpc.ClientConn) {
-			c := reservationsv1.NewReservationServiceClient(cc)
+		own: func(g *Gateway, mux *router, conn *grpc.ClientConn) {
+			c := reservationsv1.NewReservationServiceClient(conn)
 			mux.fail(rest.HandleUnary(g.rest, mux, "POST /reservations/{reservationId}", http.StatusCreated,
 				func(ctx context.Context, req *reservationsv1.CreateReservationRequest) (proto.Message, error) {
 					res, err := c.CreateReservation(ctx, req)
@@ -117,13 +115,11 @@ func locksDomain(addr string) domain {
 	return domain{
 		name: "locks",
 		addr: addr,
-		rest: func(ctx context.Context, mux *runtime.ServeMux, cc *grpc.ClientConn) error {
-			return locksv1.RegisterLockServiceHandlerClient(ctx, mux, locksv1.NewLockServiceClient(cc))
-		},
+		rest: locksv1.RegisterLockServiceHandler,
 		// The writes skip the grpc-gateway runtime and ride lock sessions (gateway/rest/lockrelay.go);
 		// GET stays on the runtime.
-		own: func(g *Gateway, mux *router, cc *grpc.ClientConn) {
-			r := rest.NewLockRelay(cc)
+		own: func(g *Gateway, mux *router, conn *grpc.ClientConn) {
+			r := rest.NewLockRelay(conn)
 			g.closers = append(g.closers, r.Close)
 			mux.fail(g.rest.HandleLockWrites(mux, r))
 		},
@@ -148,9 +144,7 @@ func chatDomain(addr string) domain {
 	return domain{
 		name: "chat",
 		addr: addr,
-		rest: func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
-			return chatv1.RegisterChatServiceHandler(ctx, mux, conn)
-		},
+		rest: chatv1.RegisterChatServiceHandler,
 		own: func(g *Gateway, mux *router, conn *grpc.ClientConn) {
 			b := chat.NewBridge(conn, g.log, g.sockets, g.socketLimits(0))
 			mux.HandleFunc("GET /websocket", b.ServeSocket)
@@ -175,9 +169,7 @@ func lobbyDomain(addr string) domain {
 	return domain{
 		name: "lobby",
 		addr: addr,
-		rest: func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
-			return lobbyv1.RegisterLobbyServiceHandler(ctx, mux, conn)
-		},
+		rest: lobbyv1.RegisterLobbyServiceHandler,
 		// GET /lobby/rooms is served directly (rest.Relay.ServeRoomList); the grpc-gateway rule
 		// stays for the OpenAPI document and is shadowed by this route.
 		own: func(g *Gateway, mux *router, conn *grpc.ClientConn) {
@@ -206,9 +198,7 @@ func roomDomain(addr string) domain {
 	return domain{
 		name: "room",
 		addr: addr,
-		rest: func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
-			return roomv1.RegisterRoomServiceHandler(ctx, mux, conn)
-		},
+		rest: roomv1.RegisterRoomServiceHandler,
 		own: func(g *Gateway, mux *router, conn *grpc.ClientConn) {
 			b := room.NewBridge(conn, g.log, g.sockets, g.socketLimits(room.MaxFrameBytes))
 			mux.HandleFunc("GET /rooms/{code}/websocket", b.ServeSocket)
