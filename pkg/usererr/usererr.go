@@ -47,6 +47,9 @@ var (
 	ErrExhausted = errors.New("limit reached")
 	// ErrDenied is a caller without the right to do this: PermissionDenied.
 	ErrDenied = errors.New("permission denied")
+	// ErrUnauthenticated is a caller who did not prove who they are (a missing or wrong
+	// token): Unauthenticated.
+	ErrUnauthenticated = errors.New("unauthenticated")
 	// ErrUnavailable is a dependency or replica that cannot serve now: Unavailable.
 	ErrUnavailable = errors.New("unavailable")
 )
@@ -69,6 +72,8 @@ func Code(err error) (codes.Code, bool) {
 		return codes.ResourceExhausted, true
 	case errors.Is(err, ErrDenied):
 		return codes.PermissionDenied, true
+	case errors.Is(err, ErrUnauthenticated):
+		return codes.Unauthenticated, true
 	case errors.Is(err, ErrUnavailable):
 		return codes.Unavailable, true
 	case errors.Is(err, context.Canceled):

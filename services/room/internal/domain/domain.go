@@ -4,7 +4,6 @@
 package domain
 
 import (
-	"errors"
 	"regexp"
 
 	"github.com/vigil-dev/vigil/pkg/input"
@@ -17,9 +16,8 @@ var (
 	ErrInvalid = usererr.ErrInvalid
 	// ErrNotFound marks a room that does not exist (or has ended).
 	ErrNotFound = usererr.ErrNotFound
-	// ErrUnauthenticated marks a leader without the room's token (a kind only rooms have; the
-	// transport maps it to UNAUTHENTICATED).
-	ErrUnauthenticated = errors.New("unauthenticated")
+	// ErrUnauthenticated marks a leader without the room's token.
+	ErrUnauthenticated = usererr.ErrUnauthenticated
 	// ErrForbidden marks a control frame from a viewer.
 	ErrForbidden = usererr.ErrDenied
 )

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	roomv1 "github.com/vigil-dev/vigil/pkg/api/vigil/room/v1"
+	"github.com/vigil-dev/vigil/pkg/usererr"
 	"github.com/vigil-dev/vigil/services/room/internal/app"
 	"github.com/vigil-dev/vigil/services/room/internal/domain"
 	"github.com/vigil-dev/vigil/services/room/internal/hub"
@@ -215,7 +216,7 @@ func (a *attachStream) send(resp *roomv1.AttachResponse) {
 
 // end answers a session's hello with its refusal, or says the service ended it.
 func (a *attachStream) end(id string, err error) {
-	st := status.Convert(err)
+	st := status.Convert(a.s.status(a.stream.Context(), err))
 	a.send(&roomv1.AttachResponse{SessionId: id, End: &roomv1.SessionEnd{Code: int32(st.Code()), Message: st.Message()}})
 }
 
@@ -225,7 +226,7 @@ func (a *attachStream) hello(h *roomv1.Hello) {
 	ctx := a.stream.Context()
 	id := h.GetSessionId()
 	if id == "" {
-		a.end(id, status.Error(codes.InvalidArgument, "A hello on an Attach stream needs a session_id."))
+		a.end(id, usererr.Invalid("A hello on an Attach stream needs a session_id."))
 		a.inflight.Done()
 		return
 	}
@@ -245,7 +246,7 @@ func (a *attachStream) hello(h *roomv1.Hello) {
 		a.mu.Unlock()
 		a.listen <- l
 	} else if h.GetCode() != code {
-		a.end(id, status.Error(codes.InvalidArgument, "Every hello on one Attach stream names the same room."))
+		a.end(id, usererr.Invalid("Every hello on one Attach stream names the same room."))
 		a.inflight.Done()
 		return
 	}

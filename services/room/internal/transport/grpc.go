@@ -62,7 +62,7 @@ func (s *Server) Join(stream roomv1.RoomService_JoinServer) error {
 	}
 	h := first.GetHello()
 	if h == nil {
-		return status.Error(codes.InvalidArgument, "Send a hello frame first.")
+		return s.status(ctx, usererr.Invalid("Send a hello frame first."))
 	}
 	role := domain.Role("")
 	switch h.GetRole() {
@@ -386,12 +386,8 @@ func bearer(ctx context.Context) string {
 }
 
 // status maps an error to the client's status with usererr.Status, the one mapping every
-// service shares; a missing or wrong leader token (a kind only rooms have) is UNAUTHENTICATED.
+// service shares.
 func (s *Server) status(ctx context.Context, err error) error {
-	var ue *domain.UserError
-	if errors.Is(err, domain.ErrUnauthenticated) && errors.As(err, &ue) {
-		return status.Error(codes.Unauthenticated, ue.Msg)
-	}
 	return usererr.Status(ctx, s.log, "room service", err)
 }
 
