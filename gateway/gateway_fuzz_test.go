@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -237,7 +236,7 @@ func numericRequests(tb testing.TB) []fuzzRequest {
 			}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].path+out[i].body < out[j].path+out[j].body })
+	slices.SortFunc(out, func(a, b fuzzRequest) int { return strings.Compare(a.path+a.body, b.path+b.body) })
 	return out
 }
 

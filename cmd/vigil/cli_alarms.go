@@ -1,13 +1,15 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -215,7 +217,7 @@ func (c *cli) alarmsDead(ctx context.Context, domains []string, all bool) error 
 			lines = append(lines, deadLine{Domain: d, Dead: msgJSON(x), d: x})
 		}
 	}
-	sort.SliceStable(lines, func(i, j int) bool { return lines[i].d.GetDeadAt() < lines[j].d.GetDeadAt() })
+	slices.SortStableFunc(lines, func(a, b deadLine) int { return cmp.Compare(a.d.GetDeadAt(), b.d.GetDeadAt()) })
 	if c.json {
 		if err := c.printJSON(map[string]any{"deadLetters": append([]deadLine{}, lines...)}); err != nil {
 			return err
@@ -330,12 +332,7 @@ func (c *cli) printObject(res *adminv1.LookupObjectResponse) {
 		add("object", "none")
 	}
 	fields := res.GetObject().AsMap()
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
 		add(k, fieldText(k, fields[k]))
 	}
 	if a := res.GetAlarm(); a != nil {

@@ -9,12 +9,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime"
 	"runtime/pprof"
 	"runtime/trace"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -270,11 +270,7 @@ func (r *benchReport) note(format string, args ...any) {
 
 func (r *benchReport) writeTable(w io.Writer) {
 	fmt.Fprintf(w, "vigilbench %s  (%s)\nredis: %s\n", r.Benchmark, r.Started, r.Redis)
-	keys := make([]string, 0, len(r.Settings))
-	for k := range r.Settings {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(r.Settings))
 	settings := make([]string, len(keys))
 	for i, k := range keys {
 		settings[i] = fmt.Sprintf("%s=%v", k, r.Settings[k])

@@ -20,9 +20,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
-	"sort"
+	"slices"
 	"syscall"
 )
 
@@ -94,12 +95,7 @@ func run(ctx context.Context, args []string) error {
 
 func printUsage(w io.Writer) {
 	fmt.Fprint(w, usage)
-	names := make([]string, 0, len(benchmarks))
-	for n := range benchmarks {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(benchmarks)) {
 		fmt.Fprintf(w, "  %-13s %s\n", n, benchmarks[n].About)
 	}
 	fmt.Fprintln(w, "\nRun \"vigilbench <benchmark> -h\" for its flags.")

@@ -1,9 +1,11 @@
 package domain
 
 import (
+	"cmp"
 	"fmt"
 	"hash/fnv"
-	"sort"
+	"slices"
+	"strings"
 
 	"github.com/vigil-dev/vigil/pkg/input"
 )
@@ -34,14 +36,20 @@ func DefaultName(clientID string) string {
 
 // SortPeople puts people in order of arrival (ties: leaders first, then by client id).
 func SortPeople(p []Person) {
-	sort.Slice(p, func(i, j int) bool {
-		a, b := p[i], p[j]
-		if a.Since != b.Since {
-			return a.Since < b.Since
-		}
-		if a.Role != b.Role {
-			return a.Role == Leader
-		}
-		return a.ClientID < b.ClientID
+	slices.SortFunc(p, func(a, b Person) int {
+		return cmp.Or(cmp.Compare(a.Since, b.Since), leaderFirst(a.Role, b.Role), strings.Compare(a.ClientID, b.ClientID))
 	})
+}
+
+// leaderFirst orders a leader before anyone else.
+func leaderFirst(a, b Role) int {
+	switch {
+	case a == b:
+		return 0
+	case a == Leader:
+		return -1
+	case b == Leader:
+		return 1
+	}
+	return 0
 }
