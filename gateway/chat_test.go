@@ -367,35 +367,21 @@ type chaosProxy struct {
 
 func startChaosProxy(t *testing.T, backend string) *chaosProxy {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &chaosProxy{lis: lis, backend: backend}
-	go func() {
-		for {
-			c, err := lis.Accept()
-			if err != nil {
-				return
-			}
-			u, err := net.Dial("tcp", backend)
-			if err != nil {
-				_ = c.Close()
-				continue
-			}
-			p.mu.Lock()
-			if p.cut {
-				p.mu.Unlock()
-				_ = c.Close()
-				_ = u.Close()
-				return
-			}
-			p.conns = append(p.conns, c, u)
+	p := &chaosProxy{backend: backend}
+	p.lis = proxyAccept(t, backend, func(c, u net.Conn) bool {
+		p.mu.Lock()
+		if p.cut {
 			p.mu.Unlock()
-			go func() { _, _ = io.Copy(u, c); _ = u.Close() }()
-			go func() { _, _ = io.Copy(c, u); _ = c.Close() }()
+			_ = c.Close()
+			_ = u.Close()
+			return false
 		}
-	}()
+		p.conns = append(p.conns, c, u)
+		p.mu.Unlock()
+		go func() { _, _ = io.Copy(u, c); _ = u.Close() }()
+		go func() { _, _ = io.Copy(c, u); _ = c.Close() }()
+		return true
+	})
 	t.Cleanup(p.kill)
 	return p
 }

@@ -232,16 +232,7 @@ func assertOpen(t *testing.T, socks ...*roomSocket) {
 // viewer who leaves is counted.
 func roomReplaced(t *testing.T, s *roomStack, stop, start func()) {
 	const viewers = 5
-	code, token := s.createRoom(t)
-	lead := mustDialRoom(t, s.gw, code, "role=leader&clientId=lead&token="+token)
-	lead.next("state")
-	var vs []*roomSocket
-	for i := range viewers {
-		v := mustDialRoom(t, s.gw, code, fmt.Sprintf("role=viewer&clientId=v%d", i))
-		v.next("state")
-		vs = append(vs, v)
-	}
-	wait.For(t, "the Lobby counts 5 viewers and the leader", lobbyViewers(t, s.gw, code, viewers, true))
+	code, lead, vs := s.openRoom(t, viewers)
 
 	sampler := sampleLobby(t, s.gw, code, viewers, true)
 	stop()
@@ -280,6 +271,22 @@ func roomReplaced(t *testing.T, s *roomStack, stop, start func()) {
 	if errs := s.logs.events(map[string]any{"level": "ERROR", "service": "gateway"}); len(errs) > 0 {
 		t.Errorf("the gateway logged %d ERROR lines, want none; first: %v", len(errs), errs[0])
 	}
+}
+
+// openRoom creates a room and opens its leader's socket and viewers viewers' sockets, each
+// past its state, once the Lobby counts them.
+func (s *roomStack) openRoom(t *testing.T, viewers int) (code string, lead *roomSocket, vs []*roomSocket) {
+	t.Helper()
+	code, token := s.createRoom(t)
+	lead = mustDialRoom(t, s.gw, code, "role=leader&clientId=lead&token="+token)
+	lead.next("state")
+	for i := range viewers {
+		v := mustDialRoom(t, s.gw, code, fmt.Sprintf("role=viewer&clientId=v%d", i))
+		v.next("state")
+		vs = append(vs, v)
+	}
+	wait.For(t, "the Lobby counts the viewers and the leader", lobbyViewers(t, s.gw, code, int64(viewers), true))
+	return code, lead, vs
 }
 
 // assertNoErrors fails on any ERROR line in the stack's logs.

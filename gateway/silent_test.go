@@ -32,11 +32,34 @@ type silentProxy struct {
 
 func startSilentProxy(t *testing.T, backend string) *silentProxy {
 	t.Helper()
+	p := &silentProxy{silent: make(chan struct{})}
+	p.lis = proxyAccept(t, backend, func(c, u net.Conn) bool {
+		p.mu.Lock()
+		p.conns = append(p.conns, c, u)
+		p.mu.Unlock()
+		go p.pipe(u, c)
+		go p.pipe(c, u)
+		return true
+	})
+	t.Cleanup(func() {
+		_ = p.lis.Close()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, c := range p.conns {
+			_ = c.Close()
+		}
+	})
+	return p
+}
+
+// proxyAccept listens on a loopback port and hands each accepted connection, with a new one to
+// backend, to serve; it stops accepting when serve says so or the listener closes.
+func proxyAccept(t *testing.T, backend string, serve func(client, upstream net.Conn) bool) net.Listener {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &silentProxy{lis: lis, silent: make(chan struct{})}
 	go func() {
 		for {
 			c, err := lis.Accept()
@@ -48,22 +71,12 @@ func startSilentProxy(t *testing.T, backend string) *silentProxy {
 				_ = c.Close()
 				continue
 			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, u)
-			p.mu.Unlock()
-			go p.pipe(u, c)
-			go p.pipe(c, u)
+			if !serve(c, u) {
+				return
+			}
 		}
 	}()
-	t.Cleanup(func() {
-		_ = lis.Close()
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		for _, c := range p.conns {
-			_ = c.Close()
-		}
-	})
-	return p
+	return lis
 }
 
 func (p *silentProxy) addr() string { return p.lis.Addr().String() }
@@ -203,16 +216,7 @@ func TestPracticeRoomSurvivesAPausedReplica(t *testing.T) {
 	addrB := freeAddr(t)
 	s.roomBackend = s.roomAddr + "," + addrB
 	s.startGateway(t) // only the first replica runs, so the room's stream is on it
-	code, token := s.createRoom(t)
-	lead := mustDialRoom(t, s.gw, code, "role=leader&clientId=lead&token="+token)
-	lead.next("state")
-	var vs []*roomSocket
-	for i := range viewers {
-		v := mustDialRoom(t, s.gw, code, fmt.Sprintf("role=viewer&clientId=v%d", i))
-		v.next("state")
-		vs = append(vs, v)
-	}
-	wait.For(t, "the Lobby counts the viewers and the leader", lobbyViewers(t, s.gw, code, viewers, true))
+	code, lead, vs := s.openRoom(t, viewers)
 	s.startRoomAt(t, addrB)
 
 	sampler := sampleLobby(t, s.gw, code, viewers, true)
