@@ -50,8 +50,9 @@ const sessionLease = 6 * time.Second
 // the other one this long after the claim.
 const alarmLease = 5 * time.Second
 
-// runReplica serves one domain until SIGTERM, its clock skewed by envSkew, printing
-// "listening ADDR" once it answers.
+// runReplica serves one domain until SIGTERM, its host clock skewed by envSkew (and
+// disciplined to Redis's TIME, as a production host's is), printing "listening ADDR" once it
+// answers.
 func runReplica(domain string) int {
 	skew, _ := time.ParseDuration(os.Getenv(envSkew))
 	now := func() time.Time { return time.Now().Add(skew) }
@@ -64,35 +65,35 @@ func runReplica(domain string) int {
 	var serve func(context.Context) error
 	switch domain {
 	case "locks":
-		svc, err := locks.New(ctx, locks.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: log, Now: now, DrainTimeout: 3 * time.Second}, Shards: 4, AlarmLease: alarmLease})
+		svc, err := locks.New(ctx, locks.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: log, Now: now, DisciplineClock: true, DrainTimeout: 3 * time.Second}, Shards: 4, AlarmLease: alarmLease})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 		addr, serve = svc.Addr(), svc.Serve
 	case "reservations":
-		svc, err := reservations.New(ctx, reservations.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: log, Now: now, DrainTimeout: 3 * time.Second}, Shards: 4, Lease: alarmLease})
+		svc, err := reservations.New(ctx, reservations.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: log, Now: now, DisciplineClock: true, DrainTimeout: 3 * time.Second}, Shards: 4, Lease: alarmLease})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 		addr, serve = svc.Addr(), svc.Serve
 	case "chat":
-		svc, err := chat.New(ctx, chat.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: log, Now: now, DrainTimeout: 3 * time.Second}, HistoryKeep: 1 << 20})
+		svc, err := chat.New(ctx, chat.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: log, Now: now, DisciplineClock: true, DrainTimeout: 3 * time.Second}, HistoryKeep: 1 << 20})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 		addr, serve = svc.Addr(), svc.Serve
 	case "lobby":
-		svc, err := lobby.New(ctx, lobby.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: log, Now: now, DrainTimeout: 3 * time.Second}})
+		svc, err := lobby.New(ctx, lobby.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: log, Now: now, DisciplineClock: true, DrainTimeout: 3 * time.Second}})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 		addr, serve = svc.Addr(), svc.Serve
 	case "rooms":
-		svc, err := room.New(ctx, room.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: log, Now: now, DrainTimeout: 3 * time.Second}, Shards: 4, LobbyAddr: os.Getenv(envLobby), SessionLease: sessionLease, AlarmLease: alarmLease})
+		svc, err := room.New(ctx, room.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: log, Now: now, DisciplineClock: true, DrainTimeout: 3 * time.Second}, Shards: 4, LobbyAddr: os.Getenv(envLobby), SessionLease: sessionLease, AlarmLease: alarmLease})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
