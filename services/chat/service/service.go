@@ -34,6 +34,10 @@ type Options struct {
 	// StreamBuffer is how many messages a Connect stream may fall behind before it is cut
 	// (RESOURCE_EXHAUSTED; the gateway resumes it). Default 1024.
 	StreamBuffer int
+	// PresenceLease is how long a session entered on a Connect stream stays present without a
+	// renewal; the replica holding the stream renews it every third of it, so a session whose
+	// gateway died leaves this long after its last renewal. Default 15s.
+	PresenceLease time.Duration
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -43,6 +47,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.HistoryOnJoin <= 0 {
 		o.HistoryOnJoin = 50
+	}
+	if o.PresenceLease <= 0 {
+		o.PresenceLease = 15 * time.Second
 	}
 	return o, nil
 }
@@ -71,7 +78,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		o.HistoryOnJoin = st.Keep()
 	}
 	feed := store.NewFeed(st, o.StreamBuffer, o.Logger)
-	a := app.New(st, feed, app.Options{Now: o.Now, JoinLimit: o.HistoryOnJoin, Logger: o.Logger})
+	a := app.New(st, feed, app.Options{Now: o.Now, JoinLimit: o.HistoryOnJoin, Lease: o.PresenceLease, Logger: o.Logger})
 	// health is NOT_SERVING while Redis does not answer
 	srv, err := server.New(o.Server("vigil.chat.v1.ChatService", rdb))
 	if err != nil {

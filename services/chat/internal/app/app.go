@@ -5,6 +5,7 @@ package app
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -24,6 +25,7 @@ type App struct {
 	feed      *store.Feed
 	now       func() time.Time
 	joinLimit int
+	lease     time.Duration
 	log       *slog.Logger
 }
 
@@ -33,14 +35,20 @@ type Options struct {
 	Now func() time.Time
 	// JoinLimit is how many messages a new member gets.
 	JoinLimit int
+	// Lease is how long an entered session stays open without a renewal.
+	Lease time.Duration
 	// Logger for the use cases' events.
 	Logger *slog.Logger
 }
 
 // New builds the use cases on a store and the replica's live feed.
 func New(s *store.Store, f *store.Feed, o Options) *App {
-	return &App{store: s, feed: f, now: o.Now, joinLimit: o.JoinLimit, log: o.Logger}
+	return &App{store: s, feed: f, now: o.Now, joinLimit: o.JoinLimit, lease: o.Lease, log: o.Logger}
 }
+
+// Lease is how long an entered session stays open without a renewal; attachments renew every
+// third of it.
+func (a *App) Lease() time.Duration { return a.lease }
 
 // JoinLimit is how many messages a new member gets.
 func (a *App) JoinLimit() int { return a.joinLimit }
@@ -91,6 +99,16 @@ type History struct {
 	LastID int64
 	// Truncated is true when a resume asked for messages no longer kept.
 	Truncated bool
+	// Presence is the room's members when the attachment asked for presence, else nil.
+	Presence *domain.Presence
+}
+
+// Update is one thing an attachment delivers after its history: a message, a presence change
+// at the next version, or (after presence events were lost) the whole presence.
+type Update struct {
+	Message  *domain.Message
+	Change   *domain.Change
+	Presence *domain.Presence
 }
 
 // Attachment is a member's live view of a room: Next returns every message after the
@@ -100,11 +118,22 @@ type Attachment struct {
 	room string
 	sub  *store.Sub
 	last int64
+	// presence: deliver presence changes; pversion is the presence version delivered last.
+	presence bool
+	pversion int64
+	// holder is the attachment's token in the sessions it holds (store.Enter).
+	holder string
+
+	// opMu orders the attachment's presence writes: a renewal that re-enters a lapsed session
+	// never races that session's exit.
+	opMu     sync.Mutex
+	sessions map[string]domain.Session
 }
 
 // Attach subscribes to room, then reads its history: the last JoinLimit messages, or, when
-// since is set, every kept message after since.
-func (a *App) Attach(ctx context.Context, room string, since *int64) (*Attachment, History, error) {
+// since is set, every kept message after since; with presence, also the room's members, and
+// Next then delivers their changes.
+func (a *App) Attach(ctx context.Context, room string, since *int64, presence bool) (*Attachment, History, error) {
 	if err := domain.ValidateRoom(room); err != nil {
 		return nil, History{}, err
 	}
@@ -130,44 +159,81 @@ func (a *App) Attach(ctx context.Context, room string, since *int64) (*Attachmen
 		sub.Close()
 		return nil, History{}, err
 	}
-	return &Attachment{a: a, room: room, sub: sub, last: h.LastID}, h, nil
+	at := &Attachment{a: a, room: room, sub: sub, last: h.LastID, presence: presence, holder: uuid.NewString(), sessions: map[string]domain.Session{}}
+	if presence {
+		p, err := a.store.Presence(ctx, room, a.now())
+		if err != nil {
+			sub.Close()
+			return nil, History{}, err
+		}
+		h.Presence, at.pversion = &p, p.Version
+	}
+	return at, h, nil
 }
 
 // maxBatch bounds how many queued messages one Next returns.
 const maxBatch = 128
 
-// Next waits for the room's next messages and returns them in id order, with any gap that
-// pub/sub dropped read back from the log. It fails with ErrTooSlow when the attachment fell
-// behind, and with ctx's error when ctx ends.
-func (at *Attachment) Next(ctx context.Context) ([]domain.Message, error) {
-	var m domain.Message
+// Next waits for the room's next events and returns them in order: messages in id order, with
+// any gap that pub/sub dropped read back from the log, and (with presence) presence changes in
+// version order, a gap answered by the whole presence. It fails with ErrTooSlow when the
+// attachment fell behind, and with ctx's error when ctx ends.
+func (at *Attachment) Next(ctx context.Context) ([]Update, error) {
+	var e store.Event
 	select {
-	case m = <-at.sub.C:
+	case e = <-at.sub.C:
 	case <-at.sub.Dropped:
 		return nil, ErrTooSlow
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	var out []domain.Message
+	var out []Update
 	for {
 		var err error
-		if out, err = at.accept(ctx, out, m); err != nil {
+		if e.Change == nil {
+			out, err = at.accept(ctx, out, e.Message)
+		}
+		if err == nil && at.presence && (e.Change != nil || e.Message.ID == 0) {
+			out, err = at.acceptChange(ctx, out, e.Change)
+		}
+		if err != nil {
 			return nil, err
 		}
 		if len(out) >= maxBatch {
 			return out, nil
 		}
 		select {
-		case m = <-at.sub.C:
+		case e = <-at.sub.C:
 		default:
 			return out, nil
 		}
 	}
 }
 
+// acceptChange appends a presence change at the next version to out; after a gap (or for a
+// Resync hint, c nil) it reads the presence and appends it whole when it moved on.
+func (at *Attachment) acceptChange(ctx context.Context, out []Update, c *domain.Change) ([]Update, error) {
+	if c != nil && c.Version <= at.pversion {
+		return out, nil
+	}
+	if c != nil && c.Version == at.pversion+1 {
+		at.pversion = c.Version
+		return append(out, Update{Change: c}), nil
+	}
+	p, err := at.a.store.Presence(ctx, at.room, at.a.now())
+	if err != nil {
+		return out, err
+	}
+	if p.Version <= at.pversion {
+		return out, nil
+	}
+	at.pversion = p.Version
+	return append(out, Update{Presence: &p}), nil
+}
+
 // accept appends m to out, first reading from the log whatever came between the last id and
 // m (or everything after the last id, for a Resync hint), and skipping what was delivered.
-func (at *Attachment) accept(ctx context.Context, out []domain.Message, m domain.Message) ([]domain.Message, error) {
+func (at *Attachment) accept(ctx context.Context, out []Update, m domain.Message) ([]Update, error) {
 	if m.ID != 0 && m.ID <= at.last {
 		return out, nil
 	}
@@ -182,7 +248,7 @@ func (at *Attachment) accept(ctx context.Context, out []domain.Message, m domain
 		}
 		for _, g := range gap {
 			if g.ID > at.last && (m.ID == 0 || g.ID < m.ID) {
-				out = append(out, g)
+				out = append(out, Update{Message: &g})
 				at.last = g.ID
 			}
 		}
@@ -194,7 +260,7 @@ func (at *Attachment) accept(ctx context.Context, out []domain.Message, m domain
 		}
 	}
 	at.last = m.ID
-	return append(out, m), nil
+	return append(out, Update{Message: &m}), nil
 }
 
 // Close ends the attachment.

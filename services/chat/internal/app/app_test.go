@@ -24,13 +24,23 @@ func newApp(t *testing.T) (*App, context.Context) {
 	s := store.New(rdb, store.Options{Prefix: prefix, Keep: 100})
 	f := store.NewFeed(s, 64, log)
 	go func() { _ = f.Run(ctx) }()
-	return New(s, f, Options{Now: time.Now, JoinLimit: 50, Logger: log}), ctx
+	return New(s, f, Options{Now: time.Now, JoinLimit: 50, Lease: 15 * time.Second, Logger: log}), ctx
 }
 
-func ids(msgs []domain.Message) string {
-	out := make([]int64, len(msgs))
-	for i, m := range msgs {
-		out[i] = m.ID
+func ids(msgs any) string {
+	var out []int64
+	switch ms := msgs.(type) {
+	case []domain.Message:
+		for _, m := range ms {
+			out = append(out, m.ID)
+		}
+	case []Update:
+		for _, u := range ms {
+			out = append(out, u.Message.ID)
+		}
+	}
+	if out == nil {
+		out = []int64{}
 	}
 	return fmt.Sprint(out)
 }
@@ -47,7 +57,7 @@ func TestAttachmentFillsGaps(t *testing.T) {
 		}
 	}
 	post(1)
-	at, h, err := a.Attach(ctx, "room-a", nil)
+	at, h, err := a.Attach(ctx, "room-a", nil, false)
 	if err != nil || ids(h.Messages) != "[1]" || h.LastID != 1 {
 		t.Fatalf("Attach = %v, %v; want history [1]", h, err)
 	}

@@ -33,16 +33,23 @@ type feedRoom struct {
 	done      bool
 }
 
-// Sub is one subscriber's view of a room's live messages.
+// Event is one published event of a room: a message, or (Change set) a presence change. An
+// Event with neither (Message.ID 0, no Change) is a Resync hint: events may have been missed,
+// so read the log after the last id you have, and the presence.
+type Event struct {
+	Message domain.Message
+	Change  *domain.Change
+}
+
+// Sub is one subscriber's view of a room's live events.
 type Sub struct {
-	// C carries the room's messages in publish order. A message with ID 0 is a Resync hint:
-	// messages may have been missed, so read the log after the last id you have.
-	C <-chan domain.Message
+	// C carries the room's events in publish order.
+	C <-chan Event
 	// Dropped is closed when the subscriber fell behind by more than its buffer; nothing
 	// more is sent on C.
 	Dropped <-chan struct{}
 
-	c       chan domain.Message
+	c       chan Event
 	dropped chan struct{}
 	f       *Feed
 	channel string
@@ -94,7 +101,7 @@ func (f *Feed) confirm(channel string) {
 	case <-r.confirmed:
 		f.log.Warn("chat feed re-subscribed; resyncing", "event", "feed_resync", "room", r.room)
 		for sub := range r.subs {
-			f.push(r, sub, domain.Message{})
+			f.push(r, sub, Event{})
 		}
 	default:
 		close(r.confirmed)
@@ -102,7 +109,15 @@ func (f *Feed) confirm(channel string) {
 }
 
 func (f *Feed) deliver(pm *redis.Message) {
-	m, err := decodePublished(pm.Payload)
+	var e Event
+	var err error
+	if strings.HasPrefix(pm.Payload, "p") {
+		var c domain.Change
+		c, err = decodeChange(pm.Payload)
+		e.Change = &c
+	} else {
+		e.Message, err = decodePublished(pm.Payload)
+	}
 	if err != nil {
 		f.log.Error("chat feed: bad payload", "event", "feed_error", "channel", pm.Channel, "err", err)
 		return
@@ -114,14 +129,14 @@ func (f *Feed) deliver(pm *redis.Message) {
 		return
 	}
 	for sub := range r.subs {
-		f.push(r, sub, m)
+		f.push(r, sub, e)
 	}
 }
 
-// push hands m to sub without blocking; a full buffer drops the subscriber. Called with f.mu.
-func (f *Feed) push(r *feedRoom, sub *Sub, m domain.Message) {
+// push hands e to sub without blocking; a full buffer drops the subscriber. Called with f.mu.
+func (f *Feed) push(r *feedRoom, sub *Sub, e Event) {
 	select {
-	case sub.c <- m:
+	case sub.c <- e:
 	default:
 		delete(r.subs, sub)
 		close(sub.dropped)
@@ -133,7 +148,7 @@ func (f *Feed) push(r *feedRoom, sub *Sub, m domain.Message) {
 // Subscribe returns misses nothing in between.
 func (f *Feed) Subscribe(ctx context.Context, room string) (*Sub, error) {
 	channel := f.s.keys(room).channel
-	sub := &Sub{c: make(chan domain.Message, f.buf), dropped: make(chan struct{}), f: f, channel: channel}
+	sub := &Sub{c: make(chan Event, f.buf), dropped: make(chan struct{}), f: f, channel: channel}
 	sub.C, sub.Dropped = sub.c, sub.dropped
 	f.mu.Lock()
 	r := f.rooms[channel]

@@ -12,13 +12,18 @@ type roomKeys struct {
 	log string
 	// seq is the room's last given message id (INCR).
 	seq string
-	// channel is where each new message is published, as "<id>:<encoded message>".
+	// channel is where each new message is published, as "<id>:<encoded message>", and each
+	// presence change, as "p<version>\t…" (presence_lib.lua).
 	channel string
+	// presence are the keys of the room's presence, in the order of KEYS in presence_lib.lua:
+	// members, member sessions, sessions, session info, presence version.
+	presence []string
 }
 
 func (s *Store) keys(room string) roomKeys {
 	tag := redisx.Tag(s.prefix + ":chat:" + room)
-	return roomKeys{log: tag + ":log", seq: tag + ":seq", channel: tag + ":live"}
+	return roomKeys{log: tag + ":log", seq: tag + ":seq", channel: tag + ":live",
+		presence: []string{tag + ":members", tag + ":msessions", tag + ":sessions", tag + ":sinfo", tag + ":pversion"}}
 }
 
 // postKey remembers a post's idempotency key, holding the id it was stored under.

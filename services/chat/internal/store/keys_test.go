@@ -26,7 +26,7 @@ func TestKeysShareOneSlot(t *testing.T) {
 	for _, room := range []string{"general", "{team}", "a}b{c", "}", "{", "100%", "100%25", "orders/42", "日報"} {
 		k := s.keys(room)
 		tag := hashTag(k.log)
-		for _, key := range []string{k.seq, k.channel, s.postKey(room, "x{y}z")} {
+		for _, key := range append([]string{k.seq, k.channel, s.postKey(room, "x{y}z")}, k.presence...) {
 			if got := hashTag(key); got != tag {
 				t.Errorf("room %q: key %q hashes on %q, the log on %q", room, key, got, tag)
 			}

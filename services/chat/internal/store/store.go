@@ -1,6 +1,6 @@
 // Package store keeps chat rooms in Redis: one stream per room holds the kept messages under
 // ids "<n>-0" from a per-room counter, and each new message is published once on the room's
-// channel. All of the chat service's Redis access is in this package (Lua in the .lua files
+// channel; who is in each room is kept beside it, under leases (presence.go). All of the chat service's Redis access is in this package (Lua in the .lua files
 // beside it; the live feed in feed.go).
 package store
 
@@ -42,6 +42,7 @@ type Store struct {
 	postTTL  time.Duration
 	appendSc *redisx.Script
 	readSc   *redisx.Script
+	presence presenceScripts
 }
 
 // New builds a Store on rdb.
@@ -58,6 +59,7 @@ func New(rdb redis.UniversalClient, o Options) *Store {
 	return &Store{
 		rdb: rdb, prefix: o.Prefix, keep: o.Keep, postTTL: o.PostIDTTL,
 		appendSc: redisx.NewScript("append.lua", appendSrc), readSc: redisx.NewScript("read.lua", readSrc),
+		presence: newPresenceScripts(),
 	}
 }
 

@@ -139,7 +139,8 @@ func TestFeedDeliversInOrder(t *testing.T) {
 	}
 	for want := int64(1); want <= 10; want++ {
 		select {
-		case m := <-sub.C:
+		case e := <-sub.C:
+			m := e.Message
 			if m.ID != want || m.Body != fmt.Sprintf("m%d", want) {
 				t.Fatalf("feed gave %+v, want id %d", m, want)
 			}

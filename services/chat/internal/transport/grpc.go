@@ -51,11 +51,24 @@ func (s *Server) Connect(stream chatv1.ChatService_ConnectServer) error {
 	stop := context.AfterFunc(s.stopping, func() { cancel(errStopping) })
 	defer stop()
 
-	at, hist, err := s.app.Attach(ctx, join.GetRoom(), join.Since)
+	at, hist, err := s.app.Attach(ctx, join.GetRoom(), join.Since, join.GetPresence())
 	if err != nil {
 		return s.toStatus(ctx, err)
 	}
 	defer at.Close()
+	// The client closing the stream (CloseSend) closes the sessions it holds; any other end (a
+	// broken connection, this replica stopping) leaves them open under their leases, for the
+	// client to enter again on its next stream.
+	defer func() {
+		if !errors.Is(context.Cause(ctx), io.EOF) {
+			return
+		}
+		ectx, ecancel := context.WithTimeout(context.WithoutCancel(ctx), exitAllTimeout)
+		defer ecancel()
+		if err := at.ExitAll(ectx); err != nil {
+			s.log.Warn("chat sessions not closed with their stream; their leases will end them", "event", "presence_exit_failed", "room", join.GetRoom(), "err", err)
+		}
+	}()
 
 	var sendMu sync.Mutex
 	send := func(r *chatv1.ConnectResponse) error {
@@ -65,9 +78,11 @@ func (s *Server) Connect(stream chatv1.ChatService_ConnectServer) error {
 	}
 	if err := send(&chatv1.ConnectResponse{Kind: &chatv1.ConnectResponse_History{History: &chatv1.History{
 		Messages: toProtos(hist.Messages), LastId: hist.LastID, Truncated: hist.Truncated, JoinLimit: int32(s.app.JoinLimit()),
+		Presence: presenceProto(hist.Presence),
 	}}}); err != nil {
 		return err
 	}
+	go s.renew(ctx, at, join.GetRoom())
 
 	// Posts are read on their own goroutine and stored concurrently (up to maxPostsInFlight):
 	// a stream carries the posts of many members, and a member waits for one post's result
@@ -115,9 +130,26 @@ func (s *Server) Connect(stream chatv1.ChatService_ConnectServer) error {
 				}
 				return
 			}
+			switch k := req.GetKind().(type) {
+			case *chatv1.ConnectRequest_Ping:
+				// The gateway's heartbeat: answered behind what is already being sent, so a
+				// pong also says the stream's answers are flowing.
+				if err := send(&chatv1.ConnectResponse{Kind: &chatv1.ConnectResponse_Pong{Pong: k.Ping}}); err != nil {
+					cancel(err)
+					return
+				}
+				continue
+			case *chatv1.ConnectRequest_Enter, *chatv1.ConnectRequest_Exit:
+				// Enters and exits are applied in the order they come, each before the next
+				// request is read: a session's exit never overtakes its enter.
+				if !s.presenceRequest(ctx, cancel, send, at, req) {
+					return
+				}
+				continue
+			}
 			p := req.GetPost()
 			if p == nil {
-				cancel(status.Error(codes.InvalidArgument, "Send only posts after the join."))
+				cancel(status.Error(codes.InvalidArgument, "Send only posts, enters, exits and pings after the join."))
 				return
 			}
 			select {
@@ -132,7 +164,7 @@ func (s *Server) Connect(stream chatv1.ChatService_ConnectServer) error {
 	}()
 
 	for {
-		msgs, err := at.Next(ctx)
+		updates, err := at.Next(ctx)
 		if err != nil {
 			if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
 				err = cause
@@ -142,8 +174,8 @@ func (s *Server) Connect(stream chatv1.ChatService_ConnectServer) error {
 			}
 			return s.toStatus(ctx, err)
 		}
-		for _, m := range msgs {
-			if err := send(&chatv1.ConnectResponse{Kind: &chatv1.ConnectResponse_Message{Message: toProto(m)}}); err != nil {
+		for _, u := range updates {
+			if err := send(updateProto(u)); err != nil {
 				return err
 			}
 		}

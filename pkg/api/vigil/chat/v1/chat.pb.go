@@ -110,7 +110,10 @@ type Join struct {
 	Room string `protobuf:"bytes,1,opt,name=room,proto3" json:"room,omitempty"`
 	// When set, History holds every kept message with an id greater than since (a resume);
 	// otherwise it holds the last messages of the room.
-	Since         *int64 `protobuf:"varint,2,opt,name=since,proto3,oneof" json:"since,omitempty"`
+	Since *int64 `protobuf:"varint,2,opt,name=since,proto3,oneof" json:"since,omitempty"`
+	// When true, History carries the room's presence and the stream then carries its changes
+	// (MemberJoined, MemberLeft, Presence). Enter and Exit work on any stream.
+	Presence      bool `protobuf:"varint,3,opt,name=presence,proto3" json:"presence,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -157,6 +160,13 @@ func (x *Join) GetSince() int64 {
 		return *x.Since
 	}
 	return 0
+}
+
+func (x *Join) GetPresence() bool {
+	if x != nil {
+		return x.Presence
+	}
+	return false
 }
 
 // Post sends a message on a Connect stream.
@@ -241,13 +251,203 @@ func (x *Post) GetBody() string {
 	return ""
 }
 
-// ConnectRequest is a Join (first) or a Post.
+// Enter makes one session (a member's socket) present in the stream's room, or re-attaches the
+// session when it is open already (its stream broke, or its replica restarted): a re-attach is
+// not an arrival. A member is a user id: their first open session adds them to the room's
+// presence under that session's username, and their last one to close removes them. Each
+// session holds a lease (15 s by default) that the replica holding its stream renews; a session
+// whose lease ends (its gateway died) is closed by the room's next sweep. Answered by an Entered
+// with the same session id.
+type Enter struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Chosen by the caller, unique among its sessions: 1 through 128 bytes of [A-Za-z0-9_.:-].
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// 1-128 characters without control characters.
+	UserId string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// Display name, 1-64 characters without control characters; empty: "anonymous".
+	Username      string `protobuf:"bytes,3,opt,name=username,proto3" json:"username,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Enter) Reset() {
+	*x = Enter{}
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Enter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Enter) ProtoMessage() {}
+
+func (x *Enter) ProtoReflect() protoreflect.Message {
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Enter.ProtoReflect.Descriptor instead.
+func (*Enter) Descriptor() ([]byte, []int) {
+	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Enter) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *Enter) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *Enter) GetUsername() string {
+	if x != nil {
+		return x.Username
+	}
+	return ""
+}
+
+// Entered answers an Enter.
+type Entered struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// True when the session was open already (a re-attach): nothing was announced.
+	Resumed bool `protobuf:"varint,2,opt,name=resumed,proto3" json:"resumed,omitempty"`
+	// Set when the Enter was refused: a sentence a person can act on.
+	Error         string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Entered) Reset() {
+	*x = Entered{}
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Entered) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Entered) ProtoMessage() {}
+
+func (x *Entered) ProtoReflect() protoreflect.Message {
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Entered.ProtoReflect.Descriptor instead.
+func (*Entered) Descriptor() ([]byte, []int) {
+	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Entered) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *Entered) GetResumed() bool {
+	if x != nil {
+		return x.Resumed
+	}
+	return false
+}
+
+func (x *Entered) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+// Exited answers an Exit: the session is closed (or was not open).
+type Exited struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Set when the Exit was refused (a malformed session id): a sentence a person can act on.
+	Error         string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Exited) Reset() {
+	*x = Exited{}
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Exited) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Exited) ProtoMessage() {}
+
+func (x *Exited) ProtoReflect() protoreflect.Message {
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Exited.ProtoReflect.Descriptor instead.
+func (*Exited) Descriptor() ([]byte, []int) {
+	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Exited) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *Exited) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+// ConnectRequest is a Join (first) or a Post, an Enter or an Exit.
 type ConnectRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Kind:
 	//
 	//	*ConnectRequest_Join
 	//	*ConnectRequest_Post
+	//	*ConnectRequest_Enter
+	//	*ConnectRequest_Exit
+	//	*ConnectRequest_Ping
 	Kind          isConnectRequest_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -255,7 +455,7 @@ type ConnectRequest struct {
 
 func (x *ConnectRequest) Reset() {
 	*x = ConnectRequest{}
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[3]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -267,7 +467,7 @@ func (x *ConnectRequest) String() string {
 func (*ConnectRequest) ProtoMessage() {}
 
 func (x *ConnectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[3]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -280,7 +480,7 @@ func (x *ConnectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnectRequest.ProtoReflect.Descriptor instead.
 func (*ConnectRequest) Descriptor() ([]byte, []int) {
-	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{3}
+	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ConnectRequest) GetKind() isConnectRequest_Kind {
@@ -308,6 +508,33 @@ func (x *ConnectRequest) GetPost() *Post {
 	return nil
 }
 
+func (x *ConnectRequest) GetEnter() *Enter {
+	if x != nil {
+		if x, ok := x.Kind.(*ConnectRequest_Enter); ok {
+			return x.Enter
+		}
+	}
+	return nil
+}
+
+func (x *ConnectRequest) GetExit() string {
+	if x != nil {
+		if x, ok := x.Kind.(*ConnectRequest_Exit); ok {
+			return x.Exit
+		}
+	}
+	return ""
+}
+
+func (x *ConnectRequest) GetPing() int64 {
+	if x != nil {
+		if x, ok := x.Kind.(*ConnectRequest_Ping); ok {
+			return x.Ping
+		}
+	}
+	return 0
+}
+
 type isConnectRequest_Kind interface {
 	isConnectRequest_Kind()
 }
@@ -320,9 +547,36 @@ type ConnectRequest_Post struct {
 	Post *Post `protobuf:"bytes,2,opt,name=post,proto3,oneof"`
 }
 
+type ConnectRequest_Enter struct {
+	// Makes a session present in the room (see Enter).
+	Enter *Enter `protobuf:"bytes,3,opt,name=enter,proto3,oneof"`
+}
+
+type ConnectRequest_Exit struct {
+	// Closes the session with this id, entered on this stream or on an earlier one; answered by
+	// an Exited. A stream's sessions stay open when the stream ends by anything but the client's
+	// CloseSend (a broken connection, a replica stopping), until their leases end: enter them
+	// again on the next stream. CloseSend exits every session the stream holds.
+	Exit string `protobuf:"bytes,4,opt,name=exit,proto3,oneof"`
+}
+
+type ConnectRequest_Ping struct {
+	// A heartbeat: the service answers with a ConnectResponse whose pong is this number, so a
+	// gateway notices a replica that stopped answering (paused, partitioned: nothing closes)
+	// within seconds, sooner than gRPC keepalive's minimum allows. Any number; it changes
+	// nothing in the room.
+	Ping int64 `protobuf:"varint,5,opt,name=ping,proto3,oneof"`
+}
+
 func (*ConnectRequest_Join) isConnectRequest_Kind() {}
 
 func (*ConnectRequest_Post) isConnectRequest_Kind() {}
+
+func (*ConnectRequest_Enter) isConnectRequest_Kind() {}
+
+func (*ConnectRequest_Exit) isConnectRequest_Kind() {}
+
+func (*ConnectRequest_Ping) isConnectRequest_Kind() {}
 
 // History answers a Join.
 type History struct {
@@ -334,14 +588,17 @@ type History struct {
 	// True when Join.since asked for messages that are no longer kept.
 	Truncated bool `protobuf:"varint,3,opt,name=truncated,proto3" json:"truncated,omitempty"`
 	// How many messages the service gives a new member on join (its configured default, 50).
-	JoinLimit     int32 `protobuf:"varint,4,opt,name=join_limit,json=joinLimit,proto3" json:"join_limit,omitempty"`
+	JoinLimit int32 `protobuf:"varint,4,opt,name=join_limit,json=joinLimit,proto3" json:"join_limit,omitempty"`
+	// The members present when the stream joined, at their version: the stream's MemberJoined
+	// and MemberLeft frames are the changes after it.
+	Presence      *Presence `protobuf:"bytes,5,opt,name=presence,proto3" json:"presence,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *History) Reset() {
 	*x = History{}
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[4]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -353,7 +610,7 @@ func (x *History) String() string {
 func (*History) ProtoMessage() {}
 
 func (x *History) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[4]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -366,7 +623,7 @@ func (x *History) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use History.ProtoReflect.Descriptor instead.
 func (*History) Descriptor() ([]byte, []int) {
-	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{4}
+	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *History) GetMessages() []*ChatMessage {
@@ -397,6 +654,238 @@ func (x *History) GetJoinLimit() int32 {
 	return 0
 }
 
+func (x *History) GetPresence() *Presence {
+	if x != nil {
+		return x.Presence
+	}
+	return nil
+}
+
+// Member is one user present in a room: a user id with at least one open session.
+type Member struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	UserId string                 `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// The username of the member's first open session (a second session keeps it).
+	Username string `protobuf:"bytes,2,opt,name=username,proto3" json:"username,omitempty"`
+	// When the member arrived, in milliseconds since the Unix epoch.
+	Since         int64 `protobuf:"varint,3,opt,name=since,proto3" json:"since,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Member) Reset() {
+	*x = Member{}
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Member) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Member) ProtoMessage() {}
+
+func (x *Member) ProtoReflect() protoreflect.Message {
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Member.ProtoReflect.Descriptor instead.
+func (*Member) Descriptor() ([]byte, []int) {
+	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Member) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *Member) GetUsername() string {
+	if x != nil {
+		return x.Username
+	}
+	return ""
+}
+
+func (x *Member) GetSince() int64 {
+	if x != nil {
+		return x.Since
+	}
+	return 0
+}
+
+// Presence is a room's members, in order of arrival, at a version.
+type Presence struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Members []*Member              `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"`
+	// The room's presence version: each arrival and departure adds one (0: nobody ever came).
+	Version       int64 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Presence) Reset() {
+	*x = Presence{}
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Presence) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Presence) ProtoMessage() {}
+
+func (x *Presence) ProtoReflect() protoreflect.Message {
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Presence.ProtoReflect.Descriptor instead.
+func (*Presence) Descriptor() ([]byte, []int) {
+	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *Presence) GetMembers() []*Member {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *Presence) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+// MemberJoined says a member arrived: their first session opened.
+type MemberJoined struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Member *Member                `protobuf:"bytes,1,opt,name=member,proto3" json:"member,omitempty"`
+	// The room's presence version after the arrival.
+	Version       int64 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MemberJoined) Reset() {
+	*x = MemberJoined{}
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemberJoined) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemberJoined) ProtoMessage() {}
+
+func (x *MemberJoined) ProtoReflect() protoreflect.Message {
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemberJoined.ProtoReflect.Descriptor instead.
+func (*MemberJoined) Descriptor() ([]byte, []int) {
+	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *MemberJoined) GetMember() *Member {
+	if x != nil {
+		return x.Member
+	}
+	return nil
+}
+
+func (x *MemberJoined) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+// MemberLeft says a member's last session closed or its lease ended.
+type MemberLeft struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	UserId string                 `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// The room's presence version after the departure.
+	Version       int64 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MemberLeft) Reset() {
+	*x = MemberLeft{}
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemberLeft) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemberLeft) ProtoMessage() {}
+
+func (x *MemberLeft) ProtoReflect() protoreflect.Message {
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemberLeft.ProtoReflect.Descriptor instead.
+func (*MemberLeft) Descriptor() ([]byte, []int) {
+	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *MemberLeft) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *MemberLeft) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
 // PostResult answers a Post: the stored message's id, or why it was refused.
 type PostResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -411,7 +900,7 @@ type PostResult struct {
 
 func (x *PostResult) Reset() {
 	*x = PostResult{}
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[5]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -423,7 +912,7 @@ func (x *PostResult) String() string {
 func (*PostResult) ProtoMessage() {}
 
 func (x *PostResult) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[5]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -436,7 +925,7 @@ func (x *PostResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PostResult.ProtoReflect.Descriptor instead.
 func (*PostResult) Descriptor() ([]byte, []int) {
-	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{5}
+	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PostResult) GetRef() string {
@@ -460,7 +949,10 @@ func (x *PostResult) GetError() string {
 	return ""
 }
 
-// ConnectResponse is a History (first), a live message, or a PostResult.
+// ConnectResponse is a History (first), a live message, a PostResult, the answer to an Enter or
+// an Exit, or a presence change. Presence changes come once per stream, in version order with
+// none missing: a MemberJoined or MemberLeft at the next version, or, when the service lost
+// track (pub/sub dropped events), a Presence with the whole list, which replaces the caller's.
 type ConnectResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Kind:
@@ -468,6 +960,12 @@ type ConnectResponse struct {
 	//	*ConnectResponse_History
 	//	*ConnectResponse_Message
 	//	*ConnectResponse_PostResult
+	//	*ConnectResponse_Entered
+	//	*ConnectResponse_Exited
+	//	*ConnectResponse_Joined
+	//	*ConnectResponse_Left
+	//	*ConnectResponse_Presence
+	//	*ConnectResponse_Pong
 	Kind          isConnectResponse_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -475,7 +973,7 @@ type ConnectResponse struct {
 
 func (x *ConnectResponse) Reset() {
 	*x = ConnectResponse{}
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[6]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -487,7 +985,7 @@ func (x *ConnectResponse) String() string {
 func (*ConnectResponse) ProtoMessage() {}
 
 func (x *ConnectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[6]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -500,7 +998,7 @@ func (x *ConnectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnectResponse.ProtoReflect.Descriptor instead.
 func (*ConnectResponse) Descriptor() ([]byte, []int) {
-	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{6}
+	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ConnectResponse) GetKind() isConnectResponse_Kind {
@@ -537,6 +1035,60 @@ func (x *ConnectResponse) GetPostResult() *PostResult {
 	return nil
 }
 
+func (x *ConnectResponse) GetEntered() *Entered {
+	if x != nil {
+		if x, ok := x.Kind.(*ConnectResponse_Entered); ok {
+			return x.Entered
+		}
+	}
+	return nil
+}
+
+func (x *ConnectResponse) GetExited() *Exited {
+	if x != nil {
+		if x, ok := x.Kind.(*ConnectResponse_Exited); ok {
+			return x.Exited
+		}
+	}
+	return nil
+}
+
+func (x *ConnectResponse) GetJoined() *MemberJoined {
+	if x != nil {
+		if x, ok := x.Kind.(*ConnectResponse_Joined); ok {
+			return x.Joined
+		}
+	}
+	return nil
+}
+
+func (x *ConnectResponse) GetLeft() *MemberLeft {
+	if x != nil {
+		if x, ok := x.Kind.(*ConnectResponse_Left); ok {
+			return x.Left
+		}
+	}
+	return nil
+}
+
+func (x *ConnectResponse) GetPresence() *Presence {
+	if x != nil {
+		if x, ok := x.Kind.(*ConnectResponse_Presence); ok {
+			return x.Presence
+		}
+	}
+	return nil
+}
+
+func (x *ConnectResponse) GetPong() int64 {
+	if x != nil {
+		if x, ok := x.Kind.(*ConnectResponse_Pong); ok {
+			return x.Pong
+		}
+	}
+	return 0
+}
+
 type isConnectResponse_Kind interface {
 	isConnectResponse_Kind()
 }
@@ -553,11 +1105,48 @@ type ConnectResponse_PostResult struct {
 	PostResult *PostResult `protobuf:"bytes,3,opt,name=post_result,json=postResult,proto3,oneof"`
 }
 
+type ConnectResponse_Entered struct {
+	Entered *Entered `protobuf:"bytes,4,opt,name=entered,proto3,oneof"`
+}
+
+type ConnectResponse_Exited struct {
+	Exited *Exited `protobuf:"bytes,5,opt,name=exited,proto3,oneof"`
+}
+
+type ConnectResponse_Joined struct {
+	Joined *MemberJoined `protobuf:"bytes,6,opt,name=joined,proto3,oneof"`
+}
+
+type ConnectResponse_Left struct {
+	Left *MemberLeft `protobuf:"bytes,7,opt,name=left,proto3,oneof"`
+}
+
+type ConnectResponse_Presence struct {
+	Presence *Presence `protobuf:"bytes,8,opt,name=presence,proto3,oneof"`
+}
+
+type ConnectResponse_Pong struct {
+	// The answer to a ConnectRequest.ping, with its number.
+	Pong int64 `protobuf:"varint,9,opt,name=pong,proto3,oneof"`
+}
+
 func (*ConnectResponse_History) isConnectResponse_Kind() {}
 
 func (*ConnectResponse_Message) isConnectResponse_Kind() {}
 
 func (*ConnectResponse_PostResult) isConnectResponse_Kind() {}
+
+func (*ConnectResponse_Entered) isConnectResponse_Kind() {}
+
+func (*ConnectResponse_Exited) isConnectResponse_Kind() {}
+
+func (*ConnectResponse_Joined) isConnectResponse_Kind() {}
+
+func (*ConnectResponse_Left) isConnectResponse_Kind() {}
+
+func (*ConnectResponse_Presence) isConnectResponse_Kind() {}
+
+func (*ConnectResponse_Pong) isConnectResponse_Kind() {}
 
 // PostMessageRequest posts a message without a stream.
 type PostMessageRequest struct {
@@ -578,7 +1167,7 @@ type PostMessageRequest struct {
 
 func (x *PostMessageRequest) Reset() {
 	*x = PostMessageRequest{}
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[7]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -590,7 +1179,7 @@ func (x *PostMessageRequest) String() string {
 func (*PostMessageRequest) ProtoMessage() {}
 
 func (x *PostMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[7]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -603,7 +1192,7 @@ func (x *PostMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PostMessageRequest.ProtoReflect.Descriptor instead.
 func (*PostMessageRequest) Descriptor() ([]byte, []int) {
-	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{7}
+	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PostMessageRequest) GetRoom() string {
@@ -651,7 +1240,7 @@ type PostMessageResponse struct {
 
 func (x *PostMessageResponse) Reset() {
 	*x = PostMessageResponse{}
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[8]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -663,7 +1252,7 @@ func (x *PostMessageResponse) String() string {
 func (*PostMessageResponse) ProtoMessage() {}
 
 func (x *PostMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[8]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -676,7 +1265,7 @@ func (x *PostMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PostMessageResponse.ProtoReflect.Descriptor instead.
 func (*PostMessageResponse) Descriptor() ([]byte, []int) {
-	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{8}
+	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PostMessageResponse) GetMessage() *ChatMessage {
@@ -703,7 +1292,7 @@ type ListMessagesRequest struct {
 
 func (x *ListMessagesRequest) Reset() {
 	*x = ListMessagesRequest{}
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[9]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -715,7 +1304,7 @@ func (x *ListMessagesRequest) String() string {
 func (*ListMessagesRequest) ProtoMessage() {}
 
 func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[9]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -728,7 +1317,7 @@ func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesRequest.ProtoReflect.Descriptor instead.
 func (*ListMessagesRequest) Descriptor() ([]byte, []int) {
-	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{9}
+	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListMessagesRequest) GetRoom() string {
@@ -771,7 +1360,7 @@ type ListMessagesResponse struct {
 
 func (x *ListMessagesResponse) Reset() {
 	*x = ListMessagesResponse{}
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[10]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -783,7 +1372,7 @@ func (x *ListMessagesResponse) String() string {
 func (*ListMessagesResponse) ProtoMessage() {}
 
 func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vigil_chat_v1_chat_proto_msgTypes[10]
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -796,7 +1385,7 @@ func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesResponse.ProtoReflect.Descriptor instead.
 func (*ListMessagesResponse) Descriptor() ([]byte, []int) {
-	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{10}
+	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListMessagesResponse) GetMessages() []*ChatMessage {
@@ -813,6 +1402,106 @@ func (x *ListMessagesResponse) GetLastId() int64 {
 	return 0
 }
 
+// ListPresenceRequest names the room.
+type ListPresenceRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The room's name: 1-128 bytes of UTF-8 without control characters.
+	Room          string `protobuf:"bytes,1,opt,name=room,proto3" json:"room,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPresenceRequest) Reset() {
+	*x = ListPresenceRequest{}
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPresenceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPresenceRequest) ProtoMessage() {}
+
+func (x *ListPresenceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPresenceRequest.ProtoReflect.Descriptor instead.
+func (*ListPresenceRequest) Descriptor() ([]byte, []int) {
+	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ListPresenceRequest) GetRoom() string {
+	if x != nil {
+		return x.Room
+	}
+	return ""
+}
+
+// ListPresenceResponse is the room's members, in order of arrival.
+type ListPresenceResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Members []*Member              `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"`
+	// The room's presence version (see Presence.version).
+	Version       int64 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPresenceResponse) Reset() {
+	*x = ListPresenceResponse{}
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPresenceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPresenceResponse) ProtoMessage() {}
+
+func (x *ListPresenceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_vigil_chat_v1_chat_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPresenceResponse.ProtoReflect.Descriptor instead.
+func (*ListPresenceResponse) Descriptor() ([]byte, []int) {
+	return file_vigil_chat_v1_chat_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ListPresenceResponse) GetMembers() []*Member {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *ListPresenceResponse) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
 var File_vigil_chat_v1_chat_proto protoreflect.FileDescriptor
 
 const file_vigil_chat_v1_chat_proto_rawDesc = "" +
@@ -823,37 +1512,76 @@ const file_vigil_chat_v1_chat_proto_rawDesc = "" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x17\n" +
 	"\auser_id\x18\x03 \x01(\tR\x06userId\x12\x12\n" +
 	"\x04body\x18\x04 \x01(\tR\x04body\x12\x0e\n" +
-	"\x02ts\x18\x05 \x01(\x03R\x02ts\"?\n" +
+	"\x02ts\x18\x05 \x01(\x03R\x02ts\"[\n" +
 	"\x04Join\x12\x12\n" +
 	"\x04room\x18\x01 \x01(\tR\x04room\x12\x19\n" +
-	"\x05since\x18\x02 \x01(\x03H\x00R\x05since\x88\x01\x01B\b\n" +
+	"\x05since\x18\x02 \x01(\x03H\x00R\x05since\x88\x01\x01\x12\x1a\n" +
+	"\bpresence\x18\x03 \x01(\bR\bpresenceB\b\n" +
 	"\x06_since\"r\n" +
 	"\x04Post\x12\x10\n" +
 	"\x03ref\x18\x01 \x01(\tR\x03ref\x12\x17\n" +
 	"\apost_id\x18\x02 \x01(\tR\x06postId\x12\x17\n" +
 	"\auser_id\x18\x03 \x01(\tR\x06userId\x12\x12\n" +
 	"\x04user\x18\x04 \x01(\tR\x04user\x12\x12\n" +
-	"\x04body\x18\x05 \x01(\tR\x04body\"n\n" +
+	"\x04body\x18\x05 \x01(\tR\x04body\"[\n" +
+	"\x05Enter\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x17\n" +
+	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1a\n" +
+	"\busername\x18\x03 \x01(\tR\busername\"X\n" +
+	"\aEntered\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x18\n" +
+	"\aresumed\x18\x02 \x01(\bR\aresumed\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"=\n" +
+	"\x06Exited\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\"\xc8\x01\n" +
 	"\x0eConnectRequest\x12)\n" +
 	"\x04join\x18\x01 \x01(\v2\x13.vigil.chat.v1.JoinH\x00R\x04join\x12)\n" +
-	"\x04post\x18\x02 \x01(\v2\x13.vigil.chat.v1.PostH\x00R\x04postB\x06\n" +
-	"\x04kind\"\x97\x01\n" +
+	"\x04post\x18\x02 \x01(\v2\x13.vigil.chat.v1.PostH\x00R\x04post\x12,\n" +
+	"\x05enter\x18\x03 \x01(\v2\x14.vigil.chat.v1.EnterH\x00R\x05enter\x12\x14\n" +
+	"\x04exit\x18\x04 \x01(\tH\x00R\x04exit\x12\x14\n" +
+	"\x04ping\x18\x05 \x01(\x03H\x00R\x04pingB\x06\n" +
+	"\x04kind\"\xcc\x01\n" +
 	"\aHistory\x126\n" +
 	"\bmessages\x18\x01 \x03(\v2\x1a.vigil.chat.v1.ChatMessageR\bmessages\x12\x17\n" +
 	"\alast_id\x18\x02 \x01(\x03R\x06lastId\x12\x1c\n" +
 	"\ttruncated\x18\x03 \x01(\bR\ttruncated\x12\x1d\n" +
 	"\n" +
-	"join_limit\x18\x04 \x01(\x05R\tjoinLimit\"D\n" +
+	"join_limit\x18\x04 \x01(\x05R\tjoinLimit\x123\n" +
+	"\bpresence\x18\x05 \x01(\v2\x17.vigil.chat.v1.PresenceR\bpresence\"S\n" +
+	"\x06Member\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x1a\n" +
+	"\busername\x18\x02 \x01(\tR\busername\x12\x14\n" +
+	"\x05since\x18\x03 \x01(\x03R\x05since\"U\n" +
+	"\bPresence\x12/\n" +
+	"\amembers\x18\x01 \x03(\v2\x15.vigil.chat.v1.MemberR\amembers\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x03R\aversion\"W\n" +
+	"\fMemberJoined\x12-\n" +
+	"\x06member\x18\x01 \x01(\v2\x15.vigil.chat.v1.MemberR\x06member\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x03R\aversion\"?\n" +
+	"\n" +
+	"MemberLeft\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x03R\aversion\"D\n" +
 	"\n" +
 	"PostResult\x12\x10\n" +
 	"\x03ref\x18\x01 \x01(\tR\x03ref\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\x03R\x02id\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error\"\xc3\x01\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"\xdd\x03\n" +
 	"\x0fConnectResponse\x122\n" +
 	"\ahistory\x18\x01 \x01(\v2\x16.vigil.chat.v1.HistoryH\x00R\ahistory\x126\n" +
 	"\amessage\x18\x02 \x01(\v2\x1a.vigil.chat.v1.ChatMessageH\x00R\amessage\x12<\n" +
 	"\vpost_result\x18\x03 \x01(\v2\x19.vigil.chat.v1.PostResultH\x00R\n" +
-	"postResultB\x06\n" +
+	"postResult\x122\n" +
+	"\aentered\x18\x04 \x01(\v2\x16.vigil.chat.v1.EnteredH\x00R\aentered\x12/\n" +
+	"\x06exited\x18\x05 \x01(\v2\x15.vigil.chat.v1.ExitedH\x00R\x06exited\x125\n" +
+	"\x06joined\x18\x06 \x01(\v2\x1b.vigil.chat.v1.MemberJoinedH\x00R\x06joined\x12/\n" +
+	"\x04left\x18\a \x01(\v2\x19.vigil.chat.v1.MemberLeftH\x00R\x04left\x125\n" +
+	"\bpresence\x18\b \x01(\v2\x17.vigil.chat.v1.PresenceH\x00R\bpresence\x12\x14\n" +
+	"\x04pong\x18\t \x01(\x03H\x00R\x04pongB\x06\n" +
 	"\x04kind\"\x8a\x01\n" +
 	"\x12PostMessageRequest\x12\x12\n" +
 	"\x04room\x18\x01 \x01(\tR\x04room\x12\x17\n" +
@@ -872,11 +1600,17 @@ const file_vigil_chat_v1_chat_proto_rawDesc = "" +
 	"\x06_since\"g\n" +
 	"\x14ListMessagesResponse\x126\n" +
 	"\bmessages\x18\x01 \x03(\v2\x1a.vigil.chat.v1.ChatMessageR\bmessages\x12\x17\n" +
-	"\alast_id\x18\x02 \x01(\x03R\x06lastId2\x8a\x02\n" +
+	"\alast_id\x18\x02 \x01(\x03R\x06lastId\")\n" +
+	"\x13ListPresenceRequest\x12\x12\n" +
+	"\x04room\x18\x01 \x01(\tR\x04room\"a\n" +
+	"\x14ListPresenceResponse\x12/\n" +
+	"\amembers\x18\x01 \x03(\v2\x15.vigil.chat.v1.MemberR\amembers\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x03R\aversion2\xe3\x02\n" +
 	"\vChatService\x12L\n" +
 	"\aConnect\x12\x1d.vigil.chat.v1.ConnectRequest\x1a\x1e.vigil.chat.v1.ConnectResponse(\x010\x01\x12T\n" +
 	"\vPostMessage\x12!.vigil.chat.v1.PostMessageRequest\x1a\".vigil.chat.v1.PostMessageResponse\x12W\n" +
-	"\fListMessages\x12\".vigil.chat.v1.ListMessagesRequest\x1a#.vigil.chat.v1.ListMessagesResponseB9Z7github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1;chatv1b\x06proto3"
+	"\fListMessages\x12\".vigil.chat.v1.ListMessagesRequest\x1a#.vigil.chat.v1.ListMessagesResponse\x12W\n" +
+	"\fListPresence\x12\".vigil.chat.v1.ListPresenceRequest\x1a#.vigil.chat.v1.ListPresenceResponseB9Z7github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1;chatv1b\x06proto3"
 
 var (
 	file_vigil_chat_v1_chat_proto_rawDescOnce sync.Once
@@ -890,40 +1624,61 @@ func file_vigil_chat_v1_chat_proto_rawDescGZIP() []byte {
 	return file_vigil_chat_v1_chat_proto_rawDescData
 }
 
-var file_vigil_chat_v1_chat_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_vigil_chat_v1_chat_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_vigil_chat_v1_chat_proto_goTypes = []any{
 	(*ChatMessage)(nil),          // 0: vigil.chat.v1.ChatMessage
 	(*Join)(nil),                 // 1: vigil.chat.v1.Join
 	(*Post)(nil),                 // 2: vigil.chat.v1.Post
-	(*ConnectRequest)(nil),       // 3: vigil.chat.v1.ConnectRequest
-	(*History)(nil),              // 4: vigil.chat.v1.History
-	(*PostResult)(nil),           // 5: vigil.chat.v1.PostResult
-	(*ConnectResponse)(nil),      // 6: vigil.chat.v1.ConnectResponse
-	(*PostMessageRequest)(nil),   // 7: vigil.chat.v1.PostMessageRequest
-	(*PostMessageResponse)(nil),  // 8: vigil.chat.v1.PostMessageResponse
-	(*ListMessagesRequest)(nil),  // 9: vigil.chat.v1.ListMessagesRequest
-	(*ListMessagesResponse)(nil), // 10: vigil.chat.v1.ListMessagesResponse
+	(*Enter)(nil),                // 3: vigil.chat.v1.Enter
+	(*Entered)(nil),              // 4: vigil.chat.v1.Entered
+	(*Exited)(nil),               // 5: vigil.chat.v1.Exited
+	(*ConnectRequest)(nil),       // 6: vigil.chat.v1.ConnectRequest
+	(*History)(nil),              // 7: vigil.chat.v1.History
+	(*Member)(nil),               // 8: vigil.chat.v1.Member
+	(*Presence)(nil),             // 9: vigil.chat.v1.Presence
+	(*MemberJoined)(nil),         // 10: vigil.chat.v1.MemberJoined
+	(*MemberLeft)(nil),           // 11: vigil.chat.v1.MemberLeft
+	(*PostResult)(nil),           // 12: vigil.chat.v1.PostResult
+	(*ConnectResponse)(nil),      // 13: vigil.chat.v1.ConnectResponse
+	(*PostMessageRequest)(nil),   // 14: vigil.chat.v1.PostMessageRequest
+	(*PostMessageResponse)(nil),  // 15: vigil.chat.v1.PostMessageResponse
+	(*ListMessagesRequest)(nil),  // 16: vigil.chat.v1.ListMessagesRequest
+	(*ListMessagesResponse)(nil), // 17: vigil.chat.v1.ListMessagesResponse
+	(*ListPresenceRequest)(nil),  // 18: vigil.chat.v1.ListPresenceRequest
+	(*ListPresenceResponse)(nil), // 19: vigil.chat.v1.ListPresenceResponse
 }
 var file_vigil_chat_v1_chat_proto_depIdxs = []int32{
 	1,  // 0: vigil.chat.v1.ConnectRequest.join:type_name -> vigil.chat.v1.Join
 	2,  // 1: vigil.chat.v1.ConnectRequest.post:type_name -> vigil.chat.v1.Post
-	0,  // 2: vigil.chat.v1.History.messages:type_name -> vigil.chat.v1.ChatMessage
-	4,  // 3: vigil.chat.v1.ConnectResponse.history:type_name -> vigil.chat.v1.History
-	0,  // 4: vigil.chat.v1.ConnectResponse.message:type_name -> vigil.chat.v1.ChatMessage
-	5,  // 5: vigil.chat.v1.ConnectResponse.post_result:type_name -> vigil.chat.v1.PostResult
-	0,  // 6: vigil.chat.v1.PostMessageResponse.message:type_name -> vigil.chat.v1.ChatMessage
-	0,  // 7: vigil.chat.v1.ListMessagesResponse.messages:type_name -> vigil.chat.v1.ChatMessage
-	3,  // 8: vigil.chat.v1.ChatService.Connect:input_type -> vigil.chat.v1.ConnectRequest
-	7,  // 9: vigil.chat.v1.ChatService.PostMessage:input_type -> vigil.chat.v1.PostMessageRequest
-	9,  // 10: vigil.chat.v1.ChatService.ListMessages:input_type -> vigil.chat.v1.ListMessagesRequest
-	6,  // 11: vigil.chat.v1.ChatService.Connect:output_type -> vigil.chat.v1.ConnectResponse
-	8,  // 12: vigil.chat.v1.ChatService.PostMessage:output_type -> vigil.chat.v1.PostMessageResponse
-	10, // 13: vigil.chat.v1.ChatService.ListMessages:output_type -> vigil.chat.v1.ListMessagesResponse
-	11, // [11:14] is the sub-list for method output_type
-	8,  // [8:11] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	3,  // 2: vigil.chat.v1.ConnectRequest.enter:type_name -> vigil.chat.v1.Enter
+	0,  // 3: vigil.chat.v1.History.messages:type_name -> vigil.chat.v1.ChatMessage
+	9,  // 4: vigil.chat.v1.History.presence:type_name -> vigil.chat.v1.Presence
+	8,  // 5: vigil.chat.v1.Presence.members:type_name -> vigil.chat.v1.Member
+	8,  // 6: vigil.chat.v1.MemberJoined.member:type_name -> vigil.chat.v1.Member
+	7,  // 7: vigil.chat.v1.ConnectResponse.history:type_name -> vigil.chat.v1.History
+	0,  // 8: vigil.chat.v1.ConnectResponse.message:type_name -> vigil.chat.v1.ChatMessage
+	12, // 9: vigil.chat.v1.ConnectResponse.post_result:type_name -> vigil.chat.v1.PostResult
+	4,  // 10: vigil.chat.v1.ConnectResponse.entered:type_name -> vigil.chat.v1.Entered
+	5,  // 11: vigil.chat.v1.ConnectResponse.exited:type_name -> vigil.chat.v1.Exited
+	10, // 12: vigil.chat.v1.ConnectResponse.joined:type_name -> vigil.chat.v1.MemberJoined
+	11, // 13: vigil.chat.v1.ConnectResponse.left:type_name -> vigil.chat.v1.MemberLeft
+	9,  // 14: vigil.chat.v1.ConnectResponse.presence:type_name -> vigil.chat.v1.Presence
+	0,  // 15: vigil.chat.v1.PostMessageResponse.message:type_name -> vigil.chat.v1.ChatMessage
+	0,  // 16: vigil.chat.v1.ListMessagesResponse.messages:type_name -> vigil.chat.v1.ChatMessage
+	8,  // 17: vigil.chat.v1.ListPresenceResponse.members:type_name -> vigil.chat.v1.Member
+	6,  // 18: vigil.chat.v1.ChatService.Connect:input_type -> vigil.chat.v1.ConnectRequest
+	14, // 19: vigil.chat.v1.ChatService.PostMessage:input_type -> vigil.chat.v1.PostMessageRequest
+	16, // 20: vigil.chat.v1.ChatService.ListMessages:input_type -> vigil.chat.v1.ListMessagesRequest
+	18, // 21: vigil.chat.v1.ChatService.ListPresence:input_type -> vigil.chat.v1.ListPresenceRequest
+	13, // 22: vigil.chat.v1.ChatService.Connect:output_type -> vigil.chat.v1.ConnectResponse
+	15, // 23: vigil.chat.v1.ChatService.PostMessage:output_type -> vigil.chat.v1.PostMessageResponse
+	17, // 24: vigil.chat.v1.ChatService.ListMessages:output_type -> vigil.chat.v1.ListMessagesResponse
+	19, // 25: vigil.chat.v1.ChatService.ListPresence:output_type -> vigil.chat.v1.ListPresenceResponse
+	22, // [22:26] is the sub-list for method output_type
+	18, // [18:22] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_vigil_chat_v1_chat_proto_init() }
@@ -932,23 +1687,32 @@ func file_vigil_chat_v1_chat_proto_init() {
 		return
 	}
 	file_vigil_chat_v1_chat_proto_msgTypes[1].OneofWrappers = []any{}
-	file_vigil_chat_v1_chat_proto_msgTypes[3].OneofWrappers = []any{
+	file_vigil_chat_v1_chat_proto_msgTypes[6].OneofWrappers = []any{
 		(*ConnectRequest_Join)(nil),
 		(*ConnectRequest_Post)(nil),
+		(*ConnectRequest_Enter)(nil),
+		(*ConnectRequest_Exit)(nil),
+		(*ConnectRequest_Ping)(nil),
 	}
-	file_vigil_chat_v1_chat_proto_msgTypes[6].OneofWrappers = []any{
+	file_vigil_chat_v1_chat_proto_msgTypes[13].OneofWrappers = []any{
 		(*ConnectResponse_History)(nil),
 		(*ConnectResponse_Message)(nil),
 		(*ConnectResponse_PostResult)(nil),
+		(*ConnectResponse_Entered)(nil),
+		(*ConnectResponse_Exited)(nil),
+		(*ConnectResponse_Joined)(nil),
+		(*ConnectResponse_Left)(nil),
+		(*ConnectResponse_Presence)(nil),
+		(*ConnectResponse_Pong)(nil),
 	}
-	file_vigil_chat_v1_chat_proto_msgTypes[9].OneofWrappers = []any{}
+	file_vigil_chat_v1_chat_proto_msgTypes[16].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_vigil_chat_v1_chat_proto_rawDesc), len(file_vigil_chat_v1_chat_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -22,6 +22,7 @@ const (
 	ChatService_Connect_FullMethodName      = "/vigil.chat.v1.ChatService/Connect"
 	ChatService_PostMessage_FullMethodName  = "/vigil.chat.v1.ChatService/PostMessage"
 	ChatService_ListMessages_FullMethodName = "/vigil.chat.v1.ChatService/ListMessages"
+	ChatService_ListPresence_FullMethodName = "/vigil.chat.v1.ChatService/ListPresence"
 )
 
 // ChatServiceClient is the client API for ChatService service.
@@ -44,6 +45,10 @@ type ChatServiceClient interface {
 	PostMessage(ctx context.Context, in *PostMessageRequest, opts ...grpc.CallOption) (*PostMessageResponse, error)
 	// ListMessages returns a page of a room's kept history, oldest first.
 	ListMessages(ctx context.Context, in *ListMessagesRequest, opts ...grpc.CallOption) (*ListMessagesResponse, error)
+	// ListPresence answers the members present in a room, in order of arrival, and the room's
+	// presence version. Leases that ended are swept first, so the answer holds no member whose
+	// last session lapsed. A room nobody is in answers none.
+	ListPresence(ctx context.Context, in *ListPresenceRequest, opts ...grpc.CallOption) (*ListPresenceResponse, error)
 }
 
 type chatServiceClient struct {
@@ -87,6 +92,16 @@ func (c *chatServiceClient) ListMessages(ctx context.Context, in *ListMessagesRe
 	return out, nil
 }
 
+func (c *chatServiceClient) ListPresence(ctx context.Context, in *ListPresenceRequest, opts ...grpc.CallOption) (*ListPresenceResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListPresenceResponse)
+	err := c.cc.Invoke(ctx, ChatService_ListPresence_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ChatServiceServer is the server API for ChatService service.
 // All implementations must embed UnimplementedChatServiceServer
 // for forward compatibility.
@@ -107,6 +122,10 @@ type ChatServiceServer interface {
 	PostMessage(context.Context, *PostMessageRequest) (*PostMessageResponse, error)
 	// ListMessages returns a page of a room's kept history, oldest first.
 	ListMessages(context.Context, *ListMessagesRequest) (*ListMessagesResponse, error)
+	// ListPresence answers the members present in a room, in order of arrival, and the room's
+	// presence version. Leases that ended are swept first, so the answer holds no member whose
+	// last session lapsed. A room nobody is in answers none.
+	ListPresence(context.Context, *ListPresenceRequest) (*ListPresenceResponse, error)
 	mustEmbedUnimplementedChatServiceServer()
 }
 
@@ -125,6 +144,9 @@ func (UnimplementedChatServiceServer) PostMessage(context.Context, *PostMessageR
 }
 func (UnimplementedChatServiceServer) ListMessages(context.Context, *ListMessagesRequest) (*ListMessagesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListMessages not implemented")
+}
+func (UnimplementedChatServiceServer) ListPresence(context.Context, *ListPresenceRequest) (*ListPresenceResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListPresence not implemented")
 }
 func (UnimplementedChatServiceServer) mustEmbedUnimplementedChatServiceServer() {}
 func (UnimplementedChatServiceServer) testEmbeddedByValue()                     {}
@@ -190,6 +212,24 @@ func _ChatService_ListMessages_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ChatService_ListPresence_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListPresenceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ChatServiceServer).ListPresence(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ChatService_ListPresence_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ChatServiceServer).ListPresence(ctx, req.(*ListPresenceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ChatService_ServiceDesc is the grpc.ServiceDesc for ChatService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -204,6 +244,10 @@ var ChatService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListMessages",
 			Handler:    _ChatService_ListMessages_Handler,
+		},
+		{
+			MethodName: "ListPresence",
+			Handler:    _ChatService_ListPresence_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18vigil/chat/v1/chat.proto\x12\rvigil.chat.v1\"n\n\x0b\x43hatMessage\x12\x0e\n\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n\x04user\x18\x02 \x01(\tR\x04user\x12\x17\n\x07user_id\x18\x03 \x01(\tR\x06userId\x12\x12\n\x04\x62ody\x18\x04 \x01(\tR\x04\x62ody\x12\x0e\n\x02ts\x18\x05 \x01(\x03R\x02ts\"?\n\x04Join\x12\x12\n\x04room\x18\x01 \x01(\tR\x04room\x12\x19\n\x05since\x18\x02 \x01(\x03H\x00R\x05since\x88\x01\x01\x42\x08\n\x06_since\"r\n\x04Post\x12\x10\n\x03ref\x18\x01 \x01(\tR\x03ref\x12\x17\n\x07post_id\x18\x02 \x01(\tR\x06postId\x12\x17\n\x07user_id\x18\x03 \x01(\tR\x06userId\x12\x12\n\x04user\x18\x04 \x01(\tR\x04user\x12\x12\n\x04\x62ody\x18\x05 \x01(\tR\x04\x62ody\"n\n\x0e\x43onnectRequest\x12)\n\x04join\x18\x01 \x01(\x0b\x32\x13.vigil.chat.v1.JoinH\x00R\x04join\x12)\n\x04post\x18\x02 \x01(\x0b\x32\x13.vigil.chat.v1.PostH\x00R\x04postB\x06\n\x04kind\"\x97\x01\n\x07History\x12\x36\n\x08messages\x18\x01 \x03(\x0b\x32\x1a.vigil.chat.v1.ChatMessageR\x08messages\x12\x17\n\x07last_id\x18\x02 \x01(\x03R\x06lastId\x12\x1c\n\ttruncated\x18\x03 \x01(\x08R\ttruncated\x12\x1d\n\njoin_limit\x18\x04 \x01(\x05R\tjoinLimit\"D\n\nPostResult\x12\x10\n\x03ref\x18\x01 \x01(\tR\x03ref\x12\x0e\n\x02id\x18\x02 \x01(\x03R\x02id\x12\x14\n\x05\x65rror\x18\x03 \x01(\tR\x05\x65rror\"\xc3\x01\n\x0f\x43onnectResponse\x12\x32\n\x07history\x18\x01 \x01(\x0b\x32\x16.vigil.chat.v1.HistoryH\x00R\x07history\x12\x36\n\x07message\x18\x02 \x01(\x0b\x32\x1a.vigil.chat.v1.ChatMessageH\x00R\x07message\x12<\n\x0bpost_result\x18\x03 \x01(\x0b\x32\x19.vigil.chat.v1.PostResultH\x00R\npostResultB\x06\n\x04kind\"\x8a\x01\n\x12PostMessageRequest\x12\x12\n\x04room\x18\x01 \x01(\tR\x04room\x12\x17\n\x07user_id\x18\x02 \x01(\tR\x06userId\x12\x1a\n\x08username\x18\x03 \x01(\tR\x08username\x12\x12\n\x04\x62ody\x18\x04 \x01(\tR\x04\x62ody\x12\x17\n\x07post_id\x18\x05 \x01(\tR\x06postId\"K\n\x13PostMessageResponse\x12\x34\n\x07message\x18\x01 \x01(\x0b\x32\x1a.vigil.chat.v1.ChatMessageR\x07message\"\x8c\x01\n\x13ListMessagesRequest\x12\x12\n\x04room\x18\x01 \x01(\tR\x04room\x12\x14\n\x05limit\x18\x02 \x01(\x05R\x05limit\x12\x1b\n\x06\x62\x65\x66ore\x18\x03 \x01(\x03H\x00R\x06\x62\x65\x66ore\x88\x01\x01\x12\x19\n\x05since\x18\x04 \x01(\x03H\x01R\x05since\x88\x01\x01\x42\t\n\x07_beforeB\x08\n\x06_since\"g\n\x14ListMessagesResponse\x12\x36\n\x08messages\x18\x01 \x03(\x0b\x32\x1a.vigil.chat.v1.ChatMessageR\x08messages\x12\x17\n\x07last_id\x18\x02 \x01(\x03R\x06lastId2\x8a\x02\n\x0b\x43hatService\x12L\n\x07\x43onnect\x12\x1d.vigil.chat.v1.ConnectRequest\x1a\x1e.vigil.chat.v1.ConnectResponse(\x01\x30\x01\x12T\n\x0bPostMessage\x12!.vigil.chat.v1.PostMessageRequest\x1a\".vigil.chat.v1.PostMessageResponse\x12W\n\x0cListMessages\x12\".vigil.chat.v1.ListMessagesRequest\x1a#.vigil.chat.v1.ListMessagesResponseB9Z7github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1;chatv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18vigil/chat/v1/chat.proto\x12\rvigil.chat.v1\"n\n\x0b\x43hatMessage\x12\x0e\n\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n\x04user\x18\x02 \x01(\tR\x04user\x12\x17\n\x07user_id\x18\x03 \x01(\tR\x06userId\x12\x12\n\x04\x62ody\x18\x04 \x01(\tR\x04\x62ody\x12\x0e\n\x02ts\x18\x05 \x01(\x03R\x02ts\"[\n\x04Join\x12\x12\n\x04room\x18\x01 \x01(\tR\x04room\x12\x19\n\x05since\x18\x02 \x01(\x03H\x00R\x05since\x88\x01\x01\x12\x1a\n\x08presence\x18\x03 \x01(\x08R\x08presenceB\x08\n\x06_since\"r\n\x04Post\x12\x10\n\x03ref\x18\x01 \x01(\tR\x03ref\x12\x17\n\x07post_id\x18\x02 \x01(\tR\x06postId\x12\x17\n\x07user_id\x18\x03 \x01(\tR\x06userId\x12\x12\n\x04user\x18\x04 \x01(\tR\x04user\x12\x12\n\x04\x62ody\x18\x05 \x01(\tR\x04\x62ody\"[\n\x05\x45nter\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\x17\n\x07user_id\x18\x02 \x01(\tR\x06userId\x12\x1a\n\x08username\x18\x03 \x01(\tR\x08username\"X\n\x07\x45ntered\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\x18\n\x07resumed\x18\x02 \x01(\x08R\x07resumed\x12\x14\n\x05\x65rror\x18\x03 \x01(\tR\x05\x65rror\"=\n\x06\x45xited\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n\x05\x65rror\x18\x02 \x01(\tR\x05\x65rror\"\xc8\x01\n\x0e\x43onnectRequest\x12)\n\x04join\x18\x01 \x01(\x0b\x32\x13.vigil.chat.v1.JoinH\x00R\x04join\x12)\n\x04post\x18\x02 \x01(\x0b\x32\x13.vigil.chat.v1.PostH\x00R\x04post\x12,\n\x05\x65nter\x18\x03 \x01(\x0b\x32\x14.vigil.chat.v1.EnterH\x00R\x05\x65nter\x12\x14\n\x04\x65xit\x18\x04 \x01(\tH\x00R\x04\x65xit\x12\x14\n\x04ping\x18\x05 \x01(\x03H\x00R\x04pingB\x06\n\x04kind\"\xcc\x01\n\x07History\x12\x36\n\x08messages\x18\x01 \x03(\x0b\x32\x1a.vigil.chat.v1.ChatMessageR\x08messages\x12\x17\n\x07last_id\x18\x02 \x01(\x03R\x06lastId\x12\x1c\n\ttruncated\x18\x03 \x01(\x08R\ttruncated\x12\x1d\n\njoin_limit\x18\x04 \x01(\x05R\tjoinLimit\x12\x33\n\x08presence\x18\x05 \x01(\x0b\x32\x17.vigil.chat.v1.PresenceR\x08presence\"S\n\x06Member\x12\x17\n\x07user_id\x18\x01 \x01(\tR\x06userId\x12\x1a\n\x08username\x18\x02 \x01(\tR\x08username\x12\x14\n\x05since\x18\x03 \x01(\x03R\x05since\"U\n\x08Presence\x12/\n\x07members\x18\x01 \x03(\x0b\x32\x15.vigil.chat.v1.MemberR\x07members\x12\x18\n\x07version\x18\x02 \x01(\x03R\x07version\"W\n\x0cMemberJoined\x12-\n\x06member\x18\x01 \x01(\x0b\x32\x15.vigil.chat.v1.MemberR\x06member\x12\x18\n\x07version\x18\x02 \x01(\x03R\x07version\"?\n\nMemberLeft\x12\x17\n\x07user_id\x18\x01 \x01(\tR\x06userId\x12\x18\n\x07version\x18\x02 \x01(\x03R\x07version\"D\n\nPostResult\x12\x10\n\x03ref\x18\x01 \x01(\tR\x03ref\x12\x0e\n\x02id\x18\x02 \x01(\x03R\x02id\x12\x14\n\x05\x65rror\x18\x03 \x01(\tR\x05\x65rror\"\xdd\x03\n\x0f\x43onnectResponse\x12\x32\n\x07history\x18\x01 \x01(\x0b\x32\x16.vigil.chat.v1.HistoryH\x00R\x07history\x12\x36\n\x07message\x18\x02 \x01(\x0b\x32\x1a.vigil.chat.v1.ChatMessageH\x00R\x07message\x12<\n\x0bpost_result\x18\x03 \x01(\x0b\x32\x19.vigil.chat.v1.PostResultH\x00R\npostResult\x12\x32\n\x07\x65ntered\x18\x04 \x01(\x0b\x32\x16.vigil.chat.v1.EnteredH\x00R\x07\x65ntered\x12/\n\x06\x65xited\x18\x05 \x01(\x0b\x32\x15.vigil.chat.v1.ExitedH\x00R\x06\x65xited\x12\x35\n\x06joined\x18\x06 \x01(\x0b\x32\x1b.vigil.chat.v1.MemberJoinedH\x00R\x06joined\x12/\n\x04left\x18\x07 \x01(\x0b\x32\x19.vigil.chat.v1.MemberLeftH\x00R\x04left\x12\x35\n\x08presence\x18\x08 \x01(\x0b\x32\x17.vigil.chat.v1.PresenceH\x00R\x08presence\x12\x14\n\x04pong\x18\t \x01(\x03H\x00R\x04pongB\x06\n\x04kind\"\x8a\x01\n\x12PostMessageRequest\x12\x12\n\x04room\x18\x01 \x01(\tR\x04room\x12\x17\n\x07user_id\x18\x02 \x01(\tR\x06userId\x12\x1a\n\x08username\x18\x03 \x01(\tR\x08username\x12\x12\n\x04\x62ody\x18\x04 \x01(\tR\x04\x62ody\x12\x17\n\x07post_id\x18\x05 \x01(\tR\x06postId\"K\n\x13PostMessageResponse\x12\x34\n\x07message\x18\x01 \x01(\x0b\x32\x1a.vigil.chat.v1.ChatMessageR\x07message\"\x8c\x01\n\x13ListMessagesRequest\x12\x12\n\x04room\x18\x01 \x01(\tR\x04room\x12\x14\n\x05limit\x18\x02 \x01(\x05R\x05limit\x12\x1b\n\x06\x62\x65\x66ore\x18\x03 \x01(\x03H\x00R\x06\x62\x65\x66ore\x88\x01\x01\x12\x19\n\x05since\x18\x04 \x01(\x03H\x01R\x05since\x88\x01\x01\x42\t\n\x07_beforeB\x08\n\x06_since\"g\n\x14ListMessagesResponse\x12\x36\n\x08messages\x18\x01 \x03(\x0b\x32\x1a.vigil.chat.v1.ChatMessageR\x08messages\x12\x17\n\x07last_id\x18\x02 \x01(\x03R\x06lastId\")\n\x13ListPresenceRequest\x12\x12\n\x04room\x18\x01 \x01(\tR\x04room\"a\n\x14ListPresenceResponse\x12/\n\x07members\x18\x01 \x03(\x0b\x32\x15.vigil.chat.v1.MemberR\x07members\x12\x18\n\x07version\x18\x02 \x01(\x03R\x07version2\xe3\x02\n\x0b\x43hatService\x12L\n\x07\x43onnect\x12\x1d.vigil.chat.v1.ConnectRequest\x1a\x1e.vigil.chat.v1.ConnectResponse(\x01\x30\x01\x12T\n\x0bPostMessage\x12!.vigil.chat.v1.PostMessageRequest\x1a\".vigil.chat.v1.PostMessageResponse\x12W\n\x0cListMessages\x12\".vigil.chat.v1.ListMessagesRequest\x1a#.vigil.chat.v1.ListMessagesResponse\x12W\n\x0cListPresence\x12\".vigil.chat.v1.ListPresenceRequest\x1a#.vigil.chat.v1.ListPresenceResponseB9Z7github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1;chatv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'vigil.chat.v1.chat_pb2', globals())
@@ -24,25 +24,43 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _CHATMESSAGE._serialized_start=43
   _CHATMESSAGE._serialized_end=153
   _JOIN._serialized_start=155
-  _JOIN._serialized_end=218
-  _POST._serialized_start=220
-  _POST._serialized_end=334
-  _CONNECTREQUEST._serialized_start=336
-  _CONNECTREQUEST._serialized_end=446
-  _HISTORY._serialized_start=449
-  _HISTORY._serialized_end=600
-  _POSTRESULT._serialized_start=602
-  _POSTRESULT._serialized_end=670
-  _CONNECTRESPONSE._serialized_start=673
-  _CONNECTRESPONSE._serialized_end=868
-  _POSTMESSAGEREQUEST._serialized_start=871
-  _POSTMESSAGEREQUEST._serialized_end=1009
-  _POSTMESSAGERESPONSE._serialized_start=1011
-  _POSTMESSAGERESPONSE._serialized_end=1086
-  _LISTMESSAGESREQUEST._serialized_start=1089
-  _LISTMESSAGESREQUEST._serialized_end=1229
-  _LISTMESSAGESRESPONSE._serialized_start=1231
-  _LISTMESSAGESRESPONSE._serialized_end=1334
-  _CHATSERVICE._serialized_start=1337
-  _CHATSERVICE._serialized_end=1603
+  _JOIN._serialized_end=246
+  _POST._serialized_start=248
+  _POST._serialized_end=362
+  _ENTER._serialized_start=364
+  _ENTER._serialized_end=455
+  _ENTERED._serialized_start=457
+  _ENTERED._serialized_end=545
+  _EXITED._serialized_start=547
+  _EXITED._serialized_end=608
+  _CONNECTREQUEST._serialized_start=611
+  _CONNECTREQUEST._serialized_end=811
+  _HISTORY._serialized_start=814
+  _HISTORY._serialized_end=1018
+  _MEMBER._serialized_start=1020
+  _MEMBER._serialized_end=1103
+  _PRESENCE._serialized_start=1105
+  _PRESENCE._serialized_end=1190
+  _MEMBERJOINED._serialized_start=1192
+  _MEMBERJOINED._serialized_end=1279
+  _MEMBERLEFT._serialized_start=1281
+  _MEMBERLEFT._serialized_end=1344
+  _POSTRESULT._serialized_start=1346
+  _POSTRESULT._serialized_end=1414
+  _CONNECTRESPONSE._serialized_start=1417
+  _CONNECTRESPONSE._serialized_end=1894
+  _POSTMESSAGEREQUEST._serialized_start=1897
+  _POSTMESSAGEREQUEST._serialized_end=2035
+  _POSTMESSAGERESPONSE._serialized_start=2037
+  _POSTMESSAGERESPONSE._serialized_end=2112
+  _LISTMESSAGESREQUEST._serialized_start=2115
+  _LISTMESSAGESREQUEST._serialized_end=2255
+  _LISTMESSAGESRESPONSE._serialized_start=2257
+  _LISTMESSAGESRESPONSE._serialized_end=2360
+  _LISTPRESENCEREQUEST._serialized_start=2362
+  _LISTPRESENCEREQUEST._serialized_end=2403
+  _LISTPRESENCERESPONSE._serialized_start=2405
+  _LISTPRESENCERESPONSE._serialized_end=2502
+  _CHATSERVICE._serialized_start=2505
+  _CHATSERVICE._serialized_end=2860
 # @@protoc_insertion_point(module_scope)

@@ -32,6 +32,11 @@ class ChatServiceStub(object):
                 request_serializer=vigil_dot_chat_dot_v1_dot_chat__pb2.ListMessagesRequest.SerializeToString,
                 response_deserializer=vigil_dot_chat_dot_v1_dot_chat__pb2.ListMessagesResponse.FromString,
                 )
+        self.ListPresence = channel.unary_unary(
+                '/vigil.chat.v1.ChatService/ListPresence',
+                request_serializer=vigil_dot_chat_dot_v1_dot_chat__pb2.ListPresenceRequest.SerializeToString,
+                response_deserializer=vigil_dot_chat_dot_v1_dot_chat__pb2.ListPresenceResponse.FromString,
+                )
 
 
 class ChatServiceServicer(object):
@@ -67,6 +72,15 @@ class ChatServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListPresence(self, request, context):
+        """ListPresence answers the members present in a room, in order of arrival, and the room's
+        presence version. Leases that ended are swept first, so the answer holds no member whose
+        last session lapsed. A room nobody is in answers none.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ChatServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -84,6 +98,11 @@ def add_ChatServiceServicer_to_server(servicer, server):
                     servicer.ListMessages,
                     request_deserializer=vigil_dot_chat_dot_v1_dot_chat__pb2.ListMessagesRequest.FromString,
                     response_serializer=vigil_dot_chat_dot_v1_dot_chat__pb2.ListMessagesResponse.SerializeToString,
+            ),
+            'ListPresence': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListPresence,
+                    request_deserializer=vigil_dot_chat_dot_v1_dot_chat__pb2.ListPresenceRequest.FromString,
+                    response_serializer=vigil_dot_chat_dot_v1_dot_chat__pb2.ListPresenceResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -146,5 +165,22 @@ class ChatService(object):
         return grpc.experimental.unary_unary(request, target, '/vigil.chat.v1.ChatService/ListMessages',
             vigil_dot_chat_dot_v1_dot_chat__pb2.ListMessagesRequest.SerializeToString,
             vigil_dot_chat_dot_v1_dot_chat__pb2.ListMessagesResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListPresence(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/vigil.chat.v1.ChatService/ListPresence',
+            vigil_dot_chat_dot_v1_dot_chat__pb2.ListPresenceRequest.SerializeToString,
+            vigil_dot_chat_dot_v1_dot_chat__pb2.ListPresenceResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
