@@ -48,8 +48,13 @@ var (
 const maxWait = 60 * time.Second
 
 // CancelWait bounds how long an acquire whose caller's context ended waits for the answer to
-// its cancel (which says whether a grant crossed it), and a give-back's release.
-const CancelWait = 5 * time.Second
+// its cancel (which says whether a grant crossed it). A live service answers a cancel within
+// milliseconds; a paused or cut-off one would otherwise add its whole silence to the caller's
+// deadline, so the wait is short and a grant that comes later is given back in the background.
+const CancelWait = time.Second
+
+// giveBackTimeout bounds the release that gives back a grant whose caller no longer waits.
+const giveBackTimeout = 5 * time.Second
 
 // Client calls the lock service over one session stream. Close it when done.
 type Client struct {

@@ -280,7 +280,7 @@ func (c *Client) waitOnce(ctx context.Context, req *locksv1.AcquireRequest) (*lo
 // giveBack releases the hold (its fencing token) granted to an acquire whose caller no longer
 // waits; a later hold of the same owner is left alone.
 func (c *Client) giveBack(req *locksv1.AcquireRequest, token int64) {
-	rctx, cancel := context.WithTimeout(context.Background(), c.cancelWait)
+	rctx, cancel := context.WithTimeout(context.Background(), giveBackTimeout)
 	defer cancel()
 	_, _ = c.call(rctx, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Release{Release: &locksv1.ReleaseRequest{
 		Resource: req.GetResource(), Owner: req.GetOwner(), FencingToken: &token}}})
