@@ -109,7 +109,8 @@ func (p *silentProxy) pipe(dst, src net.Conn) {
 func (p *silentProxy) silence() { close(p.silent) }
 
 // TestChatSurvivesASilentReplica: the replica holding the room's stream goes silent (its
-// connections stay open, nothing comes back: a paused process). Keepalive notices, the room
+// connections stay open, nothing comes back: a paused process). The bridge's heartbeat (a
+// ping unanswered) notices, the room
 // re-attaches to the other replica through its one reconnect loop, no socket closes, and every
 // message stored after the silence reaches every member once, in order.
 func TestChatSurvivesASilentReplica(t *testing.T) {
@@ -167,8 +168,12 @@ func TestChatSurvivesASilentReplica(t *testing.T) {
 			}
 		}
 	}
-	if n := len(gwLogs.events(map[string]any{"event": "chat_reattach"})); n < 1 {
-		t.Errorf("gateway re-attached %d times, want at least 1", n)
+	reattaches := gwLogs.events(map[string]any{"event": "chat_reattach"})
+	if len(reattaches) < 1 {
+		t.Errorf("gateway re-attached %d times, want at least 1", len(reattaches))
+	} else if e := fmt.Sprint(reattaches[0]["err"]); !strings.Contains(e, "went silent") {
+		// The bridge's heartbeat (ConnectRequest.ping), not keepalive, found the silence.
+		t.Errorf("first re-attach because %q, want the heartbeat's silence", e)
 	}
 	for _, w := range []*wsClient{ann, bob} {
 		select {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/vigil-dev/vigil/gateway/bridge"
 	"github.com/vigil-dev/vigil/gateway/socket"
@@ -53,7 +54,31 @@ func newChatRoom(b *Bridge) *chatRoom {
 	return &chatRoom{b: b, ready: make(chan struct{}), members: map[*chatMember]struct{}{}, pending: map[string]*pendingPost{}}
 }
 
-var _ bridge.Upstream = (*chatRoom)(nil)
+var (
+	_ bridge.Upstream = (*chatRoom)(nil)
+	_ bridge.Pinger   = (*chatRoom)(nil)
+)
+
+// Ping asks the service for a pong on the room's stream (the bridge's heartbeat): a replica
+// that stopped answering (paused, partitioned) is noticed in seconds. It may block behind a
+// stream held by flow control; the bridge calls it from a goroutine of its own.
+func (r *chatRoom) Ping() {
+	r.mu.Lock()
+	stream := r.stream
+	r.mu.Unlock()
+	if stream == nil {
+		return
+	}
+	r.sendMu.Lock()
+	defer r.sendMu.Unlock()
+	// A failed send shows as the stream's end.
+	_ = stream.Send(pingRequest())
+}
+
+// pingRequest is a heartbeat; its number (any, not 0) comes back in the pong.
+func pingRequest() *chatv1.ConnectRequest {
+	return &chatv1.ConnectRequest{Kind: &chatv1.ConnectRequest_Ping{Ping: time.Now().UnixNano()}}
+}
 
 // Broken logs a broken stream; the bridge re-attaches (to any replica) from the last
 // delivered id.
@@ -109,6 +134,9 @@ func (r *chatRoom) Attach(ctx context.Context) (answered bool, err error) {
 	r.applyHistory(h)
 	r.setStream(stream)
 	defer r.setStream(nil)
+	// One ping at once: its pong tells the bridge this service answers pings, so an idle
+	// room's silent stream is judged from now on.
+	r.Ping()
 	// Post results are handed over as they arrive, not queued behind the fan-out of the
 	// messages before them; messages go to the fan-out below, in order.
 	msgs := make(chan *chatv1.ChatMessage, 1024)
@@ -120,6 +148,10 @@ func (r *chatRoom) Attach(ctx context.Context) (answered bool, err error) {
 			if err != nil {
 				recvErr <- err
 				return
+			}
+			if resp.GetPong() != 0 {
+				r.Pong()
+				continue
 			}
 			r.Heard()
 			switch k := resp.Kind.(type) {
