@@ -43,7 +43,8 @@ const maxIdleWorkers = 64
 // it (that wake was 50–80 µs of a contended hand-off on a 2-core VM). A waiting acquire thus
 // holds up nothing else on the stream, and answers go out in the order they are ready. When the
 // stream breaks, the calls still running are cancelled: waiting acquires leave their queues
-// (the store gives back a lock granted to one meanwhile), and nothing held is released.
+// (the store gives back a lock granted to one meanwhile), a grant whose answer cannot be sent
+// is given back by its fencing token, and nothing else held is released.
 //
 // When the replica drains, the session ends cleanly (status OK) with a promise the client can
 // act on: every call it answered ran, and every call it did not answer did not run. Calls
@@ -297,8 +298,8 @@ func (ss *session) handle(ctx context.Context, c *call, req *locksv1.SessionRequ
 	code := codes.OK
 	if err != nil {
 		code = ss.fail(id, err)
-	} else {
-		ss.send(resp)
+	} else if !ss.send(resp) {
+		ss.srv.giveBack(ss.ctx, req.GetAcquire(), resp.GetAcquire())
 	}
 	ss.srv.metrics.SessionCall(kind, code, time.Since(start))
 }
@@ -311,13 +312,13 @@ func (ss *session) fail(id int64, err error) codes.Code {
 	return st.Code()
 }
 
-// send writes one answer. A failed send means the stream is gone; Session's return ends the
-// calls still running.
-func (ss *session) send(resp *locksv1.SessionResponse) {
+// send writes one answer and says whether it went out. A failed send means the stream is gone;
+// Session's return ends the calls still running.
+func (ss *session) send(resp *locksv1.SessionResponse) bool {
 	ss.sendMu.Lock()
 	defer ss.sendMu.Unlock()
 	if ss.closed || ss.ctx.Err() != nil {
-		return
+		return false
 	}
-	_ = ss.stream.Send(resp)
+	return ss.stream.Send(resp) == nil
 }

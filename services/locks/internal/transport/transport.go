@@ -45,7 +45,36 @@ func NewServer(a *app.App, log *slog.Logger, stopping context.Context, m *app.Me
 // Acquire implements LockService.Acquire.
 func (s *Server) Acquire(ctx context.Context, req *locksv1.AcquireRequest) (*locksv1.AcquireResponse, error) {
 	res, err := s.acquire(ctx, req)
+	if err == nil && ctx.Err() != nil {
+		// The caller left (or its deadline passed) as the lock was granted: it will not read
+		// the answer, so the grant is given back.
+		s.giveBack(ctx, req, res)
+		err = ctx.Err()
+	}
 	return res, s.status(ctx, err)
+}
+
+// giveBackTimeout bounds the release of a grant that could not be answered.
+const giveBackTimeout = 5 * time.Second
+
+// giveBack releases a grant its client will never learn of (the call or stream ended before the
+// answer went out: a replica resumed after a pause whose client gave up, say), by its fencing
+// token, so the lock is free at once instead of after its TTL, and a later hold of the same owner
+// is left alone.
+func (s *Server) giveBack(ctx context.Context, req *locksv1.AcquireRequest, a *locksv1.AcquireResponse) {
+	if !a.GetAcquired() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveBackTimeout)
+	defer cancel()
+	token := a.GetFencingToken()
+	if _, err := s.app.Release(ctx, req.GetResource(), req.GetOwner(), &token); err != nil {
+		s.log.Warn("a grant the client never received was not given back; it ends with its TTL",
+			"event", "lock_give_back_failed", "resource", req.GetResource(), "fencing_token", token, "err", err)
+		return
+	}
+	s.log.Info("gave back a grant the client never received", "event", "lock_given_back",
+		"resource", req.GetResource(), "fencing_token", token)
 }
 
 // Release implements LockService.Release.
