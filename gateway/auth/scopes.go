@@ -44,6 +44,7 @@ var routeScopes = map[string]string{
 	"POST /locks/{resource}/renew":   "locks:write",
 	// Chat.
 	"GET /chat/rooms/{room}/messages":  "chat:read",
+	"GET /chat/rooms/{room}/presence":  "chat:read",
 	"POST /chat/rooms/{room}/messages": "chat:write",
 	"GET /websocket":                   "chat:write",
 	// Lobby and practice rooms.

@@ -26,7 +26,7 @@ import (
 )
 
 // The chat domain: REST history and posts through grpc-gateway, and the WebSocket bridge
-// GET /websocket?room=&userId=&username=[&since=][&pack=1] (pack=1: a burst of frames may
+// GET /websocket?room=&userId=&username=[&since=][&pack=1][&presence=1] (pack=1: a burst of frames may
 // arrive as one frame of newline-separated JSON objects).
 //
 // Fan-out happens here, at the edge: the gateway keeps ONE Connect stream per room it has
@@ -42,9 +42,11 @@ type Bridge struct {
 	log     *slog.Logger
 	sockets *socket.Registry
 	lim     socket.Limits
-	// postPrefix makes this gateway's post ids unique; postSeq numbers them.
+	// postPrefix makes this gateway's post ids (and session ids) unique; postSeq numbers the
+	// posts, sessionSeq the sockets.
 	postPrefix string
 	postSeq    atomic.Uint64
+	sessionSeq atomic.Uint64
 	// joinTimeout bounds how long a new socket waits for its room's history.
 	joinTimeout time.Duration
 	// postTimeout bounds how long a post waits for the service to store it.
@@ -88,6 +90,8 @@ type chatQuery struct {
 	room, userID, username string
 	since                  *int64
 	pack                   bool
+	// presence: the socket also gets who is here (a presence frame, then join and leave).
+	presence bool
 }
 
 // parseChatQuery checks GET /websocket's query; the error's sentence is the 400's.
@@ -110,6 +114,13 @@ func parseChatQuery(q url.Values) (chatQuery, error) {
 	}
 	if err := input.Text("username", c.username, 1, chatUsernameMaxRune); err != nil {
 		return c, err
+	}
+	switch q.Get("presence") {
+	case "1":
+		c.presence = true
+	case "", "0":
+	default:
+		return c, errors.New("presence must be 1 (who is here, with join and leave frames) or 0.")
 	}
 	if s := q.Get("since"); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
@@ -146,7 +157,8 @@ func (b *Bridge) ServeSocket(w http.ResponseWriter, r *http.Request) {
 	if q.pack {
 		sock.PackBursts()
 	}
-	m := &chatMember{sock: sock, userID: q.userID, username: q.username}
+	m := &chatMember{sock: sock, userID: q.userID, username: q.username, presence: q.presence,
+		session: b.postPrefix + "s" + strconv.FormatUint(b.sessionSeq.Add(1), 36)}
 	// The handler returns now; the reader goroutine is the socket's only goroutine.
 	go b.serveMember(q.room, q.since, m)
 }
@@ -156,6 +168,10 @@ type chatMember struct {
 	sock     *socket.Conn
 	userID   string
 	username string
+	// session is the socket's id in the room's presence (Enter/Exit on the room's stream).
+	session string
+	// presence: the socket gets the presence frame and join/leave frames.
+	presence bool
 }
 
 // clientFrame is what a client sends.
@@ -215,10 +231,10 @@ func (b *Bridge) join(name string, since *int64, m *chatMember) (*chatRoom, erro
 	return r, nil
 }
 
-// leave removes m; the room's upstream stream ends with its last member.
+// leave removes m and closes its session; the room's upstream stream ends with its last
+// member, once the service has closed that member's session (a stream cancelled first could
+// leave it to its lease).
 func (b *Bridge) leave(r *chatRoom, m *chatMember) {
-	r.mu.Lock()
-	delete(r.members, m)
-	r.mu.Unlock()
+	r.exitMember(m)
 	b.rooms.Leave(r)
 }

@@ -39,8 +39,16 @@ func (r *chatRoom) addMember(m *chatMember, since *int64) error {
 			continue
 		}
 		m.sock.Send(historyFrame(entries))
+		if m.presence {
+			m.sock.Send(presenceFrame(r.presentLocked()))
+		}
 		r.members[m] = struct{}{}
+		stream := r.stream
 		r.mu.Unlock()
+		// Without a stream, the next one enters every member.
+		if stream != nil {
+			r.sendOn(stream, enterRequest(m))
+		}
 		return nil
 	}
 }

@@ -23,22 +23,37 @@ type pendingPost struct {
 // setStream makes s the stream posts go to (nil while detached), and re-sends the posts that
 // were waiting; their post ids make a repeat harmless.
 func (r *chatRoom) setStream(s chatv1.ChatService_ConnectClient) {
+	// The send lock is held from before the stream is set until the sessions are sent, so a
+	// socket's own Enter or Exit (sent once it sees the stream) comes after them.
+	r.sendMu.Lock()
+	defer r.sendMu.Unlock()
 	r.mu.Lock()
 	r.stream = s
 	var resend []*pendingPost
+	var sessions []*chatv1.ConnectRequest
 	if s != nil {
 		for _, p := range r.pending {
 			resend = append(resend, p)
 		}
+		// Sessions closed while detached, then every socket's session again (a re-attach).
+		for id := range r.exits {
+			sessions = append(sessions, exitRequest(id))
+		}
+		for m := range r.members {
+			sessions = append(sessions, enterRequest(m))
+		}
 	}
 	r.mu.Unlock()
+	for _, req := range sessions {
+		if err := s.Send(req); err != nil {
+			return
+		}
+	}
 	if len(resend) == 0 {
 		return
 	}
 	// In the order they were posted.
 	slices.SortFunc(resend, func(a, b *pendingPost) int { return cmp.Compare(a.seq, b.seq) })
-	r.sendMu.Lock()
-	defer r.sendMu.Unlock()
 	for _, p := range resend {
 		if err := s.Send(&chatv1.ConnectRequest{Kind: &chatv1.ConnectRequest_Post{Post: p.post}}); err != nil {
 			return

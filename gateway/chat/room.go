@@ -33,6 +33,14 @@ type chatRoom struct {
 	stream    chatv1.ChatService_ConnectClient // nil while detached
 	pending   map[string]*pendingPost
 	postRefs  uint64
+	// Who is here (presence.go): the members in order of arrival at pversion (presenceKnown
+	// once the first history carried them), the sessions whose exit the service has not
+	// confirmed, and the last sockets waiting for that confirmation.
+	present       []presentMember
+	pversion      int64
+	presenceKnown bool
+	exits         map[string]struct{}
+	exitWaiters   map[string]chan struct{}
 
 	sendMu sync.Mutex // serialises Send on the stream
 }
@@ -51,7 +59,8 @@ type chatEntry struct {
 const recentMin = 256
 
 func newChatRoom(b *Bridge) *chatRoom {
-	return &chatRoom{b: b, ready: make(chan struct{}), members: map[*chatMember]struct{}{}, pending: map[string]*pendingPost{}}
+	return &chatRoom{b: b, ready: make(chan struct{}), members: map[*chatMember]struct{}{}, pending: map[string]*pendingPost{},
+		exits: map[string]struct{}{}, exitWaiters: map[string]chan struct{}{}}
 }
 
 var (
@@ -113,7 +122,7 @@ func (r *chatRoom) Attach(ctx context.Context) (answered bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	join := &chatv1.Join{Room: r.Name()}
+	join := &chatv1.Join{Room: r.Name(), Presence: true}
 	r.mu.Lock()
 	if r.attached {
 		since := r.lastID
@@ -154,6 +163,9 @@ func (r *chatRoom) Attach(ctx context.Context) (answered bool, err error) {
 				continue
 			}
 			r.Heard()
+			if r.presenceChange(resp) {
+				continue
+			}
 			switch k := resp.Kind.(type) {
 			case *chatv1.ConnectResponse_Message:
 				select {
@@ -203,6 +215,9 @@ func (r *chatRoom) Attach(ctx context.Context) (answered bool, err error) {
 func (r *chatRoom) applyHistory(h *chatv1.History) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if h.GetPresence() != nil {
+		r.applyPresenceLocked(h.GetPresence())
+	}
 	if !r.attached {
 		r.attached = true
 		r.joinLimit = int(h.GetJoinLimit())
