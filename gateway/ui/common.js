@@ -115,7 +115,7 @@ export function setStatus(node, text, kind) {
 export class ChatPanel {
   /**
    * @param {HTMLElement} root where the panel goes
-   * @param {{room: string, userId: string, username: string, page?: boolean}} opts
+   * @param {{room: string, userId: string, username: string, page?: boolean, onPresence?: (f: object) => void}} opts
    */
   constructor(root, opts) {
     this.opts = opts;
@@ -144,6 +144,7 @@ export class ChatPanel {
     setStatus(this.status, this.lastId ? 'Reconnecting…' : 'Connecting…', 'warn');
     const ws = new WebSocket(socketURL('/websocket', {
       room: o.room, userId: o.userId, username: o.username, since: this.lastId || undefined,
+      presence: o.onPresence ? '1' : undefined,
     }));
     this.ws = ws;
     ws.onopen = () => {
@@ -177,6 +178,8 @@ export class ChatPanel {
       this.add(f);
     } else if (f.type === 'error') {
       this.error.textContent = f.error || 'The chat refused that message.';
+    } else if ((f.type === 'presence' || f.type === 'join' || f.type === 'leave') && this.opts.onPresence) {
+      this.opts.onPresence(f); // who is here (opts.onPresence asks for it: presence=1)
     }
   }
 
