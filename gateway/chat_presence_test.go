@@ -143,3 +143,33 @@ func TestChatPresenceBadInput(t *testing.T) {
 		t.Errorf("upgrade with presence=yes = %d %s, want 400 %q", res.StatusCode, body, want)
 	}
 }
+
+// TestChatPresenceSurvivesReplicaRestart: the chat replica holding the room's stream stops; the
+// gateway re-attaches on the other one and enters its sockets again, which is no leave and no
+// join: the next presence frame anyone gets is the next real change.
+func TestChatPresenceSurvivesReplicaRestart(t *testing.T) {
+	t.Parallel()
+	env := newChatEnv(t)
+	a := env.startChat(t, "", nil)
+	addrB := freeAddr(t)
+	// Only A runs, so the room's stream is on A.
+	gw := startGateway(t, Backends{Chat: a.addr + "," + addrB})
+	ann := dialChat(t, gw.URL, "room=restart&userId=ann&username=Ann&presence=1")
+	ann.nextOfType("history")
+	ann.nextOfType("presence")
+	expectPresence(t, ann, "join ann Ann")
+	bob := dialChat(t, gw.URL, "room=restart&userId=bob&username=Bob")
+	bob.nextOfType("history")
+	expectPresence(t, ann, "join bob Bob")
+	env.startChat(t, addrB, nil)
+
+	a.stop() // its streams end with UNAVAILABLE; the sessions stay under their leases
+	carol := dialChat(t, gw.URL, "room=restart&userId=carol&username=Carol")
+	carol.nextOfType("history") // served once the room is attached to B again
+	expectPresence(t, ann, "join carol Carol") // no leave or join of ann or bob before it
+	if got := restPresence(t, gw.URL, "restart"); got != "[ann@Ann bob@Bob carol@Carol]" {
+		t.Fatalf("GET presence after the restart = %s, want ann, bob, carol", got)
+	}
+	_ = bob.c.CloseNow()
+	expectPresence(t, ann, "leave bob")
+}
