@@ -165,7 +165,7 @@ func TestChatPresenceSurvivesReplicaRestart(t *testing.T) {
 
 	a.stop() // its streams end with UNAVAILABLE; the sessions stay under their leases
 	carol := dialChat(t, gw.URL, "room=restart&userId=carol&username=Carol")
-	carol.nextOfType("history") // served once the room is attached to B again
+	carol.nextOfType("history")                // served once the room is attached to B again
 	expectPresence(t, ann, "join carol Carol") // no leave or join of ann or bob before it
 	if got := restPresence(t, gw.URL, "restart"); got != "[ann@Ann bob@Bob carol@Carol]" {
 		t.Fatalf("GET presence after the restart = %s, want ann, bob, carol", got)
