@@ -119,16 +119,15 @@ func decodeLock(c restCall) lockAnswer {
 	return a
 }
 
-func pauseServing(t *testing.T, s *stack) {
-	s.up(2)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	suffix := strconv.FormatInt(time.Now().UnixNano()%1e12, 36)
-	const viewers, members = 30, 30
-
-	r := s.openRoom(ctx, t, "pause "+suffix, viewers)
-	chatRoom := "pause-" + suffix
-	chat := s.chatMembers(ctx, t, chatRoom, members)
+// warm opens a practice room with its leader and viewers and a chat room with members, both
+// named after prefix and a suffix of this run, and waits until the lobby counts every viewer,
+// every viewer has the leader's first sync and every member the first message.
+func (s *stack) warm(ctx context.Context, t *testing.T, prefix string, viewers, members int) (suffix string, r *roomClients, chatRoom string, chat []*sock) {
+	t.Helper()
+	suffix = strconv.FormatInt(time.Now().UnixNano()%1e12, 36)
+	r = s.openRoom(ctx, t, prefix+" "+suffix, viewers)
+	chatRoom = prefix + "-" + suffix
+	chat = s.chatMembers(ctx, t, chatRoom, members)
 	wait.For(t, "the lobby counting every viewer", func() error {
 		if n, c := s.viewerCount(ctx, r.code); n != viewers {
 			return fmt.Errorf("viewers %d (HTTP %d)", n, c.code)
@@ -143,6 +142,15 @@ func pauseServing(t *testing.T, s *stack) {
 		t.Fatalf("post: HTTP %d %s", c.code, c.body)
 	}
 	wait.For(t, "every member got the first message", func() error { return allGot(chat, "hello-"+suffix) })
+	return suffix, r, chatRoom, chat
+}
+
+func pauseServing(t *testing.T, s *stack) {
+	s.up(2)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const viewers, members = 30, 30
+	suffix, r, chatRoom, chat := s.warm(ctx, t, "pause", viewers, members)
 
 	// Locks held through the pause: no one else may get them, before, during or after.
 	held := map[string]float64{}
@@ -417,25 +425,8 @@ func pauseOnly(t *testing.T, s *stack) {
 	s.up(1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	suffix := strconv.FormatInt(time.Now().UnixNano()%1e12, 36)
 	const viewers, members = 10, 10
-	r := s.openRoom(ctx, t, "alone "+suffix, viewers)
-	chatRoom := "alone-" + suffix
-	chat := s.chatMembers(ctx, t, chatRoom, members)
-	wait.For(t, "the lobby counting every viewer", func() error {
-		if n, c := s.viewerCount(ctx, r.code); n != viewers {
-			return fmt.Errorf("viewers %d (HTTP %d)", n, c.code)
-		}
-		return nil
-	})
-	if err := r.sync(ctx, 1000); err != nil {
-		t.Fatal(err)
-	}
-	wait.For(t, "every viewer told the first sync", func() error { return allAt(r.viewers, 1000) })
-	if c, _ := s.post(ctx, chatRoom, "hello-"+suffix); c.code != 201 {
-		t.Fatalf("post: HTTP %d %s", c.code, c.body)
-	}
-	wait.For(t, "every member got the first message", func() error { return allGot(chat, "hello-"+suffix) })
+	suffix, r, chatRoom, chat := s.warm(ctx, t, "alone", viewers, members)
 
 	var paused []replica
 	for _, svc := range []string{"room", "chat", "locks"} {
