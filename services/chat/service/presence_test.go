@@ -17,6 +17,7 @@ import (
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/wait"
+	"github.com/vigil-dev/vigil/services/chat/internal/app"
 )
 
 // testClock is a replica's injected clock: the wall clock plus an offset the test moves, so a
@@ -344,4 +345,32 @@ func TestConnectPing(t *testing.T) {
 			t.Fatalf("ping %d answered %v, want pong %d", n, got, n)
 		}
 	}
+}
+
+// TestPresenceRenewalKeepsLargeRooms: a stream holding more sessions than one renewal script
+// carries (app.RenewBatch) renews every batch, so none of its members lapses.
+func TestPresenceRenewalKeepsLargeRooms(t *testing.T) {
+	t.Parallel()
+	const lease = 3 * time.Second
+	r := start(t, redistest.Prefix(t), Options{PresenceLease: lease})
+	c := client(t, r.addr)
+	gw, _, _ := attach(t, c, "big", false)
+	n := 2*app.RenewBatch + 1
+	for i := range n {
+		enterOn(t, gw, fmt.Sprintf("g.%d", i), fmt.Sprintf("u%d", i), "Dancer")
+	}
+	until := time.Now().Add(3 * lease)
+	wait.For(t, "three leases to pass with every member present", func() error {
+		res, err := c.ListPresence(context.Background(), &chatv1.ListPresenceRequest{Room: "big"})
+		if err != nil {
+			t.Fatalf("ListPresence = %v", err)
+		}
+		if got := len(res.GetMembers()); got != n {
+			t.Fatalf("ListPresence has %d members with the stream open, want %d", got, n)
+		}
+		if time.Now().Before(until) {
+			return fmt.Errorf("%v to go", time.Until(until))
+		}
+		return nil
+	})
 }

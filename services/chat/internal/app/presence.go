@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/vigil-dev/vigil/services/chat/internal/domain"
 )
@@ -51,6 +52,11 @@ func (at *Attachment) Exit(ctx context.Context, id string) error {
 	return err
 }
 
+// RenewBatch is how many sessions one renewal script carries. A script blocks Redis while it
+// runs: renewing 10,000 sessions in one call used 51 ms of Redis CPU, a batch of 500 uses
+// 3.5 ms (BenchmarkPresenceRenew), so other commands of the room's Redis wait no longer.
+const RenewBatch = 500
+
 // Renew sweeps the room's lapsed sessions and extends the leases of the attachment's. A session
 // of the attachment that lapsed meanwhile (a renewal came too late) is entered again, and one
 // that another stream holds now (re-attached there) is forgotten.
@@ -61,21 +67,23 @@ func (at *Attachment) Renew(ctx context.Context) error {
 	for id := range at.sessions {
 		ids = append(ids, id)
 	}
-	now := at.a.now()
-	missing, moved, err := at.a.store.Renew(ctx, at.room, at.holder, ids, now, now.Add(at.a.lease))
-	if err != nil {
-		return err
-	}
-	for _, id := range moved {
-		delete(at.sessions, id)
-	}
-	for _, id := range missing {
-		at.a.log.WarnContext(ctx, "chat session lapsed before its renewal; entering it again", "event", "presence_lapsed", "room", at.room, "session", id)
-		_, err := at.a.store.Enter(ctx, at.room, at.sessions[id], at.holder, now, now.Add(at.a.lease))
-		if errors.Is(err, domain.ErrSessionTaken) {
-			delete(at.sessions, id)
-		} else if err != nil {
+	for batch := range slices.Chunk(ids, RenewBatch) {
+		now := at.a.now()
+		missing, moved, err := at.a.store.Renew(ctx, at.room, at.holder, batch, now, now.Add(at.a.lease))
+		if err != nil {
 			return err
+		}
+		for _, id := range moved {
+			delete(at.sessions, id)
+		}
+		for _, id := range missing {
+			at.a.log.WarnContext(ctx, "chat session lapsed before its renewal; entering it again", "event", "presence_lapsed", "room", at.room, "session", id)
+			_, err := at.a.store.Enter(ctx, at.room, at.sessions[id], at.holder, now, now.Add(at.a.lease))
+			if errors.Is(err, domain.ErrSessionTaken) {
+				delete(at.sessions, id)
+			} else if err != nil {
+				return err
+			}
 		}
 	}
 	return nil
