@@ -5,25 +5,16 @@ import (
 	"errors"
 	"slices"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vigil-dev/vigil/pkg/clock/clocktest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/wait"
 )
-
-// fakeClock is an injected Options.Now that only moves when the test says so.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) Set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.t = t }
 
 // t0 is a whole-millisecond instant far from the real clock, so only the fake clock decides.
 var t0 = time.UnixMilli(1_900_000_000_000)
@@ -77,7 +68,7 @@ func TestSetReplacesGetAndDelete(t *testing.T) {
 func TestReplacedAlarmFiresOnceAtItsNewTime(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := &fakeClock{t: t0}
+	clock := clocktest.New(t0)
 	q, _ := testQueue(t, Options{Shards: 2, MaxSleep: 10 * time.Millisecond, Now: clock.Now})
 	rec := newRecorder(nil)
 	run(t, q, rec.handler())
@@ -112,7 +103,7 @@ func TestReplacedAlarmFiresOnceAtItsNewTime(t *testing.T) {
 func TestClaimLeasesOnlyDueAlarms(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := &fakeClock{t: t0}
+	clock := clocktest.New(t0)
 	const lease = 5 * time.Second
 	q, rdb := testQueue(t, Options{Shards: 1, Lease: lease, Now: clock.Now})
 	due := t0.Add(10 * time.Millisecond)
@@ -192,7 +183,7 @@ func TestClaimBatchLargerThanLuaUnpackLimit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	const n = 5000
-	clock := &fakeClock{t: t0}
+	clock := clocktest.New(t0)
 	q, rdb := testQueue(t, Options{Shards: 1, BatchSize: n, Now: clock.Now})
 	members := make([]redis.Z, n)
 	for i := range members {
@@ -275,7 +266,7 @@ func TestAckTouchesOnlyItsOwnBatch(t *testing.T) {
 func TestAttemptCountsStartAtTheSecondClaim(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := &fakeClock{t: t0}
+	clock := clocktest.New(t0)
 	const lease = 5 * time.Second
 	q, rdb := testQueue(t, Options{Shards: 1, Lease: lease, Now: clock.Now})
 	attempts := q.Keys(0).Attempts
@@ -316,7 +307,7 @@ func TestAttemptCountsStartAtTheSecondClaim(t *testing.T) {
 func TestInFlightCountFollowsEveryFlight(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := &fakeClock{t: t0}
+	clock := clocktest.New(t0)
 	const lease = 5 * time.Second
 	q, rdb := testQueue(t, Options{Shards: 1, Lease: lease, MaxRetries: 1, RetryBase: time.Second, Now: clock.Now})
 	k := q.Keys(0)
@@ -422,7 +413,7 @@ func TestInFlightCountFollowsEveryFlight(t *testing.T) {
 func TestDomainScriptsUseTheContract(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := &fakeClock{t: t0}
+	clock := clocktest.New(t0)
 	q, rdb := testQueue(t, Options{Shards: 1, Now: clock.Now})
 	arm := NewScript("arm.lua", `
 if not alarm_int(ARGV[2]) then return redis.error_reply('ERR arm.lua: want an integer due time') end

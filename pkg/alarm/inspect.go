@@ -127,45 +127,52 @@ func (q *Queue) Inspect(ctx context.Context, next int) (now time.Time, shards []
 // Alarm reads object id's alarm; ok is false when it has none.
 func (q *Queue) Alarm(ctx context.Context, id string) (a AlarmState, ok bool, err error) {
 	k := q.KeysOf(id)
-	var score *redis.FloatCmd
-	var attempts *redis.StringCmd
-	_, err = q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		score = p.ZScore(ctx, k.Alarms, id)
-		attempts = p.HGet(ctx, k.Attempts, id)
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	score, attempts, ok, err := q.entry(ctx, k.Alarms, k.Attempts, id)
+	if err != nil {
 		return AlarmState{}, false, fmt.Errorf("read alarm %q: %w", id, err)
 	}
-	if errors.Is(score.Err(), redis.Nil) {
+	if !ok {
 		return AlarmState{}, false, nil
 	}
-	a = stateOf(id, q.ShardOf(id), score.Val())
-	a.setAttempts(attempts.Val())
+	a = stateOf(id, q.ShardOf(id), score)
+	a.setAttempts(attempts)
 	return a, true, nil
 }
 
 // DeadLetter reads object id's dead letter; ok is false when it has none.
 func (q *Queue) DeadLetter(ctx context.Context, id string) (d DeadLetter, ok bool, err error) {
 	k := q.KeysOf(id)
-	var at *redis.FloatCmd
-	var info *redis.StringCmd
+	at, info, ok, err := q.entry(ctx, k.Dead, k.DeadInfo, id)
+	if err != nil {
+		return DeadLetter{}, false, fmt.Errorf("read dead letter %q: %w", id, err)
+	}
+	if !ok {
+		return DeadLetter{}, false, nil
+	}
+	d = DeadLetter{ID: id, Shard: q.ShardOf(id), At: time.UnixMilli(int64(at))}
+	if info != "" {
+		_ = json.Unmarshal([]byte(info), &d)
+	}
+	return d, true, nil
+}
+
+// entry reads id's score in the sorted set set and its field in the hash info, in one round
+// trip; ok is false when id is not in set.
+func (q *Queue) entry(ctx context.Context, set, info, id string) (score float64, field string, ok bool, err error) {
+	var z *redis.FloatCmd
+	var h *redis.StringCmd
 	_, err = q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		at = p.ZScore(ctx, k.Dead, id)
-		info = p.HGet(ctx, k.DeadInfo, id)
+		z = p.ZScore(ctx, set, id)
+		h = p.HGet(ctx, info, id)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return DeadLetter{}, false, fmt.Errorf("read dead letter %q: %w", id, err)
+		return 0, "", false, err
 	}
-	if errors.Is(at.Err(), redis.Nil) {
-		return DeadLetter{}, false, nil
+	if errors.Is(z.Err(), redis.Nil) {
+		return 0, "", false, nil
 	}
-	d = DeadLetter{ID: id, Shard: q.ShardOf(id), At: time.UnixMilli(int64(at.Val()))}
-	if raw := info.Val(); raw != "" {
-		_ = json.Unmarshal([]byte(raw), &d)
-	}
-	return d, true, nil
+	return z.Val(), h.Val(), true, nil
 }
 
 // stateOf reads an alarm's score: a whole ms is a due time set by the domain; a fractional one

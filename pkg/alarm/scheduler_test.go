@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vigil-dev/vigil/pkg/clock/clocktest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
@@ -309,7 +310,7 @@ func TestWakeUpHintsEndTheSchedulersSleep(t *testing.T) {
 	t.Parallel()
 	sleepAnHour := func(t *testing.T) (*Queue, redis.UniversalClient, *recorder, Options) {
 		t.Helper()
-		clock := &fakeClock{t: t0}
+		clock := clocktest.New(t0)
 		opts := Options{Shards: 1, MaxSleep: 2 * time.Hour, Now: clock.Now}
 		q, rdb := testQueue(t, opts)
 		ctx := context.Background()

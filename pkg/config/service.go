@@ -139,3 +139,19 @@ func Main(name string, run func(ctx context.Context) error) {
 		os.Exit(1)
 	}
 }
+
+// Serve is the whole of a service's main once its own flags are defined on fs: it defines the
+// flags every service shares (Service, with the service's default listen addresses), parses the
+// command line, and runs (Main, named after fs) the service build makes with the Core those
+// flags ask for until SIGINT or SIGTERM.
+func Serve[S interface{ Serve(context.Context) error }](fs *flag.FlagSet, grpcAddr, metricsAddr string, build func(ctx context.Context, core server.Core) (S, error)) {
+	common := Service(fs, grpcAddr, metricsAddr)
+	_ = fs.Parse(os.Args[1:])
+	Main(fs.Name(), func(ctx context.Context) error {
+		svc, err := build(ctx, common.Core())
+		if err != nil {
+			return err
+		}
+		return svc.Serve(ctx)
+	})
+}

@@ -99,6 +99,27 @@ func Target(t testing.TB) (url string, cluster []string) {
 	return URL(t), nil
 }
 
+// HashTag is the part of key Redis Cluster hashes to pick its slot: the first {...} with
+// something inside, else the whole key (the rule of the cluster specification). Tests use it to
+// check that the keys a script takes share one slot.
+func HashTag(key string) string {
+	for i := 0; i < len(key); i++ {
+		if key[i] != '{' {
+			continue
+		}
+		for j := i + 1; j < len(key); j++ {
+			if key[j] == '}' {
+				if j == i+1 {
+					return key
+				}
+				return key[i+1 : j]
+			}
+		}
+		return key
+	}
+	return key
+}
+
 // Cluster is a Redis Cluster of containers on the host network, listening on loopback only, so
 // that the test process reaches every node at the address the cluster announces.
 type Cluster struct {

@@ -1,36 +1,19 @@
-package redisx
+package redisx_test
 
 import (
 	"testing"
-)
 
-// slotKey is the part of key Redis Cluster hashes: the first {...} with something inside,
-// else the whole key (the rule of the cluster specification).
-func slotKey(key string) string {
-	for i := 0; i < len(key); i++ {
-		if key[i] != '{' {
-			continue
-		}
-		for j := i + 1; j < len(key); j++ {
-			if key[j] == '}' {
-				if j == i+1 {
-					return key
-				}
-				return key[i+1 : j]
-			}
-		}
-		return key
-	}
-	return key
-}
+	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/redisx"
+)
 
 func TestTagKeepsTheWholeNameInTheSlot(t *testing.T) {
 	names := []string{"orders/42", "a}b", "{x}", "}{", "%7D", "a%b", "日報", "{}"}
 	seen := map[string]string{}
 	for _, n := range names {
-		tag := Tag(n)
+		tag := redisx.Tag(n)
 		for _, key := range []string{"vigil:locks:" + tag + ":state", "vigil:locks:" + tag + ":waiters"} {
-			if got := slotKey(key); "{"+got+"}" != tag {
+			if got := redistest.HashTag(key); "{"+got+"}" != tag {
 				t.Errorf("key %q hashes %q, want the whole tag %q", key, got, tag)
 			}
 		}

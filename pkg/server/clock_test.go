@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vigil-dev/vigil/pkg/prom/promtest"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/wait"
@@ -140,21 +141,8 @@ func TestHealthzNamesASkewedClock(t *testing.T) {
 // gauge is the value of reg's gauge name for service.
 func gauge(t *testing.T, reg *prometheus.Registry, name, service string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "service" && l.GetValue() == service {
-					return m.GetGauge().GetValue()
-				}
-			}
-		}
+	for _, m := range promtest.Series(t, reg, name, map[string]string{"service": service}) {
+		return m.GetGauge().GetValue()
 	}
 	t.Fatalf("no %s{service=%q} in the registry", name, service)
 	return 0

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -107,4 +108,21 @@ func (c Core) Server(name string, store redis.UniversalClient) Options {
 		DrainTimeout: c.DrainTimeout, TLS: c.TLS, MaxInFlight: c.MaxInFlight,
 		Registerer: c.Registerer, Store: store, Clock: c.clock,
 	}
+}
+
+// Build is the start every service's New shares: it connects to c.Redis, makes the service on
+// that connection with build, and closes the connection again when build fails, so that no
+// failed start leaks it. name starts the connection's error; build's errors are returned as
+// they are.
+func Build[S any](ctx context.Context, c Core, name string, build func(rdb redis.UniversalClient) (S, error)) (S, error) {
+	rdb, err := redisx.Open(ctx, c.Redis)
+	if err != nil {
+		var none S
+		return none, fmt.Errorf("%s: %w", name, err)
+	}
+	s, err := build(rdb)
+	if err != nil {
+		_ = rdb.Close()
+	}
+	return s, err
 }

@@ -7,8 +7,10 @@ import (
 	"regexp"
 	"slices"
 	"sync"
+	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Registry is a prometheus.Registry that remembers the name of every family registered on it.
@@ -59,6 +61,36 @@ func (r *Registry) Missing(want ...string) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.DeleteFunc(slices.Clone(want), func(n string) bool { return r.names[n] })
+}
+
+// Series is every series of the family name that g gathers whose labels include all of labels
+// (label name → value), in the order g gives them; none when the family has no such series.
+func Series(t testing.TB, g prometheus.Gatherer, name string, labels map[string]string) []*dto.Metric {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatalf("gather metrics: %v", err)
+	}
+	var out []*dto.Metric
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			has := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				has[lp.GetName()] = lp.GetValue()
+			}
+			for k, v := range labels {
+				if has[k] != v {
+					continue series
+				}
+			}
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // ServerFamilies are the families every service documents (docs/OPERATIONS.md, Metrics):
