@@ -8,14 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	chatv1 "github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	"github.com/vigil-dev/vigil/services/chat/internal/app"
 )
@@ -39,19 +38,7 @@ type pstream struct {
 // History; cancel ends it as a broken connection would.
 func attach(t *testing.T, c chatv1.ChatServiceClient, room string, presence bool) (*pstream, *chatv1.History, context.CancelFunc) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	s, err := c.Connect(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Send(&chatv1.ConnectRequest{Kind: &chatv1.ConnectRequest_Join{Join: &chatv1.Join{Room: room, Presence: presence}}}); err != nil {
-		t.Fatal(err)
-	}
-	h := recv(t, s).GetHistory()
-	if h == nil {
-		t.Fatal("first response is not a history")
-	}
+	s, h, cancel := openStream(t, c, &chatv1.Join{Room: room, Presence: presence})
 	return &pstream{ChatService_ConnectClient: s}, h, cancel
 }
 
@@ -143,7 +130,7 @@ func expectChange(t *testing.T, s *pstream, want string) {
 func TestPresenceJoinsAndLeaves(t *testing.T) {
 	t.Parallel()
 	r := start(t, redistest.Prefix(t), Options{})
-	c := client(t, r.addr)
+	c := client(t, r.Addr)
 	obs, h, _ := attach(t, c, "lobby 1", true)
 	if p := h.GetPresence(); p == nil || p.GetVersion() != 0 || len(p.GetMembers()) != 0 {
 		t.Fatalf("History.presence of an empty room = %v, want none at v0", p)
@@ -191,7 +178,7 @@ func TestPresenceJoinsAndLeaves(t *testing.T) {
 func TestPresenceBadInput(t *testing.T) {
 	t.Parallel()
 	r := start(t, redistest.Prefix(t), Options{})
-	c := client(t, r.addr)
+	c := client(t, r.Addr)
 	gw, _, _ := attach(t, c, "r", true)
 	for _, tc := range []struct{ id, user, name, want string }{
 		{"", "u1", "Ann", "sessionId must be 1 to 128 characters of letters, digits, '_', '.', ':' or '-'."},
@@ -230,7 +217,7 @@ func TestPresenceReattachAfterReplicaRestart(t *testing.T) {
 	t.Parallel()
 	prefix := redistest.Prefix(t)
 	a, b := start(t, prefix, Options{}), start(t, prefix, Options{})
-	ca, cb := client(t, a.addr), client(t, b.addr)
+	ca, cb := client(t, a.Addr), client(t, b.Addr)
 	gw1, _, _ := attach(t, ca, "r", true) // gateway 1 on replica a
 	gw2, _, _ := attach(t, cb, "r", true) // gateway 2 on replica b
 	enterOn(t, gw1, "g1.1", "u1", "Ann")
@@ -244,8 +231,7 @@ func TestPresenceReattachAfterReplicaRestart(t *testing.T) {
 		}
 	}
 	// Replica a stops: gateway 1's stream ends with UNAVAILABLE, its sessions stay.
-	a.cancel()
-	a.done <- <-a.done // stopped; the cleanup reads it again
+	a.Drain(t)
 	for {
 		if _, err := gw1.Recv(); err != nil {
 			if status.Code(err) != codes.Unavailable {
@@ -287,11 +273,8 @@ func TestPresenceKilledGatewayLeavesAtLeaseEnd(t *testing.T) {
 	// A lease of an hour: no renewal tick (every 20 min) comes during the test, so the clock
 	// alone decides when the dead gateway's lease ends.
 	r := start(t, redistest.Prefix(t), withClock(clock, Options{PresenceLease: time.Hour}))
-	c := client(t, r.addr)
-	conn, err := grpc.NewClient(r.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := client(t, r.Addr)
+	conn := servertest.Dial(t, r.Addr)
 	doomed, _, _ := attach(t, chatv1.NewChatServiceClient(conn), "r", false)
 	obs, _, _ := attach(t, c, "r", true)
 	enterOn(t, doomed, "d.1", "u1", "Ann")
@@ -316,7 +299,7 @@ func TestPresenceRenewalKeepsSessions(t *testing.T) {
 	t.Parallel()
 	const lease = 600 * time.Millisecond
 	r := start(t, redistest.Prefix(t), Options{PresenceLease: lease})
-	c := client(t, r.addr)
+	c := client(t, r.Addr)
 	gw, _, _ := attach(t, c, "r", false)
 	enterOn(t, gw, "g.1", "u1", "Ann")
 	until := time.Now().Add(5 * lease)
@@ -336,7 +319,7 @@ func TestPresenceRenewalKeepsSessions(t *testing.T) {
 func TestConnectPing(t *testing.T) {
 	t.Parallel()
 	r := start(t, redistest.Prefix(t), Options{})
-	s, _, _ := attach(t, client(t, r.addr), "r", false)
+	s, _, _ := attach(t, client(t, r.Addr), "r", false)
 	for _, n := range []int64{1, 2, -7} {
 		if err := s.Send(&chatv1.ConnectRequest{Kind: &chatv1.ConnectRequest_Ping{Ping: n}}); err != nil {
 			t.Fatal(err)
@@ -353,7 +336,7 @@ func TestPresenceRenewalKeepsLargeRooms(t *testing.T) {
 	t.Parallel()
 	const lease = 3 * time.Second
 	r := start(t, redistest.Prefix(t), Options{PresenceLease: lease})
-	c := client(t, r.addr)
+	c := client(t, r.Addr)
 	gw, _, _ := attach(t, c, "big", false)
 	n := 2*app.RenewBatch + 1
 	for i := range n {

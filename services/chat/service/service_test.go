@@ -10,60 +10,55 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	chatv1 "github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1"
+	"github.com/vigil-dev/vigil/pkg/prom/promtest"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
-type replica struct {
-	addr   string
-	cancel context.CancelFunc
-	done   chan error
-}
-
-// start runs a chat replica on the test's Redis prefix.
-func start(t *testing.T, prefix string, o Options) *replica {
+// start runs a chat replica on the test's Redis prefix until the test ends.
+func start(t *testing.T, prefix string, o Options) *servertest.Running {
 	t.Helper()
 	o.Redis = redisx.Config{URL: redistest.URL(t)}
 	o.Prefix = prefix
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	svc, err := New(context.Background(), o)
-	if err != nil {
-		t.Fatalf("New = %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &replica{addr: svc.Addr().String(), cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- svc.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-r.done
-	})
-	return r
+	return servertest.StartService(t, "chat", New, o)
 }
 
 func client(t *testing.T, addr string) chatv1.ChatServiceClient {
 	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return chatv1.NewChatServiceClient(conn)
+	return chatv1.NewChatServiceClient(servertest.Dial(t, addr))
+}
+
+// Every metric family the service documents (docs/OPERATIONS.md) is registered on the
+// Registerer it is given, none on the process's default registry only.
+func TestEveryMetricOnTheGivenRegisterer(t *testing.T) {
+	t.Parallel()
+	servertest.CheckRegisterer(t, func(ctx context.Context, core server.Core) (server.Service, error) {
+		return New(ctx, Options{Core: core})
+	}, promtest.ServerFamilies...)
 }
 
 // connect opens a stream, joins room and returns the stream and its History.
 func connect(t *testing.T, c chatv1.ChatServiceClient, room string, since *int64) (chatv1.ChatService_ConnectClient, *chatv1.History) {
+	t.Helper()
+	s, h, _ := openStream(t, c, &chatv1.Join{Room: room, Since: since})
+	return s, h
+}
+
+// openStream opens a Connect stream, sends join and returns the stream with its History;
+// cancel ends the stream as a broken connection would (so does the test's end).
+func openStream(t *testing.T, c chatv1.ChatServiceClient, join *chatv1.Join) (chatv1.ChatService_ConnectClient, *chatv1.History, context.CancelFunc) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -71,7 +66,7 @@ func connect(t *testing.T, c chatv1.ChatServiceClient, room string, since *int64
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Send(&chatv1.ConnectRequest{Kind: &chatv1.ConnectRequest_Join{Join: &chatv1.Join{Room: room, Since: since}}}); err != nil {
+	if err := s.Send(&chatv1.ConnectRequest{Kind: &chatv1.ConnectRequest_Join{Join: join}}); err != nil {
 		t.Fatal(err)
 	}
 	first := recv(t, s)
@@ -79,7 +74,7 @@ func connect(t *testing.T, c chatv1.ChatServiceClient, room string, since *int64
 	if h == nil {
 		t.Fatalf("first response = %v, want a history", first)
 	}
-	return s, h
+	return s, h, cancel
 }
 
 func recv(t *testing.T, s chatv1.ChatService_ConnectClient) *chatv1.ConnectResponse {
@@ -116,7 +111,7 @@ func postOn(t *testing.T, s chatv1.ChatService_ConnectClient, ref, body string) 
 func TestConnectPostsAndHistory(t *testing.T) {
 	t.Parallel()
 	r := start(t, redistest.Prefix(t), Options{})
-	c := client(t, r.addr)
+	c := client(t, r.Addr)
 	s, h := connect(t, c, "room-a", nil)
 	if len(h.GetMessages()) != 0 || h.GetLastId() != 0 || h.GetJoinLimit() != 50 {
 		t.Fatalf("history of a new room = %v, want empty, last 0, join limit 50", h)
@@ -168,7 +163,7 @@ func TestConnectPostsAndHistory(t *testing.T) {
 func TestConnectRules(t *testing.T) {
 	t.Parallel()
 	r := start(t, redistest.Prefix(t), Options{})
-	c := client(t, r.addr)
+	c := client(t, r.Addr)
 	ctx := context.Background()
 	s, err := c.Connect(ctx)
 	if err != nil {
@@ -232,7 +227,7 @@ func TestConnectRules(t *testing.T) {
 func TestResumeSince(t *testing.T) {
 	t.Parallel()
 	r := start(t, redistest.Prefix(t), Options{HistoryKeep: 10, HistoryOnJoin: 3})
-	c := client(t, r.addr)
+	c := client(t, r.Addr)
 	ctx := context.Background()
 	for i := 1; i <= 12; i++ {
 		if _, err := c.PostMessage(ctx, &chatv1.PostMessageRequest{Room: "room-a", UserId: "u", Body: fmt.Sprint(i)}); err != nil {
@@ -268,7 +263,7 @@ func TestTwoReplicasFanOut(t *testing.T) {
 	t.Parallel()
 	prefix := redistest.Prefix(t)
 	a, b := start(t, prefix, Options{}), start(t, prefix, Options{})
-	ca, cb := client(t, a.addr), client(t, b.addr)
+	ca, cb := client(t, a.Addr), client(t, b.Addr)
 	sa, _ := connect(t, ca, "room-a", nil)
 	sb, _ := connect(t, cb, "room-a", nil)
 	ctx := context.Background()
@@ -306,17 +301,12 @@ func TestShutdownEndsStreams(t *testing.T) {
 	// A drain far longer than the test's own deadline: if the open stream held the drain,
 	// Serve would not return in time.
 	r := start(t, redistest.Prefix(t), Options{Core: server.Core{DrainTimeout: time.Hour}})
-	s, _ := connect(t, client(t, r.addr), "room-a", nil)
-	r.cancel()
+	s, _ := connect(t, client(t, r.Addr), "room-a", nil)
+	r.Cancel()
 	if _, err := s.Recv(); status.Code(err) != codes.Unavailable {
 		t.Fatalf("Recv after shutdown = %v, want Unavailable", err)
 	}
-	select {
-	case err := <-r.done:
-		r.done <- err
-	case <-time.After(wait.Deadline):
-		t.Fatal("Serve did not return after its context ended: the open stream held the drain")
-	}
+	r.Drain(t) // fails the test when the open stream holds the drain
 }
 
 // TestStoredPostsAreAnswered: a Connect stream that ends while its member keeps posting (here
@@ -328,7 +318,7 @@ func TestStoredPostsAreAnswered(t *testing.T) {
 	for round := range 5 {
 		room := fmt.Sprintf("round-%d", round)
 		r := start(t, prefix, Options{})
-		s, _ := connect(t, client(t, r.addr), room, nil)
+		s, _ := connect(t, client(t, r.Addr), room, nil)
 		go func() {
 			for i := 0; ; i++ {
 				p := &chatv1.Post{Ref: fmt.Sprint(i), PostId: fmt.Sprint(i), UserId: "u", Body: "x"}
@@ -352,17 +342,14 @@ func TestStoredPostsAreAnswered(t *testing.T) {
 				}
 				answered[pr.GetId()] = true
 				if len(answered) == 20 {
-					r.cancel() // shut down while posts keep coming
+					r.Cancel() // shut down while posts keep coming
 				}
 			}
 		}
-		if err := <-r.done; err != nil {
-			t.Fatalf("round %d: Serve = %v", round, err)
-		}
-		r.done <- nil
+		r.Drain(t)
 
 		// Read the log back through a fresh replica.
-		list, err := client(t, start(t, prefix, Options{}).addr).ListMessages(context.Background(),
+		list, err := client(t, start(t, prefix, Options{}).Addr).ListMessages(context.Background(),
 			&chatv1.ListMessagesRequest{Room: room, Limit: 1000})
 		if err != nil {
 			t.Fatal(err)

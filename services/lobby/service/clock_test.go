@@ -6,12 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
-	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	"github.com/vigil-dev/vigil/services/lobby/service"
@@ -37,24 +33,10 @@ func TestSkewedReplicaPrunesNoRoomEarly(t *testing.T) {
 			t.Parallel()
 			prefix := redistest.Prefix(t)
 			start := func(base func() time.Time) lobbyv1.LobbyServiceClient {
-				ctx, cancel := context.WithCancel(context.Background())
-				svc, err := service.New(ctx, service.Options{
-					Core:    server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Now: base, DisciplineClock: true},
+				return serve(t, service.Options{
+					Core:    server.Core{Prefix: prefix, Now: base, DisciplineClock: true},
 					IdleTTL: idleTTL, PruneGrace: grace,
 				})
-				if err != nil {
-					cancel()
-					t.Fatalf("lobby did not start: %v", err)
-				}
-				done := make(chan error, 1)
-				go func() { done <- svc.Serve(ctx) }()
-				t.Cleanup(func() { cancel(); <-done })
-				conn, err := grpc.NewClient(svc.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = conn.Close() })
-				return lobbyv1.NewLobbyServiceClient(conn)
 			}
 			replicas := map[string]lobbyv1.LobbyServiceClient{"in step": start(time.Now), "skewed": start(func() time.Time { return time.Now().Add(skew) })}
 			deadlines := map[string]time.Time{} // room code → last activity + TTL + grace

@@ -7,27 +7,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
+	"github.com/vigil-dev/vigil/pkg/prom/promtest"
 )
 
+// counterValue is the value of the first series of the counter name in the default registry
+// that carries labels, or 0 when there is none yet.
 func counterValue(t *testing.T, name string, labels map[string]string) float64 {
 	t.Helper()
-	mfs, err := prometheus.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if want, ok := labels[lp.GetName()]; ok && want != lp.GetValue() {
-					continue series
-				}
-			}
-			return m.GetCounter().GetValue()
-		}
+	for _, m := range promtest.Series(t, prometheus.DefaultGatherer, name, labels) {
+		return m.GetCounter().GetValue()
 	}
 	return 0
 }

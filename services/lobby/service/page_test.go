@@ -6,40 +6,24 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
+	"github.com/vigil-dev/vigil/pkg/clock/clocktest"
 	"github.com/vigil-dev/vigil/pkg/redistest"
-	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/services/lobby/service"
 )
 
 // replica starts another Lobby replica on prefix with clk, as start does.
-func replica(t *testing.T, prefix string, clk *clock) lobbyv1.LobbyServiceClient {
+func replica(t *testing.T, prefix string, clk *clocktest.Manual) lobbyv1.LobbyServiceClient {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	svc, err := service.New(ctx, service.Options{
-		Core:    server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Now: clk.Now},
+	return serve(t, service.Options{
+		Core:    server.Core{Prefix: prefix, Now: clk.Now},
 		IdleTTL: time.Minute, PruneGrace: 30 * time.Second,
 	})
-	if err != nil {
-		cancel()
-		t.Fatalf("lobby did not start: %v", err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- svc.Serve(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	conn, err := grpc.NewClient(svc.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return lobbyv1.NewLobbyServiceClient(conn)
 }
 
 // page asks for one page and fails the test on an error.
@@ -79,7 +63,7 @@ func TestPageSizeDefaultsTo50(t *testing.T) {
 func TestPagingUnderChurn(t *testing.T) {
 	t.Parallel()
 	_, prefix := redistest.Client(t)
-	clk := &clock{t: time.UnixMilli(1_800_000_000_000)}
+	clk := clocktest.New(time.UnixMilli(1_800_000_000_000))
 	a, b := replica(t, prefix, clk), replica(t, prefix, clk)
 	ctx := context.Background()
 	var rooms []string

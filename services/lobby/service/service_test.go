@@ -2,61 +2,48 @@ package service_test
 
 import (
 	"context"
-	"sync"
+	"slices"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
+	"github.com/vigil-dev/vigil/pkg/clock/clocktest"
+	"github.com/vigil-dev/vigil/pkg/prom/promtest"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/services/lobby/service"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
-// clock is a settable test clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // start runs a lobby with a 1 min idle TTL and 30 s grace on a test clock.
-func start(t *testing.T) (lobbyv1.LobbyServiceClient, *clock) {
+func start(t *testing.T) (lobbyv1.LobbyServiceClient, *clocktest.Manual) {
 	t.Helper()
 	_, prefix := redistest.Client(t)
-	clk := &clock{t: time.UnixMilli(1_800_000_000_000)}
-	ctx, cancel := context.WithCancel(context.Background())
-	svc, err := service.New(ctx, service.Options{
-		Core:    server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Now: clk.Now},
-		IdleTTL: time.Minute, PruneGrace: 30 * time.Second,
-	})
-	if err != nil {
-		cancel()
-		t.Fatalf("lobby did not start: %v", err)
-	}
-	addr := svc.Addr().String()
-	done := make(chan error, 1)
-	go func() { done <- svc.Serve(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return lobbyv1.NewLobbyServiceClient(conn), clk
+	clk := clocktest.New(time.UnixMilli(1_800_000_000_000))
+	return replica(t, prefix, clk), clk
+}
+
+// serve runs a Lobby replica with o on the test's Redis until the test ends and returns a
+// client of it.
+func serve(t *testing.T, o service.Options) lobbyv1.LobbyServiceClient {
+	t.Helper()
+	o.Redis = redisx.Config{URL: redistest.URL(t)}
+	return lobbyv1.NewLobbyServiceClient(servertest.Dial(t, servertest.StartService(t, "lobby", service.New, o).Addr))
+}
+
+// Every metric family the service documents (docs/OPERATIONS.md) is registered on the
+// Registerer it is given, none on the process's default registry only.
+func TestEveryMetricOnTheGivenRegisterer(t *testing.T) {
+	t.Parallel()
+	servertest.CheckRegisterer(t, func(ctx context.Context, core server.Core) (server.Service, error) {
+		return service.New(ctx, service.Options{Core: core})
+	}, slices.Concat(promtest.ServerFamilies, []string{"vigil_lobby_occupancy_updates_total"})...)
 }
 
 func create(t *testing.T, c lobbyv1.LobbyServiceClient, name string) *lobbyv1.CreateRoomResponse {

@@ -8,33 +8,19 @@ import (
 
 	adminv1 "github.com/vigil-dev/vigil/pkg/api/vigil/admin/v1"
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
+	"github.com/vigil-dev/vigil/pkg/prom/promtest"
 )
 
 // histogramCount is how many observations a histogram series holds in the default registry;
 // labels are name, value pairs the series must all carry.
 func histogramCount(t *testing.T, name string, labels ...string) uint64 {
 	t.Helper()
-	mfs, err := prometheus.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
+	want := map[string]string{}
+	for i := 0; i+1 < len(labels); i += 2 {
+		want[labels[i]] = labels[i+1]
 	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			has := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				has[lp.GetName()] = lp.GetValue()
-			}
-			match := true
-			for i := 0; i+1 < len(labels); i += 2 {
-				match = match && has[labels[i]] == labels[i+1]
-			}
-			if match {
-				return m.GetHistogram().GetSampleCount()
-			}
-		}
+	for _, m := range promtest.Series(t, prometheus.DefaultGatherer, name, want) {
+		return m.GetHistogram().GetSampleCount()
 	}
 	return 0
 }

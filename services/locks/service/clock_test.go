@@ -12,6 +12,7 @@ import (
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/services/locks/service"
 )
 
@@ -41,7 +42,7 @@ func TestSkewedReplicaGrantsNoLockEarly(t *testing.T) {
 				Redis: redisx.Config{URL: redistest.URL(t), Timeout: testRedisTimeout}, Prefix: prefix,
 				Logger: testLogger(t), Registerer: prometheus.NewRegistry(), Now: base, DisciplineClock: true,
 			}, Shards: 4, AlarmMaxSleep: 20 * time.Millisecond})
-			return locksv1.NewLockServiceClient(dial(t, addr))
+			return locksv1.NewLockServiceClient(servertest.Dial(t, addr))
 		}
 		inStep := replica(time.Now)
 		skewed := replica(func() time.Time { return time.Now().Add(skew) })

@@ -14,6 +14,7 @@ import (
 
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
 	"github.com/vigil-dev/vigil/pkg/lockclient"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 )
 
 // lockInput and lockOutput are one call of the contention history.
@@ -123,7 +124,7 @@ func sessionOps(c *lockclient.Client, resource, owner string) lockOps {
 func TestMutualExclusionUnderContention(t *testing.T) {
 	t.Parallel()
 	e := startLocks(t)
-	conns := []locksv1.LockServiceClient{e.locks, locksv1.NewLockServiceClient(dial(t, e.addr)), locksv1.NewLockServiceClient(dial(t, e.addr))}
+	conns := []locksv1.LockServiceClient{e.locks, locksv1.NewLockServiceClient(servertest.Dial(t, e.addr)), locksv1.NewLockServiceClient(servertest.Dial(t, e.addr))}
 	checkContention(t, func(c int) lockOps {
 		return unaryOps(conns[c%len(conns)], "contended", fmt.Sprintf("client-%d", c))
 	})
@@ -134,7 +135,7 @@ func TestMutualExclusionUnderContention(t *testing.T) {
 func TestMutualExclusionUnderContentionOverSessions(t *testing.T) {
 	t.Parallel()
 	e := startLocks(t)
-	clients := []*lockclient.Client{lockclient.New(dial(t, e.addr)), lockclient.New(dial(t, e.addr)), lockclient.New(dial(t, e.addr))}
+	clients := []*lockclient.Client{lockclient.New(servertest.Dial(t, e.addr)), lockclient.New(servertest.Dial(t, e.addr)), lockclient.New(servertest.Dial(t, e.addr))}
 	for _, c := range clients {
 		t.Cleanup(func() { _ = c.Close() })
 	}

@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -10,13 +11,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
+	"github.com/vigil-dev/vigil/pkg/clock/clocktest"
+	"github.com/vigil-dev/vigil/pkg/prom/promtest"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
-	"github.com/vigil-dev/vigil/pkg/wait"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/services/locks/service"
 )
 
@@ -71,52 +73,31 @@ func startLocks(t *testing.T, edit ...func(*service.Options)) *env {
 		e(&o)
 	}
 	addr := run(t, o)
-	return &env{addr: addr, conn: dial(t, addr), locks: locksv1.NewLockServiceClient(dial(t, addr)), rdb: rdb, prefix: prefix}
+	return &env{addr: addr, conn: servertest.Dial(t, addr), locks: locksv1.NewLockServiceClient(servertest.Dial(t, addr)), rdb: rdb, prefix: prefix}
 }
 
 // run starts the service with o and stops it (waiting for its drain) when the test ends.
 func run(t *testing.T, o service.Options) string {
 	t.Helper()
-	addr, stop := runStoppable(t, o)
-	t.Cleanup(stop)
+	addr, _ := runStoppable(t, o)
 	return addr
 }
 
-// runStoppable starts the service with o; stop ends it and waits for its drain.
+// runStoppable starts the service with o; stop ends it and waits for its drain (as the test's
+// end does when it was not called).
 func runStoppable(t *testing.T, o service.Options) (addr string, stop func()) {
 	t.Helper()
-	svc, err := service.New(context.Background(), o)
-	if err != nil {
-		t.Fatalf("service.New: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- svc.Serve(ctx) }()
-	addr = svc.Addr().String()
-	var once sync.Once
-	return addr, func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Serve returned %v after its context ended", err)
-				}
-			case <-time.After(wait.Deadline):
-				t.Errorf("lock service did not stop within %v", wait.Deadline)
-			}
-		})
-	}
+	s := servertest.StartService(t, "locks", service.New, o)
+	return s.Addr, func() { s.Drain(t) }
 }
 
-func dial(t *testing.T, addr string) *grpc.ClientConn {
-	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return conn
+// Every metric family the service documents (docs/OPERATIONS.md) is registered on the
+// Registerer it is given, none on the process's default registry only.
+func TestEveryMetricOnTheGivenRegisterer(t *testing.T) {
+	t.Parallel()
+	servertest.CheckRegisterer(t, func(ctx context.Context, core server.Core) (server.Service, error) {
+		return service.New(ctx, service.Options{Core: core})
+	}, slices.Concat(promtest.ServerFamilies, promtest.AlarmFamilies, []string{"vigil_lock_wait_seconds", "vigil_lock_hold_seconds", "vigil_lock_session_call_seconds"})...)
 }
 
 // queueLen counts resource's queued waiters, read straight from Redis.
@@ -144,21 +125,12 @@ func (e *env) queue(t *testing.T, resource string) []string {
 
 func ms(v int64) *int64 { return &v }
 
-// testClock is a settable clock for the service (lease ends, waiter deadlines, alarms), so
-// tests drive lock timing without depending on how fast the machine is.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newTestClock() *testClock { return &testClock{now: time.UnixMilli(1_800_000_000_000)} }
-
-func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *testClock) Advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.now = c.now.Add(d) }
-
 // withClock runs the service on clk, with a scheduler that looks for due alarms often.
-func withClock(clk *testClock) func(*service.Options) {
+// newTestClock is a clock for the service (lease ends, waiter deadlines, alarms), so tests
+// drive lock timing without depending on how fast the machine is.
+func newTestClock() *clocktest.Manual { return clocktest.New(time.UnixMilli(1_800_000_000_000)) }
+
+func withClock(clk *clocktest.Manual) func(*service.Options) {
 	return func(o *service.Options) {
 		o.Now = clk.Now
 		o.AlarmMaxSleep = 20 * time.Millisecond

@@ -84,13 +84,13 @@ func TestExpiryByAlarm(t *testing.T) {
 	if !a.GetAcquired() {
 		t.Fatalf("Acquire(lease, sleepy) = %v", a)
 	}
-	clk.Advance(199 * time.Millisecond)
+	clk.Add(199 * time.Millisecond)
 	if g, err := e.locks.Get(ctx, &locksv1.GetRequest{Resource: "lease"}); err != nil || g.GetOwner() != "sleepy" {
 		t.Fatalf("Get(lease) 1 ms before its expiry = %v, %v; want held by sleepy", g, err)
 	}
 	// The holder stops renewing and its lease ends. The alarm alone must free the lock: watch
 	// the key go, without any call that would settle it.
-	clk.Advance(time.Millisecond)
+	clk.Add(time.Millisecond)
 	wait.Until(t, "the expiry alarm to delete the lock", func() bool {
 		n, err := e.rdb.Exists(ctx, lockKey(t, e, "lease")).Result()
 		return err == nil && n == 0

@@ -9,6 +9,7 @@ import (
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/services/locks/service"
 )
 
@@ -19,7 +20,7 @@ func TestTokensAndLocksSurviveRedisRestart(t *testing.T) {
 		return service.Options{Core: server.Core{Redis: redisx.Config{URL: srv.URL(t), Timeout: testRedisTimeout}, Prefix: "restart", Logger: slog.New(slog.DiscardHandler)}, Shards: 4}
 	}
 	addr, stop := runStoppable(t, opts())
-	c := locksv1.NewLockServiceClient(dial(t, addr))
+	c := locksv1.NewLockServiceClient(servertest.Dial(t, addr))
 	var maxToken int64
 	for i := range 5 {
 		owner := []string{"a", "b", "c", "d", "e"}[i]
@@ -37,7 +38,7 @@ func TestTokensAndLocksSurviveRedisRestart(t *testing.T) {
 
 	addr, stop = runStoppable(t, opts())
 	defer stop()
-	c = locksv1.NewLockServiceClient(dial(t, addr))
+	c = locksv1.NewLockServiceClient(servertest.Dial(t, addr))
 	res := acquire(t, c, "fenced", "after", 30000, 0)
 	if !res.GetAcquired() || res.GetFencingToken() <= maxToken {
 		t.Errorf("Acquire(fenced) after restart = %v, want acquired with token > %d (issued before the restart)", res, maxToken)

@@ -16,6 +16,7 @@ import (
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	"github.com/vigil-dev/vigil/services/locks/service"
 )
@@ -302,7 +303,7 @@ func TestSessionWaitersServedInArrivalOrder(t *testing.T) {
 	owners := []string{"s1", "s2", "s3", "s4", "s5"}
 	answers := make([]chan *locksv1.SessionResponse, len(owners))
 	for i, o := range owners {
-		s := openSession(t, locksv1.NewLockServiceClient(dial(t, e.addr)))
+		s := openSession(t, locksv1.NewLockServiceClient(servertest.Dial(t, e.addr)))
 		_, answers[i] = s.start(t, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Acquire{Acquire: &locksv1.AcquireRequest{
 			Resource: "fifo", Owner: o, TtlMs: ms(30000), WaitMs: ms(60000)}}})
 		wait.Until(t, o+" queued", func() bool { return e.queueLen(t, "fifo") == int64(i+1) })
@@ -336,7 +337,7 @@ func TestDrainingReplicaEndsSessions(t *testing.T) {
 	o := service.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t), Timeout: testRedisTimeout}, Prefix: e.prefix, Logger: testLogger(t)}, Shards: 4}
 	addr, stop := runStoppable(t, o)
 	acquire(t, e.locks, "drain-session", "holder", 30000, 0)
-	s := openSession(t, locksv1.NewLockServiceClient(dial(t, addr)))
+	s := openSession(t, locksv1.NewLockServiceClient(servertest.Dial(t, addr)))
 	if a := s.do(t, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Acquire{Acquire: &locksv1.AcquireRequest{Resource: "drain-ran", Owner: "w"}}}); !a.GetAcquire().GetAcquired() {
 		t.Fatalf("acquire of a free lock on the session = %v, want acquired", a)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	"github.com/vigil-dev/vigil/services/locks/service"
 )
@@ -138,7 +139,7 @@ func TestWaiterGetsLockAtExpiry(t *testing.T) {
 	}()
 	wait.Until(t, "the waiter queued", func() bool { return e.queueLen(t, "handoff") == 1 })
 
-	clk.Advance(299 * time.Millisecond)
+	clk.Add(299 * time.Millisecond)
 	if g, err := e.locks.Get(context.Background(), &locksv1.GetRequest{Resource: "handoff"}); err != nil || g.GetOwner() != "sleepy" {
 		t.Fatalf("Get(handoff) 1 ms before the lease ends = %v, %v; want still sleepy's", g, err)
 	}
@@ -149,7 +150,7 @@ func TestWaiterGetsLockAtExpiry(t *testing.T) {
 	}
 	// The lease ends; the holder never comes back. Only the expiry alarm (or a settling call,
 	// and none is made) hands the lock over.
-	clk.Advance(time.Millisecond)
+	clk.Add(time.Millisecond)
 	res := <-got
 	if !res.GetAcquired() || res.GetFencingToken() <= h.GetFencingToken() {
 		t.Fatalf("waiting Acquire = %v, want acquired with token > %d", res, h.GetFencingToken())
@@ -164,7 +165,7 @@ func TestDrainingReplicaSendsWaitersAway(t *testing.T) {
 	rdbEnv := startLocks(t) // a second replica on the same keys, which outlives the first
 	o := service.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t), Timeout: testRedisTimeout}, Prefix: rdbEnv.prefix, Logger: slog.New(slog.DiscardHandler)}, Shards: 4}
 	addr, stop := runStoppable(t, o)
-	c := locksv1.NewLockServiceClient(dial(t, addr))
+	c := locksv1.NewLockServiceClient(servertest.Dial(t, addr))
 	acquire(t, rdbEnv.locks, "drain", "holder", 30000, 0)
 
 	errc := make(chan error, 1)

@@ -4,9 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	adminv1 "github.com/vigil-dev/vigil/pkg/api/vigil/admin/v1"
@@ -14,6 +12,7 @@ import (
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 )
 
 // TestAdminLooksUpAReservationAndItsAlarm checks the admin service the reservations service
@@ -23,12 +22,7 @@ func TestAdminLooksUpAReservationAndItsAlarm(t *testing.T) {
 	_, prefix := redistest.Universal(t)
 	url, cluster := redistest.Target(t) // a Redis Cluster when VIGIL_TEST_REDIS_CLUSTER is set
 	ctx := context.Background()
-	addr := start(t, Options{Core: server.Core{Redis: redisx.Config{URL: url, ClusterAddrs: cluster}, Prefix: prefix}})
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := servertest.Dial(t, start(t, Options{Core: server.Core{Redis: redisx.Config{URL: url, ClusterAddrs: cluster}, Prefix: prefix}}))
 
 	created, err := reservationsv1.NewReservationServiceClient(conn).CreateReservation(ctx,
 		&reservationsv1.CreateReservationRequest{ReservationId: "seat-1", TtlSeconds: 60})

@@ -1,69 +1,24 @@
 package service
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
+	"github.com/vigil-dev/vigil/pkg/clock/clocktest"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 )
-
-// lines is an AlarmLog that keeps what the service wrote.
-type lines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lines) all() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(l.buf.Bytes()))
-	for sc.Scan() {
-		out = append(out, sc.Text())
-	}
-	return out
-}
-
-// clock is an injected Options.Now that moves only when the test says so.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.t = t }
-
-func client(t *testing.T, addr string) reservationsv1.ReservationServiceClient {
-	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return reservationsv1.NewReservationServiceClient(conn)
-}
 
 // TestAlarmLogLines lets a hold expire through the scheduler and reads the reservation-alarm
 // lines the service wrote: a start line and a done line, each opening with the seed lab's exact
@@ -74,8 +29,8 @@ func TestAlarmLogLines(t *testing.T) {
 	_, prefix := redistest.Universal(t)
 	url, cluster := redistest.Target(t)
 	t0 := time.UnixMilli(1_900_000_000_000)
-	clk := &clock{t: t0}
-	var log lines
+	clk := clocktest.New(t0)
+	var log servertest.LogBuffer
 	addr := start(t, Options{Core: server.Core{Redis: redisx.Config{URL: url, ClusterAddrs: cluster}, Prefix: prefix, Now: clk.Now}, AlarmLog: &log})
 	rs := client(t, addr)
 	ctx := context.Background()
@@ -83,9 +38,9 @@ func TestAlarmLogLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Set(t0.Add(5*time.Second + 7*time.Millisecond)) // the handler runs 7 ms after the due time
-	wait.Until(t, "the done line", func() bool { return strings.Contains(strings.Join(log.all(), "\n"), `"phase":"done"`) })
+	wait.Until(t, "the done line", func() bool { return strings.Contains(strings.Join(log.Lines(), "\n"), `"phase":"done"`) })
 
-	got := log.all()
+	got := log.Lines()
 	if len(got) != 2 {
 		t.Fatalf("alarm lines = %q, want a start and a done line", got)
 	}

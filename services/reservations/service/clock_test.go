@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
@@ -31,16 +29,10 @@ func TestSkewedReplicaExpiresNoHoldEarly(t *testing.T) {
 			t.Parallel()
 			prefix := fmt.Sprintf("%s-%d", prefix, skew/time.Second)
 			replica := func(base func() time.Time) reservationsv1.ReservationServiceClient {
-				addr := start(t, Options{Core: server.Core{
+				return client(t, start(t, Options{Core: server.Core{
 					Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Registerer: prometheus.NewRegistry(),
 					Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: base, DisciplineClock: true,
-				}, Shards: 2, Lease: 2 * time.Second})
-				conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = conn.Close() })
-				return reservationsv1.NewReservationServiceClient(conn)
+				}, Shards: 2, Lease: 2 * time.Second}))
 			}
 			inStep := replica(time.Now)
 			skewed := replica(func() time.Time { return time.Now().Add(skew) })

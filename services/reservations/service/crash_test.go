@@ -16,9 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
 	"github.com/vigil-dev/vigil/pkg/alarm"
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
@@ -166,12 +163,7 @@ func TestKilledReplicaExpiresEachHoldOnce(t *testing.T) {
 		t.Fatal("replica A did not start")
 	}
 
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	client := reservationsv1.NewReservationServiceClient(conn)
+	rs := client(t, addr)
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
@@ -180,7 +172,7 @@ func TestKilledReplicaExpiresEachHoldOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := w; i < holds; i += 16 {
-				_, err := client.CreateReservation(ctx, &reservationsv1.CreateReservationRequest{
+				_, err := rs.CreateReservation(ctx, &reservationsv1.CreateReservationRequest{
 					ReservationId: fmt.Sprintf("hold-%05d", i), TtlSeconds: holdTTL})
 				if err != nil {
 					errs <- err
@@ -215,13 +207,7 @@ func TestKilledReplicaExpiresEachHoldOnce(t *testing.T) {
 
 	// Replica B finishes the work, retrying what A had claimed once A's leases run out.
 	b := &firings{first: make(chan struct{}), hung: make(chan struct{}), ready: make(chan struct{})}
-	baddr := start(t, Options{Core: server.Core{Redis: cfg, Prefix: prefix}, AlarmLog: b})
-	bconn, err := grpc.NewClient(baddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bconn.Close()
-	bclient := reservationsv1.NewReservationServiceClient(bconn)
+	bclient := client(t, start(t, Options{Core: server.Core{Redis: cfg, Prefix: prefix}, AlarmLog: b}))
 
 	i := 0
 	wait.Within(t, 5*time.Minute, "every hold to expire", func() error {

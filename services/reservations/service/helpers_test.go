@@ -2,12 +2,14 @@ package service
 
 import (
 	"context"
-	"errors"
 	"io"
+	"slices"
 	"testing"
-	"time"
 
-	"github.com/vigil-dev/vigil/pkg/wait"
+	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
+	"github.com/vigil-dev/vigil/pkg/prom/promtest"
+	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 )
 
 // start runs the service with o until the test ends and returns its gRPC address. The alarm
@@ -17,24 +19,20 @@ func start(t *testing.T, o Options) string {
 	if o.AlarmLog == nil {
 		o.AlarmLog = io.Discard
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	svc, err := New(ctx, o)
-	if err != nil {
-		cancel()
-		t.Fatalf("New: %v", err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- svc.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("Serve = %v", err)
-			}
-		case <-time.After(wait.Deadline):
-			t.Errorf("Serve did not return %v after its context ended", wait.Deadline)
-		}
-	})
-	return svc.Addr().String()
+	return servertest.StartService(t, "reservations", New, o).Addr
+}
+
+// client is a client of the service at addr, closed when the test ends.
+func client(t *testing.T, addr string) reservationsv1.ReservationServiceClient {
+	t.Helper()
+	return reservationsv1.NewReservationServiceClient(servertest.Dial(t, addr))
+}
+
+// Every metric family the service documents (docs/OPERATIONS.md) is registered on the
+// Registerer it is given, none on the process's default registry only.
+func TestEveryMetricOnTheGivenRegisterer(t *testing.T) {
+	t.Parallel()
+	servertest.CheckRegisterer(t, func(ctx context.Context, core server.Core) (server.Service, error) {
+		return New(ctx, Options{Core: core})
+	}, slices.Concat(promtest.ServerFamilies, promtest.AlarmFamilies)...)
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	adminv1 "github.com/vigil-dev/vigil/pkg/api/vigil/admin/v1"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 )
 
 // TestAdminLooksUpARoom checks the admin service the room service registers: a room the Lobby
@@ -13,7 +14,7 @@ func TestAdminLooksUpARoom(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, settings{})
 	code, _ := e.createRoom()
-	admin := adminv1.NewAlarmAdminServiceClient(dial(t, e.startRoom()))
+	admin := adminv1.NewAlarmAdminServiceClient(servertest.Dial(t, e.startRoom()))
 	ctx := context.Background()
 	res, err := admin.LookupObject(ctx, &adminv1.LookupObjectRequest{Id: code})
 	if err != nil {

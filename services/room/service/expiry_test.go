@@ -33,11 +33,11 @@ func TestIdleRoomExpires(t *testing.T) {
 	if due, want := e.alarmDue(code), created.Add(hour).UnixMilli(); due != want {
 		t.Fatalf("alarm due at %d, want its creation plus the TTL, %d", due, want)
 	}
-	e.clk.Advance(hour - time.Millisecond)
+	e.clk.Add(hour - time.Millisecond)
 	if !e.listed(code) || v.hasEnded() {
 		t.Fatal("the room is gone before its TTL")
 	}
-	e.clk.Advance(time.Millisecond)
+	e.clk.Add(time.Millisecond)
 	if reason := v.ended(); reason != "expired" {
 		t.Fatalf("viewer's stream ended with reason %q, want expired", reason)
 	}
@@ -52,7 +52,8 @@ func TestLeaderActionPostponesExpiry(t *testing.T) {
 	l := join(t, e.room, code, leader, "lead", token)
 	v := join(t, e.room, code, viewer, "v", "")
 	// A leader action at half the TTL moves the deadline to one TTL after it.
-	acted := e.clk.Advance(hour / 2)
+	e.clk.Add(hour / 2)
+	acted := e.clk.Now()
 	l.send(syncFrame(true, 1000))
 	if at := v.await("sync", func(f *roomv1.JoinResponse) bool { return f.GetSync() != nil }).GetSync().GetAt(); at != acted.UnixMilli() {
 		t.Fatalf("sync stamped %d, want the clock's %d", at, acted.UnixMilli())
@@ -62,11 +63,11 @@ func TestLeaderActionPostponesExpiry(t *testing.T) {
 	}
 	wait.Until(t, "the lobby hears of the activity", func() bool { return e.lobbyRoom(code).GetLastActivity() == acted.UnixMilli() })
 	// Past the first deadline, the room is still listed and open.
-	e.clk.Advance(hour/2 + time.Minute)
+	e.clk.Add(hour/2 + time.Minute)
 	if !e.listed(code) || v.hasEnded() {
 		t.Fatal("the room is gone at its first deadline although its leader acted at half the TTL")
 	}
-	e.clk.Advance(hour/2 - time.Minute)
+	e.clk.Add(hour/2 - time.Minute)
 	if reason := v.ended(); reason != "expired" {
 		t.Fatalf("viewer's stream ended with reason %q, want expired", reason)
 	}
@@ -79,14 +80,14 @@ func TestFailedLobbyRemovalIsRetried(t *testing.T) {
 	e.faults.failRemovals.Store(3)
 	code, _ := e.createRoom()
 	v := join(t, e.room, code, viewer, "v", "")
-	e.clk.Advance(hour)
+	e.clk.Add(hour)
 	if reason := v.ended(); reason != "expired" {
 		t.Fatalf("viewer's stream ended with reason %q, want expired", reason)
 	}
 	// The grace is a day, so only the retried alarm can take the room off the list; each poll
 	// moves the clock a second, so the retries (1 s, 2 s, 4 s later) come due.
 	wait.Until(t, "the retried alarm removes the room", func() bool {
-		e.clk.Advance(time.Second)
+		e.clk.Add(time.Second)
 		return !e.listed(code)
 	})
 	if n := e.faults.removeCalls.Load(); n < 4 {
@@ -101,16 +102,16 @@ func TestListingPrunesWhenRemovalIsBlocked(t *testing.T) {
 	e.faults.failRemovals.Store(-1) // every removal fails: the Lobby never hears of the expiry
 	code, _ := e.createRoom()
 	v := join(t, e.room, code, viewer, "v", "")
-	e.clk.Advance(hour)
+	e.clk.Add(hour)
 	if reason := v.ended(); reason != "expired" {
 		t.Fatalf("viewer's stream ended with reason %q, want expired", reason)
 	}
 	// Listing hides a room idle for longer than TTL plus grace.
-	e.clk.Advance(grace)
+	e.clk.Add(grace)
 	if !e.listed(code) {
 		t.Fatal("listing pruned a room idle for exactly TTL plus grace")
 	}
-	e.clk.Advance(time.Millisecond)
+	e.clk.Add(time.Millisecond)
 	if e.listed(code) {
 		t.Fatal("listing still shows a room idle for longer than TTL plus grace")
 	}

@@ -1,13 +1,13 @@
 package service_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,15 +16,17 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	adminv1 "github.com/vigil-dev/vigil/pkg/api/vigil/admin/v1"
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
 	roomv1 "github.com/vigil-dev/vigil/pkg/api/vigil/room/v1"
+	"github.com/vigil-dev/vigil/pkg/clock/clocktest"
+	"github.com/vigil-dev/vigil/pkg/prom/promtest"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	lobbyservice "github.com/vigil-dev/vigil/services/lobby/service"
 	"github.com/vigil-dev/vigil/services/room/service"
@@ -123,9 +125,9 @@ type env struct {
 	proxy  string // the proxy's address: what Room replicas call
 	room   roomv1.RoomServiceClient
 	o      service.Options
-	logs   *logBuffer // every Room replica's log, at debug
+	logs   *servertest.LogBuffer // every Room replica's log, at debug
 	admin  adminv1.AlarmAdminServiceClient
-	clk    *testClock // nil unless settings.fakeClock
+	clk    *clocktest.Manual // nil unless settings.fakeClock
 }
 
 // alarmDue is when the room's alarm is due (ms), or 0 when it has none.
@@ -138,41 +140,10 @@ func (e *env) alarmDue(code string) int64 {
 	return res.GetAlarm().GetDueAt()
 }
 
-// logBuffer collects JSON log lines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// linesWith returns the lines holding every one of parts.
-func (b *logBuffer) linesWith(parts ...string) []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+// logged returns the lines of logs logged at level (e.g. "ERROR").
+func logged(logs *servertest.LogBuffer, level string) []string {
 	var out []string
-next:
-	for _, l := range strings.Split(b.buf.String(), "\n") {
-		for _, p := range parts {
-			if !strings.Contains(l, p) {
-				continue next
-			}
-		}
-		out = append(out, l)
-	}
-	return out
-}
-
-// lines returns the lines logged at level (e.g. "ERROR").
-func (b *logBuffer) lines(level string) []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []string
-	for _, l := range strings.Split(b.buf.String(), "\n") {
+	for _, l := range logs.Lines() {
 		var rec struct{ Level string }
 		if json.Unmarshal([]byte(l), &rec) == nil && rec.Level == level {
 			out = append(out, l)
@@ -187,21 +158,6 @@ type settings struct {
 	// fakeClock drives the Lobby and every Room replica with e.clk, which only moves when the
 	// test advances it: expiry and retry timing then depend on no machine's speed.
 	fakeClock bool
-}
-
-// testClock is a clock the test moves.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-
-func (c *testClock) Advance(d time.Duration) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-	return c.t
 }
 
 func newEnv(t *testing.T, s settings) *env {
@@ -221,48 +177,38 @@ func newEnv(t *testing.T, s settings) *env {
 	e := &env{t: t, prefix: redistest.Prefix(t), url: redistest.URL(t)}
 	var now func() time.Time
 	if s.fakeClock {
-		e.clk = &testClock{t: time.UnixMilli(1_900_000_000_000)}
+		e.clk = clocktest.New(time.UnixMilli(1_900_000_000_000))
 		now = e.clk.Now
 	}
 	_, prefix := redistest.Client(t) // deletes the prefix's keys at the end
 	e.prefix = prefix
-	lobbyAddr := run(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := lobbyservice.New(ctx, lobbyservice.Options{
-			Core:    server.Core{Redis: redisx.Config{URL: e.url}, Prefix: e.prefix + "-lobby", Logger: quiet(), Now: now},
-			IdleTTL: s.idleTTL, PruneGrace: s.grace,
-		})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
+	lobby := servertest.StartService(t, "lobby", lobbyservice.New, lobbyservice.Options{
+		Core:    server.Core{Redis: redisx.Config{URL: e.url}, Prefix: e.prefix + "-lobby", Logger: quiet(), Now: now},
+		IdleTTL: s.idleTTL, PruneGrace: s.grace,
 	})
-	e.lobby = lobbyv1.NewLobbyServiceClient(dial(t, lobbyAddr))
+	e.lobby = lobbyv1.NewLobbyServiceClient(servertest.Dial(t, lobby.Addr))
 	e.faults = &faultyLobby{next: e.lobby}
 	e.proxy = serveGRPC(t, func(s *grpc.Server) { lobbyv1.RegisterLobbyServiceServer(s, e.faults) })
-	e.logs = &logBuffer{}
+	e.logs = &servertest.LogBuffer{}
 	e.o = service.Options{
 		Core:   server.Core{Redis: redisx.Config{URL: e.url}, Prefix: e.prefix + "-room", Now: now, Logger: slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))},
 		Shards: 4, LobbyAddr: e.proxy,
 		IdleTTL: s.idleTTL, SessionLease: s.lease, AlarmRetryBase: s.retryBase, AlarmMaxRetries: 20,
 		AlarmLease: 2 * time.Second,
 	}
-	conn := dial(t, e.startRoom())
+	conn := servertest.Dial(t, e.startRoom())
 	e.room = roomv1.NewRoomServiceClient(conn)
 	e.admin = adminv1.NewAlarmAdminServiceClient(conn)
 	return e
 }
 
 // startRoom starts one more Room replica and returns its address.
-func (e *env) startRoom() string {
-	return run(e.t, "room", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := service.New(ctx, e.o)
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
+func (e *env) startRoom() string { return e.serveRoom().Addr }
+
+// serveRoom starts one more Room replica, served until the test ends or stops it.
+func (e *env) serveRoom() *servertest.Running {
+	e.t.Helper()
+	return servertest.StartService(e.t, "room", service.New, e.o)
 }
 
 // replica is a Room replica the test stops itself.
@@ -275,58 +221,19 @@ type replica struct {
 // startReplica starts a Room replica on the env's Redis and Lobby that the test can stop.
 func (e *env) startReplica() *replica {
 	e.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	svc, err := service.New(ctx, e.o)
-	if err != nil {
-		cancel()
-		e.t.Fatalf("room did not start: %v", err)
-	}
-	addr := svc.Addr().String()
-	done := make(chan error, 1)
-	go func() { done <- svc.Serve(ctx) }()
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			e.t.Errorf("room replica stopped with %v", err)
-		}
-	}
-	e.t.Cleanup(stop)
-	return &replica{addr: addr, client: roomv1.NewRoomServiceClient(dial(e.t, addr)), stop: stop}
+	s := e.serveRoom()
+	return &replica{addr: s.Addr, client: roomv1.NewRoomServiceClient(servertest.Dial(e.t, s.Addr)), stop: func() { s.Drain(e.t) }}
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewJSONHandler(io.Discard, nil)) }
 
-// run starts a service with its Run function and stops it when the test ends.
-func run(t *testing.T, name string, f func(ctx context.Context, ready func(net.Addr)) error) string {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	addrc := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() { done <- f(ctx, func(a net.Addr) { addrc <- a.String() }) }()
-	select {
-	case addr := <-addrc:
-		t.Cleanup(func() {
-			cancel()
-			select {
-			case <-done:
-			case <-time.After(15 * time.Second):
-				t.Errorf("%s did not stop within 15s", name)
-			}
-		})
-		return addr
-	case err := <-done:
-		cancel()
-		t.Fatalf("%s did not start: %v", name, err)
-	case <-time.After(30 * time.Second):
-		cancel()
-		t.Fatalf("%s did not start within 30s", name)
-	}
-	return ""
+// Every metric family the service documents (docs/OPERATIONS.md) is registered on the
+// Registerer it is given, none on the process's default registry only.
+func TestEveryMetricOnTheGivenRegisterer(t *testing.T) {
+	t.Parallel()
+	servertest.CheckRegisterer(t, func(ctx context.Context, core server.Core) (server.Service, error) {
+		return service.New(ctx, service.Options{Core: core, LobbyAddr: "127.0.0.1:1"})
+	}, slices.Concat(promtest.ServerFamilies, promtest.AlarmFamilies)...)
 }
 
 func serveGRPC(t *testing.T, register func(*grpc.Server)) string {
@@ -340,16 +247,6 @@ func serveGRPC(t *testing.T, register func(*grpc.Server)) string {
 	go func() { _ = s.Serve(lis) }()
 	t.Cleanup(s.Stop)
 	return lis.Addr().String()
-}
-
-func dial(t *testing.T, addr string) *grpc.ClientConn {
-	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return conn
 }
 
 // createRoom opens a room in the Lobby and returns its code and leader token.

@@ -113,7 +113,7 @@ func TestReattachOnAnotherReplica(t *testing.T) {
 		t.Fatalf("old stream ended with %v, want CANCELED", err)
 	}
 	wait.Until(t, "the old stream's handler finished", func() bool {
-		return len(e.logs.linesWith(`"grpc.method":"Join"`, `"grpc.code":"Canceled"`)) >= 1
+		return len(e.logs.Containing(`"grpc.method":"Join"`, `"grpc.code":"Canceled"`)) >= 1
 	})
 	// Several lease periods later the session still counts: the second replica renews it.
 	snaps := e.faults.snapshots.Load()
@@ -229,9 +229,9 @@ func TestNormalLeaveIsNotAnError(t *testing.T) {
 		t.Fatalf("a stream closed from the client's side ended with %v, want a clean end", err)
 	}
 	l.leave()
-	wait.Until(t, "three Join calls finished", func() bool { return len(e.logs.linesWith(`"grpc.method":"Join"`)) >= 3 })
+	wait.Until(t, "three Join calls finished", func() bool { return len(e.logs.Containing(`"grpc.method":"Join"`)) >= 3 })
 	wait.Until(t, "the lobby shows nobody", viewers(e, code, 0, false))
-	if errs := e.logs.lines("ERROR"); len(errs) > 0 {
+	if errs := logged(e.logs, "ERROR"); len(errs) > 0 {
 		t.Fatalf("normal leaves logged %d ERROR lines, want none; first: %s", len(errs), errs[0])
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	roomv1 "github.com/vigil-dev/vigil/pkg/api/vigil/room/v1"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
@@ -52,7 +53,7 @@ func TestKilledReplicaSessionsStopCounting(t *testing.T) {
 	join(t, e.room, code, viewer, "survivor", "")
 
 	addr, kill := startReplicaProcess(t, e)
-	other := roomv1.NewRoomServiceClient(dial(t, addr))
+	other := roomv1.NewRoomServiceClient(servertest.Dial(t, addr))
 	var doomed *member
 	wait.Until(t, "the second replica serves", func() bool {
 		m, err := tryJoin(t, other, code, viewer, "doomed-1", "")

@@ -1,22 +1,10 @@
 package store
 
 import (
-	"strings"
 	"testing"
-)
 
-// hashTag is the part of a key Redis Cluster hashes: between the first "{" and the next "}".
-func hashTag(key string) string {
-	i := strings.IndexByte(key, '{')
-	if i < 0 {
-		return key
-	}
-	j := strings.IndexByte(key[i+1:], '}')
-	if j <= 0 {
-		return key
-	}
-	return key[i+1 : i+1+j]
-}
+	"github.com/vigil-dev/vigil/pkg/redistest"
+)
 
 // TestKeysShareOneSlot: every key of a room hashes on the whole room name, whatever the name
 // holds, so one script touches one slot and two rooms never share a tag by accident.
@@ -25,9 +13,9 @@ func TestKeysShareOneSlot(t *testing.T) {
 	seen := map[string]string{}
 	for _, room := range []string{"general", "{team}", "a}b{c", "}", "{", "100%", "100%25", "orders/42", "日報"} {
 		k := s.keys(room)
-		tag := hashTag(k.log)
+		tag := redistest.HashTag(k.log)
 		for _, key := range append([]string{k.seq, k.channel, s.postKey(room, "x{y}z")}, k.presence...) {
-			if got := hashTag(key); got != tag {
+			if got := redistest.HashTag(key); got != tag {
 				t.Errorf("room %q: key %q hashes on %q, the log on %q", room, key, got, tag)
 			}
 		}

@@ -7,27 +7,8 @@ import (
 	"time"
 
 	"github.com/vigil-dev/vigil/pkg/alarm"
+	"github.com/vigil-dev/vigil/pkg/redistest"
 )
-
-// hashed is the part of key Redis Cluster hashes to pick its slot: the first {...} with
-// something inside, else the whole key (the rule of the cluster specification).
-func hashed(key string) string {
-	for i := 0; i < len(key); i++ {
-		if key[i] != '{' {
-			continue
-		}
-		for j := i + 1; j < len(key); j++ {
-			if key[j] == '}' {
-				if j == i+1 {
-					return key
-				}
-				return key[i+1 : j]
-			}
-		}
-		return key
-	}
-	return key
-}
 
 // names are lock names as people write them, with braces and percent signs among them.
 var names = []string{"orders/42", "Order:42", "report.daily", "user@example.com", "日報", "{x}", "a}b{c", "}{", "%7B", "100%", "{}", "a b"}
@@ -45,7 +26,7 @@ func TestKeysStayInTheShardSlot(t *testing.T) {
 		k := keysOf(q, n)
 		want := fmt.Sprintf("locks:%d", k.shard)
 		for _, key := range k.list() {
-			if got := hashed(key); got != want {
+			if got := redistest.HashTag(key); got != want {
 				t.Errorf("resource %q: key %q hashes %q, want the shard tag %q", n, key, got, want)
 			}
 		}

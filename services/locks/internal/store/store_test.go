@@ -3,34 +3,23 @@ package store
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vigil-dev/vigil/pkg/alarm"
+	"github.com/vigil-dev/vigil/pkg/clock/clocktest"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
-// clock is a settable time for tests where the lease end matters; no scheduler runs, so only
-// the test fires alarms.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *clock) Advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.now = c.now.Add(d) }
-
-func newStore(t *testing.T) (*Store, *alarm.Queue, redis.UniversalClient, *clock) {
+func newStore(t *testing.T) (*Store, *alarm.Queue, redis.UniversalClient, *clocktest.Manual) {
 	t.Helper()
 	rdb, prefix := redistest.Universal(t) // a Redis Cluster when VIGIL_TEST_REDIS_CLUSTER is set
-	clk := &clock{now: time.UnixMilli(1_800_000_000_000)}
+	clk := clocktest.New(time.UnixMilli(1_800_000_000_000))
 	log := slog.New(slog.DiscardHandler)
 	q, err := alarm.New(rdb, alarm.Options{Prefix: prefix, Namespace: "locks", Shards: 4, Now: clk.Now, Logger: log})
 	if err != nil {
@@ -56,11 +45,11 @@ func TestExpiredLockIsFreeBeforeItsAlarmFires(t *testing.T) {
 		t.Errorf("alarm = %v, %v; want due at the lease end %v", due, ok, a.ExpiresAt)
 	}
 
-	clk.Advance(999 * time.Millisecond)
+	clk.Add(999 * time.Millisecond)
 	if b, _ := s.Acquire(ctx, "printer", "bob", time.Second, 0); b.OK || b.Holder != "alice" {
 		t.Fatalf("Acquire(printer, bob) 1 ms before expiry = %+v; want refused, holder alice", b)
 	}
-	clk.Advance(time.Millisecond)
+	clk.Add(time.Millisecond)
 	// The alarm has not fired (no scheduler runs), yet the lease is over.
 	b, err := s.Acquire(ctx, "printer", "bob", time.Second, 0)
 	if err != nil || !b.OK || b.Token <= a.Token {
@@ -82,7 +71,7 @@ func TestExpiredLockIsFreeBeforeItsAlarmFires(t *testing.T) {
 		t.Errorf("Get after a stale alarm = %+v, want unchanged %+v", l2, l)
 	}
 	// At bob's lease end the alarm transition frees the lock and removes the key.
-	clk.Advance(time.Second)
+	clk.Add(time.Second)
 	if _, errs := s.Expire(ctx, []string{"printer"}); errs[0] != nil {
 		t.Fatal(errs[0])
 	}
@@ -99,7 +88,7 @@ func TestRenewMovesLeaseAndAlarm(t *testing.T) {
 	ctx := context.Background()
 	s, q, _, clk := newStore(t)
 	a, _ := s.Acquire(ctx, "door", "alice", 300*time.Millisecond, 0)
-	clk.Advance(200 * time.Millisecond)
+	clk.Add(200 * time.Millisecond)
 	r, err := s.Renew(ctx, "door", "alice", 300*time.Millisecond, 0)
 	if err != nil || !r.OK || !r.ExpiresAt.Equal(clk.Now().Add(300*time.Millisecond)) {
 		t.Fatalf("Renew(door, alice) = %+v, %v; want renewed to now+300ms", r, err)
@@ -107,7 +96,7 @@ func TestRenewMovesLeaseAndAlarm(t *testing.T) {
 	if due, _, _ := q.Get(ctx, "door"); !due.Equal(r.ExpiresAt) {
 		t.Errorf("alarm due %v, want moved to %v", due, r.ExpiresAt)
 	}
-	clk.Advance(200 * time.Millisecond) // past the first lease end, before the renewed one
+	clk.Add(200 * time.Millisecond) // past the first lease end, before the renewed one
 	if _, errs := s.Expire(ctx, []string{"door"}); errs[0] != nil {
 		t.Fatal(errs[0])
 	}
@@ -117,7 +106,7 @@ func TestRenewMovesLeaseAndAlarm(t *testing.T) {
 	if r, _ := s.Renew(ctx, "door", "bob", time.Second, 0); r.OK {
 		t.Errorf("Renew(door, bob) = %+v, want refused", r)
 	}
-	clk.Advance(100 * time.Millisecond)
+	clk.Add(100 * time.Millisecond)
 	if r, _ := s.Renew(ctx, "door", "alice", time.Second, 0); r.OK {
 		t.Errorf("Renew(door, alice) at her lease end = %+v, want refused", r)
 	}
@@ -184,7 +173,7 @@ func TestWaiterGrantedByExpiry(t *testing.T) {
 		}{b, err}
 	}()
 	wait.Until(t, "bob queued", func() bool { n, _ := s.rdb.LLen(ctx, keysOf(q, "gate").queue).Result(); return n == 1 })
-	clk.Advance(time.Second)
+	clk.Add(time.Second)
 	if _, errs := s.Expire(ctx, []string{"gate"}); errs[0] != nil {
 		t.Fatal(errs[0])
 	}

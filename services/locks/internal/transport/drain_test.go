@@ -2,7 +2,6 @@ package transport
 
 import (
 	"context"
-	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -58,32 +57,21 @@ func waitingAcquireReq(id int64) *locksv1.SessionRequest {
 // leaves its queue unanswered (it did not run) and the session ends cleanly, at once.
 func TestDrainEndsAHalfClosedSessionsWaits(t *testing.T) {
 	st := &waitingStore{}
-	log := slog.New(slog.DiscardHandler)
 	stopping, stop := context.WithCancel(context.Background())
 	defer stop()
-	srv := NewServer(app.New(st, app.Options{Logger: log}), log, stopping, nil)
+	srv := testServer(st, stopping)
 	srv.drainGrace = time.Hour // the session must end without the grace running out
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stream := &fakeStream{ctx: ctx, reqs: make(chan *locksv1.SessionRequest)}
-	ss := srv.newSession(ctx, stream)
-	served := make(chan error, 1)
-	go func() { served <- ss.serve(cancel) }()
+	_, served := serveSession(srv, ctx, cancel, stream)
 
 	stream.reqs <- waitingAcquireReq(1)
 	wait.Until(t, "the acquire waiting in its queue", func() bool { return st.waiting.Load() == 1 })
 	close(stream.reqs) // the client half-closes
 	stop()             // the replica drains
 
-	var err error
-	wait.Until(t, "the session to end", func() bool {
-		select {
-		case err = <-served:
-			return true
-		default:
-			return false
-		}
-	})
+	err := sessionEnd(t, served)
 	if err != nil {
 		t.Errorf("session ended with %v, want nil (clean: unanswered calls did not run)", err)
 	}
@@ -100,17 +88,14 @@ func TestDrainEndsAHalfClosedSessionsWaits(t *testing.T) {
 // have run), and the stuck send ends with the stream.
 func TestDrainEndsASessionWhoseClientDoesNotRead(t *testing.T) {
 	st := &waitingStore{}
-	log := slog.New(slog.DiscardHandler)
 	stopping, stop := context.WithCancel(context.Background())
 	defer stop()
-	srv := NewServer(app.New(st, app.Options{Logger: log}), log, stopping, nil)
+	srv := testServer(st, stopping)
 	srv.drainGrace = 50 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stream := &deafStream{fakeStream: fakeStream{ctx: ctx, reqs: make(chan *locksv1.SessionRequest)}}
-	ss := srv.newSession(ctx, stream)
-	served := make(chan error, 1)
-	go func() { served <- ss.serve(cancel) }()
+	ss, served := serveSession(srv, ctx, cancel, stream)
 
 	stream.reqs <- releaseReq(1)
 	stream.reqs <- waitingAcquireReq(2)
@@ -120,15 +105,7 @@ func TestDrainEndsASessionWhoseClientDoesNotRead(t *testing.T) {
 	close(stream.reqs)
 	stop()
 
-	var err error
-	wait.Until(t, "the session to end", func() bool {
-		select {
-		case err = <-served:
-			return true
-		default:
-			return false
-		}
-	})
+	err := sessionEnd(t, served)
 	if status.Code(err) != codes.Unavailable {
 		t.Errorf("session ended with %v, want UNAVAILABLE (an answer was not delivered)", err)
 	}

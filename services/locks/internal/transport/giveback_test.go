@@ -3,7 +3,6 @@ package transport
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strconv"
 	"sync"
 	"testing"
@@ -64,7 +63,6 @@ func (f *failingStream) Send(*locksv1.SessionResponse) error {
 // the send failed) is given back by its fencing token at once: a replica resumed after a pause
 // whose client gave up leaves no lock held until its TTL. A grant that goes out is kept.
 func TestUndeliveredGrantIsGivenBack(t *testing.T) {
-	log := slog.New(slog.DiscardHandler)
 	cases := []struct {
 		name      string
 		stream    func(ctx context.Context, reqs chan *locksv1.SessionRequest) locksv1.LockService_SessionServer
@@ -89,12 +87,9 @@ func TestUndeliveredGrantIsGivenBack(t *testing.T) {
 			if tc.leaves {
 				st.during = cancel
 			}
-			srv := NewServer(app.New(st, app.Options{Logger: log}), log, context.Background(), nil)
 			reqs := make(chan *locksv1.SessionRequest, 1)
 			stream := tc.stream(ctx, reqs)
-			ss := srv.newSession(ctx, stream)
-			served := make(chan error, 1)
-			go func() { served <- ss.serve(cancel) }()
+			_, served := serveSession(testServer(st, context.Background()), ctx, cancel, stream)
 			reqs <- acquireReq(1)
 			if tc.wantGiven {
 				wait.Until(t, "the undelivered grant given back", func() bool { return len(st.releases()) == 1 })
@@ -125,10 +120,9 @@ func TestUndeliveredGrantIsGivenBack(t *testing.T) {
 // The unary Acquire gives back a grant made as its caller left (cancelled, or past its
 // deadline), and answers the caller's error instead of the grant.
 func TestUnaryGrantAfterTheCallerLeftIsGivenBack(t *testing.T) {
-	log := slog.New(slog.DiscardHandler)
 	ctx, cancel := context.WithCancel(context.Background())
 	st := &grantingStore{during: cancel}
-	srv := NewServer(app.New(st, app.Options{Logger: log}), log, context.Background(), nil)
+	srv := testServer(st, context.Background())
 	_, err := srv.Acquire(ctx, &locksv1.AcquireRequest{Resource: "printer", Owner: "worker-1"})
 	if status.Code(err) != codes.Canceled {
 		t.Fatalf("Acquire whose caller left = %v, want CANCELLED", err)

@@ -20,13 +20,10 @@ import (
 // calls, and they end with the session.
 func TestSessionReusesItsWorkers(t *testing.T) {
 	st := &gateStore{gate: make(chan struct{})}
-	log := slog.New(slog.DiscardHandler)
-	srv := NewServer(app.New(st, app.Options{Logger: log}), log, context.Background(), nil)
+	srv := testServer(st, context.Background())
 	ctx, cancel := context.WithCancel(context.Background())
 	stream := &fakeStream{ctx: ctx, reqs: make(chan *locksv1.SessionRequest)}
-	ss := srv.newSession(ctx, stream)
-	served := make(chan error, 1)
-	go func() { served <- ss.serve(cancel) }()
+	ss, served := serveSession(srv, ctx, cancel, stream)
 
 	const n = 100
 	for id := int64(1); id <= n; id++ {
@@ -65,6 +62,36 @@ func TestSessionReusesItsWorkers(t *testing.T) {
 func releaseReq(id int64) *locksv1.SessionRequest {
 	return &locksv1.SessionRequest{Id: id, Call: &locksv1.SessionRequest_Release{
 		Release: &locksv1.ReleaseRequest{Resource: "printer", Owner: "worker-1"}}}
+}
+
+// testServer is a Server over st that logs nothing; stopping's end drains it.
+func testServer(st app.Store, stopping context.Context) *Server {
+	log := slog.New(slog.DiscardHandler)
+	return NewServer(app.New(st, app.Options{Logger: log}), log, stopping, nil)
+}
+
+// serveSession serves a session of srv on stream; served gets what serve returns, and cancel
+// ends the session's context.
+func serveSession(srv *Server, ctx context.Context, cancel context.CancelFunc, stream locksv1.LockService_SessionServer) (ss *session, served chan error) {
+	ss = srv.newSession(ctx, stream)
+	served = make(chan error, 1)
+	go func() { served <- ss.serve(cancel) }()
+	return ss, served
+}
+
+// sessionEnd waits for the session to end and returns what serve returned.
+func sessionEnd(t *testing.T, served chan error) error {
+	t.Helper()
+	var err error
+	wait.Until(t, "the session to end", func() bool {
+		select {
+		case err = <-served:
+			return true
+		default:
+			return false
+		}
+	})
+	return err
 }
 
 // fakeStream is the server side of a Session stream: requests from reqs, answers kept.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/vigil-dev/vigil/pkg/alarm"
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
+	"github.com/vigil-dev/vigil/pkg/clock/clocktest"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
@@ -38,18 +38,6 @@ func (f *failingRemovals) RemoveRoom(ctx context.Context, in *lobbyv1.RemoveRoom
 		return nil, errors.New("removal failed on purpose")
 	}
 	return f.LobbyServiceClient.RemoveRoom(ctx, in, opts...)
-}
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
 }
 
 // TestExpiryCleanUpIsIdempotent runs the alarm's clean-up by hand: it fails half-way (the
@@ -77,7 +65,7 @@ func TestExpiryCleanUpIsIdempotent(t *testing.T) {
 	defer conn.Close()
 	lobby := &failingRemovals{LobbyServiceClient: lobbyv1.NewLobbyServiceClient(conn)}
 
-	clk := &clock{t: time.Now()}
+	clk := clocktest.New(time.Now())
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	q, err := alarm.New(rdb, alarm.Options{Prefix: prefix, Namespace: "room", Shards: 2, Now: clk.Now, Logger: log})
 	if err != nil {

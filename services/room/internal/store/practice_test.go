@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigil-dev/vigil/pkg/alarm"
-	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/services/room/internal/domain"
 )
 
@@ -20,21 +18,10 @@ import (
 // formations.
 func TestPracticeState(t *testing.T) {
 	t.Parallel()
-	rdb, prefix := redistest.Client(t)
-	q, err := alarm.New(rdb, alarm.Options{Prefix: prefix, Namespace: "room", Shards: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(rdb, Options{Alarms: q, Prefix: prefix, IdleTTL: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
 	const code = "practice-room"
 	now := time.UnixMilli(1_800_000_000_000)
-	if err := s.Init(ctx, code, Seed{LastActivity: now, CreatedAt: now, Title: "v", DurationMs: 60_000}, now); err != nil {
-		t.Fatal(err)
-	}
+	s := openRoom(t, code, time.Hour, now, 60_000)
 	lease := now.Add(time.Minute)
 	join := func() State {
 		t.Helper()

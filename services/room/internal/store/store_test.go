@@ -22,21 +22,10 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 // of the rule (domain.Occupancy) applied to a model of the open sessions.
 func TestOccupancyMatchesTheRule(t *testing.T) {
 	t.Parallel()
-	rdb, prefix := redistest.Client(t)
-	q, err := alarm.New(rdb, alarm.Options{Prefix: prefix, Namespace: "room", Shards: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(rdb, Options{Alarms: q, Prefix: prefix, IdleTTL: 24 * time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
 	const code = "occ-room"
 	now := int64(1_800_000_000_000)
-	if err := s.Init(ctx, code, Seed{LastActivity: ms(now), CreatedAt: ms(now), Title: "v", DurationMs: 1000}, ms(now)); err != nil {
-		t.Fatal(err)
-	}
+	s := openRoom(t, code, 24*time.Hour, ms(now), 1000)
 	rng := rand.New(rand.NewPCG(7, 11))
 	model := map[string]domain.Session{}
 	var lastSeq int64
@@ -44,6 +33,7 @@ func TestOccupancyMatchesTheRule(t *testing.T) {
 	for step := range 400 {
 		var what string
 		var ch Change
+		var err error
 		switch op := rng.IntN(10); {
 		case op < 4: // join
 			next++
@@ -150,26 +140,34 @@ func TestOccupancyMatchesTheRule(t *testing.T) {
 
 func ms(t int64) time.Time { return time.UnixMilli(t) }
 
-// TestReattachCountsOnce: a session id joined again with the same role and client id is a
-// re-attach (nothing counted, resumed), another role or client is refused, a leave from the
-// replaced attachment changes nothing, and the current attachment's leave closes it.
-func TestReattachCountsOnce(t *testing.T) {
-	t.Parallel()
+// openRoom is a store on the test's Redis (2 alarm shards, rooms idle out after idleTTL) holding
+// the room code, created at now with a video of durationMs.
+func openRoom(t *testing.T, code string, idleTTL time.Duration, now time.Time, durationMs int64) *Store {
+	t.Helper()
 	rdb, prefix := redistest.Client(t)
 	q, err := alarm.New(rdb, alarm.Options{Prefix: prefix, Namespace: "room", Shards: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(rdb, Options{Alarms: q, Prefix: prefix, IdleTTL: time.Hour})
+	s, err := New(rdb, Options{Alarms: q, Prefix: prefix, IdleTTL: idleTTL})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := s.Init(context.Background(), code, Seed{LastActivity: now, CreatedAt: now, Title: "v", DurationMs: durationMs}, now); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestReattachCountsOnce: a session id joined again with the same role and client id is a
+// re-attach (nothing counted, resumed), another role or client is refused, a leave from the
+// replaced attachment changes nothing, and the current attachment's leave closes it.
+func TestReattachCountsOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const code = "reattach-room"
 	now := time.UnixMilli(1_800_000_000_000)
-	if err := s.Init(ctx, code, Seed{LastActivity: now, CreatedAt: now, Title: "v", DurationMs: 1000}, now); err != nil {
-		t.Fatal(err)
-	}
+	s := openRoom(t, code, time.Hour, now, 1000)
 	lease := now.Add(time.Minute)
 	first, err := s.Join(ctx, code, Session{ID: "s1", Role: domain.Viewer, ClientID: "phone", Attachment: "a1", Name: "Phone"}, now, lease)
 	if err != nil || first.Resumed || first.Change.ViewersDelta != 1 || first.State.Viewers != 1 {
