@@ -11,7 +11,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	chatv1 "github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1"
-	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/services/chat/internal/app"
 	"github.com/vigil-dev/vigil/services/chat/internal/store"
@@ -69,25 +68,22 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	rdb, err := redisx.Open(ctx, o.Redis)
-	if err != nil {
-		return nil, fmt.Errorf("chat: %w", err)
-	}
-	st := store.New(rdb, store.Options{Prefix: o.Prefix, Keep: o.HistoryKeep, PostIDTTL: o.PostIDTTL})
-	if o.HistoryOnJoin > st.Keep() {
-		o.HistoryOnJoin = st.Keep()
-	}
-	feed := store.NewFeed(st, o.StreamBuffer, o.Logger)
-	a := app.New(st, feed, app.Options{Now: o.Now, JoinLimit: o.HistoryOnJoin, Lease: o.PresenceLease, Logger: o.Logger})
-	// health is NOT_SERVING while Redis does not answer
-	srv, err := server.New(o.Server("vigil.chat.v1.ChatService", rdb))
-	if err != nil {
-		_ = rdb.Close()
-		return nil, fmt.Errorf("chat: %w", err)
-	}
-	stopping, stop := context.WithCancel(context.Background())
-	chatv1.RegisterChatServiceServer(srv.GRPC(), transport.NewServer(a, o.Logger, stopping))
-	return &Service{rdb: rdb, feed: feed, srv: srv, stop: stop}, nil
+	return server.Build(ctx, o.Core, "chat", func(rdb redis.UniversalClient) (*Service, error) {
+		st := store.New(rdb, store.Options{Prefix: o.Prefix, Keep: o.HistoryKeep, PostIDTTL: o.PostIDTTL})
+		if o.HistoryOnJoin > st.Keep() {
+			o.HistoryOnJoin = st.Keep()
+		}
+		feed := store.NewFeed(st, o.StreamBuffer, o.Logger)
+		a := app.New(st, feed, app.Options{Now: o.Now, JoinLimit: o.HistoryOnJoin, Lease: o.PresenceLease, Logger: o.Logger})
+		// health is NOT_SERVING while Redis does not answer
+		srv, err := server.New(o.Server("vigil.chat.v1.ChatService", rdb))
+		if err != nil {
+			return nil, fmt.Errorf("chat: %w", err)
+		}
+		stopping, stop := context.WithCancel(context.Background())
+		chatv1.RegisterChatServiceServer(srv.GRPC(), transport.NewServer(a, o.Logger, stopping))
+		return &Service{rdb: rdb, feed: feed, srv: srv, stop: stop}, nil
+	})
 }
 
 // Addr is the gRPC address the service listens on.

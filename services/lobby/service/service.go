@@ -11,7 +11,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
-	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/services/lobby/internal/app"
 	"github.com/vigil-dev/vigil/services/lobby/internal/store"
@@ -59,29 +58,24 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	rdb, err := redisx.Open(ctx, o.Redis)
-	if err != nil {
-		return nil, fmt.Errorf("lobby: %w", err)
-	}
-	st, err := store.New(rdb, store.Options{Prefix: o.Prefix})
-	if err != nil {
-		_ = rdb.Close()
-		return nil, fmt.Errorf("lobby: %w", err)
-	}
-	a := app.New(st, app.Options{Now: o.Now, IdleTTL: o.IdleTTL, PruneGrace: o.PruneGrace, Logger: o.Logger})
-	updates, err := occupancyMetric(o.Registerer)
-	if err != nil {
-		_ = rdb.Close()
-		return nil, fmt.Errorf("lobby: metrics: %w", err)
-	}
-	so := o.Server("vigil.lobby.v1.LobbyService", rdb) // health is NOT_SERVING while Redis does not answer
-	srv, err := server.New(so)
-	if err != nil {
-		_ = rdb.Close()
-		return nil, fmt.Errorf("lobby: %w", err)
-	}
-	lobbyv1.RegisterLobbyServiceServer(srv.GRPC(), countOccupancy(transport.NewServer(a, o.Logger), updates))
-	return &Service{rdb: rdb, srv: srv}, nil
+	return server.Build(ctx, o.Core, "lobby", func(rdb redis.UniversalClient) (*Service, error) {
+		st, err := store.New(rdb, store.Options{Prefix: o.Prefix})
+		if err != nil {
+			return nil, fmt.Errorf("lobby: %w", err)
+		}
+		a := app.New(st, app.Options{Now: o.Now, IdleTTL: o.IdleTTL, PruneGrace: o.PruneGrace, Logger: o.Logger})
+		updates, err := occupancyMetric(o.Registerer)
+		if err != nil {
+			return nil, fmt.Errorf("lobby: metrics: %w", err)
+		}
+		so := o.Server("vigil.lobby.v1.LobbyService", rdb) // health is NOT_SERVING while Redis does not answer
+		srv, err := server.New(so)
+		if err != nil {
+			return nil, fmt.Errorf("lobby: %w", err)
+		}
+		lobbyv1.RegisterLobbyServiceServer(srv.GRPC(), countOccupancy(transport.NewServer(a, o.Logger), updates))
+		return &Service{rdb: rdb, srv: srv}, nil
+	})
 }
 
 // Addr is the gRPC address the service listens on.

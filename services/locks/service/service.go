@@ -14,7 +14,6 @@ import (
 	"github.com/vigil-dev/vigil/pkg/alarm"
 	"github.com/vigil-dev/vigil/pkg/alarmadmin"
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
-	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/services/locks/internal/app"
 	"github.com/vigil-dev/vigil/services/locks/internal/store"
@@ -78,16 +77,9 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	rdb, err := redisx.Open(ctx, o.Redis)
-	if err != nil {
-		return nil, fmt.Errorf("locks: %w", err)
-	}
-	s, err := build(ctx, rdb, o)
-	if err != nil {
-		_ = rdb.Close()
-		return nil, err
-	}
-	return s, nil
+	return server.Build(ctx, o.Core, "locks", func(rdb redis.UniversalClient) (*Service, error) {
+		return build(ctx, rdb, o)
+	})
 }
 
 func build(ctx context.Context, rdb redis.UniversalClient, o Options) (*Service, error) {

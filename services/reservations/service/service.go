@@ -14,7 +14,6 @@ import (
 	"github.com/vigil-dev/vigil/pkg/alarm"
 	"github.com/vigil-dev/vigil/pkg/alarmadmin"
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
-	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/services/reservations/internal/app"
 	"github.com/vigil-dev/vigil/services/reservations/internal/store"
@@ -66,38 +65,33 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	rdb, err := redisx.Open(ctx, o.Redis)
-	if err != nil {
-		return nil, fmt.Errorf("reservations: %w", err)
-	}
-	q, err := alarm.New(rdb, alarm.Options{
-		Prefix: o.Prefix, Namespace: "reservations", Shards: o.Shards, Lease: o.Lease,
-		Now: o.Now, Logger: o.Logger, Metrics: o.Registerer,
+	return server.Build(ctx, o.Core, "reservations", func(rdb redis.UniversalClient) (*Service, error) {
+		q, err := alarm.New(rdb, alarm.Options{
+			Prefix: o.Prefix, Namespace: "reservations", Shards: o.Shards, Lease: o.Lease,
+			Now: o.Now, Logger: o.Logger, Metrics: o.Registerer,
+		})
+		if err != nil {
+			return nil, err
+		}
+		st, err := store.New(rdb, store.Options{Queue: q})
+		if err != nil {
+			return nil, err
+		}
+		a := app.New(st, app.Options{Now: o.Now, Replay: o.Replay, Logger: o.Logger, AlarmLog: o.AlarmLog})
+		// health is NOT_SERVING while Redis does not answer
+		srv, err := server.New(o.Server("vigil.reservations.v1.ReservationService", rdb))
+		if err != nil {
+			return nil, fmt.Errorf("reservations: %w", err)
+		}
+		rs := transport.NewServer(a, o.Logger)
+		reservationsv1.RegisterReservationServiceServer(srv.GRPC(), rs)
+		alarmadmin.Register(srv.GRPC(), q, rs.Lookup, o.Logger)
+		var handler alarm.Handler = a
+		if o.wrapHandler != nil {
+			handler = o.wrapHandler(handler)
+		}
+		return &Service{rdb: rdb, q: q, srv: srv, handler: handler}, nil
 	})
-	if err != nil {
-		_ = rdb.Close()
-		return nil, err
-	}
-	st, err := store.New(rdb, store.Options{Queue: q})
-	if err != nil {
-		_ = rdb.Close()
-		return nil, err
-	}
-	a := app.New(st, app.Options{Now: o.Now, Replay: o.Replay, Logger: o.Logger, AlarmLog: o.AlarmLog})
-	// health is NOT_SERVING while Redis does not answer
-	srv, err := server.New(o.Server("vigil.reservations.v1.ReservationService", rdb))
-	if err != nil {
-		_ = rdb.Close()
-		return nil, fmt.Errorf("reservations: %w", err)
-	}
-	rs := transport.NewServer(a, o.Logger)
-	reservationsv1.RegisterReservationServiceServer(srv.GRPC(), rs)
-	alarmadmin.Register(srv.GRPC(), q, rs.Lookup, o.Logger)
-	var handler alarm.Handler = a
-	if o.wrapHandler != nil {
-		handler = o.wrapHandler(handler)
-	}
-	return &Service{rdb: rdb, q: q, srv: srv, handler: handler}, nil
 }
 
 // Addr is where the gRPC server listens.

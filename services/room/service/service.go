@@ -20,7 +20,6 @@ import (
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
 	roomv1 "github.com/vigil-dev/vigil/pkg/api/vigil/room/v1"
 	"github.com/vigil-dev/vigil/pkg/grpcdial"
-	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/services/room/internal/app"
 	"github.com/vigil-dev/vigil/services/room/internal/hub"
@@ -109,48 +108,42 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	rdb, err := redisx.Open(ctx, o.Redis)
-	if err != nil {
-		return nil, fmt.Errorf("room: %w", err)
-	}
-	q, err := alarm.New(rdb, alarm.Options{
-		Prefix: o.Prefix, Namespace: "room", Shards: o.Shards, Lease: o.AlarmLease,
-		RetryBase: o.AlarmRetryBase, MaxRetries: o.AlarmMaxRetries, Now: o.Now, Logger: o.Logger, Metrics: o.Registerer,
+	return server.Build(ctx, o.Core, "room", func(rdb redis.UniversalClient) (*Service, error) {
+		q, err := alarm.New(rdb, alarm.Options{
+			Prefix: o.Prefix, Namespace: "room", Shards: o.Shards, Lease: o.AlarmLease,
+			RetryBase: o.AlarmRetryBase, MaxRetries: o.AlarmMaxRetries, Now: o.Now, Logger: o.Logger, Metrics: o.Registerer,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("room: %w", err)
+		}
+		conn, err := grpcdial.New(o.LobbyAddr, o.LobbyDialOptions...) // keepalive, round robin over the Lobby's replicas
+		if err != nil {
+			return nil, fmt.Errorf("room: dial lobby: %w", err)
+		}
+		lobby := lobbyv1.NewLobbyServiceClient(conn)
+		st, err := store.New(rdb, store.Options{Alarms: q, Prefix: o.Prefix, IdleTTL: o.IdleTTL})
+		if err != nil {
+			_ = conn.Close()
+			return nil, fmt.Errorf("room: %w", err)
+		}
+		// The hub and the link outlive the server's drain: sessions closing during it still
+		// leave the count and tell the Lobby.
+		bg, stopBg := context.WithCancel(context.Background())
+		h := hub.New(st.Feed(bg, o.Logger), o.SessionBuffer, transport.DecodeFrame, o.Logger)
+		link := lobbylink.New(bg, lobby, st.Occupancy, o.Logger)
+		a := app.New(st, h, link, lobbylink.NewClient(lobby), transport.Codec{}, app.Options{IdleTTL: o.IdleTTL, SessionLease: o.SessionLease, Now: o.Now, Logger: o.Logger})
+		// health is NOT_SERVING while Redis does not answer
+		srv, err := server.New(o.Server("vigil.room.v1.RoomService", rdb))
+		if err != nil {
+			stopBg()
+			_ = conn.Close()
+			return nil, fmt.Errorf("room: %w", err)
+		}
+		stopping, stop := context.WithCancel(context.Background())
+		roomv1.RegisterRoomServiceServer(srv.GRPC(), transport.NewServer(a, o.Logger, stopping))
+		alarmadmin.Register(srv.GRPC(), q, roomLookup(lobby), o.Logger)
+		return &Service{rdb: rdb, conn: conn, q: q, hub: h, link: link, app: a, srv: srv, bg: bg, stopBg: stopBg, stop: stop}, nil
 	})
-	if err != nil {
-		_ = rdb.Close()
-		return nil, fmt.Errorf("room: %w", err)
-	}
-	conn, err := grpcdial.New(o.LobbyAddr, o.LobbyDialOptions...) // keepalive, round robin over the Lobby's replicas
-	if err != nil {
-		_ = rdb.Close()
-		return nil, fmt.Errorf("room: dial lobby: %w", err)
-	}
-	lobby := lobbyv1.NewLobbyServiceClient(conn)
-	st, err := store.New(rdb, store.Options{Alarms: q, Prefix: o.Prefix, IdleTTL: o.IdleTTL})
-	if err != nil {
-		_ = conn.Close()
-		_ = rdb.Close()
-		return nil, fmt.Errorf("room: %w", err)
-	}
-	// The hub and the link outlive the server's drain: sessions closing during it still
-	// leave the count and tell the Lobby.
-	bg, stopBg := context.WithCancel(context.Background())
-	h := hub.New(st.Feed(bg, o.Logger), o.SessionBuffer, transport.DecodeFrame, o.Logger)
-	link := lobbylink.New(bg, lobby, st.Occupancy, o.Logger)
-	a := app.New(st, h, link, lobbylink.NewClient(lobby), transport.Codec{}, app.Options{IdleTTL: o.IdleTTL, SessionLease: o.SessionLease, Now: o.Now, Logger: o.Logger})
-	// health is NOT_SERVING while Redis does not answer
-	srv, err := server.New(o.Server("vigil.room.v1.RoomService", rdb))
-	if err != nil {
-		stopBg()
-		_ = conn.Close()
-		_ = rdb.Close()
-		return nil, fmt.Errorf("room: %w", err)
-	}
-	stopping, stop := context.WithCancel(context.Background())
-	roomv1.RegisterRoomServiceServer(srv.GRPC(), transport.NewServer(a, o.Logger, stopping))
-	alarmadmin.Register(srv.GRPC(), q, roomLookup(lobby), o.Logger)
-	return &Service{rdb: rdb, conn: conn, q: q, hub: h, link: link, app: a, srv: srv, bg: bg, stopBg: stopBg, stop: stop}, nil
 }
 
 // Addr is the gRPC address the service listens on.

@@ -165,12 +165,17 @@ const Replaced = "This session was re-attached on another stream."
 // first local session. It returns once the subscription is sent, so the caller may read the
 // room's state after it.
 func (h *Hub) Add(ctx context.Context, id, attachment, code string, role domain.Role, clientID string) (*Session, error) {
-	s := &Session{ID: id, Attachment: attachment, Code: code, Role: role, ClientID: clientID, Events: make(chan Event, h.buffer), done: make(chan struct{})}
+	return h.add(ctx, &Session{ID: id, Attachment: attachment, Code: code, Role: role, ClientID: clientID, Events: make(chan Event, h.buffer), done: make(chan struct{})})
+}
+
+// add registers s and subscribes to its room, as Add says.
+func (h *Hub) add(ctx context.Context, s *Session) (*Session, error) {
+	code := s.Code
 	h.mu.Lock()
 	if h.rooms[code] == nil {
 		h.rooms[code] = map[string]*Session{}
 	}
-	h.rooms[code][attachment] = s
+	h.rooms[code][s.Attachment] = s
 	h.mu.Unlock()
 	if err := h.subscription(ctx, code); err != nil {
 		h.Remove(s)

@@ -10,18 +10,7 @@ import (
 // session has no Events of its own (Deliver skips it; an End still ends it). Its stream reads
 // the room's events once, from a listener (Listen), for all of its sessions.
 func (h *Hub) AddShared(ctx context.Context, id, attachment, code string, role domain.Role, clientID string) (*Session, error) {
-	s := &Session{ID: id, Attachment: attachment, Code: code, Role: role, ClientID: clientID, done: make(chan struct{})}
-	h.mu.Lock()
-	if h.rooms[code] == nil {
-		h.rooms[code] = map[string]*Session{}
-	}
-	h.rooms[code][attachment] = s
-	h.mu.Unlock()
-	if err := h.subscription(ctx, code); err != nil {
-		h.Remove(s)
-		return nil, err
-	}
-	return s, nil
+	return h.add(ctx, &Session{ID: id, Attachment: attachment, Code: code, Role: role, ClientID: clientID, done: make(chan struct{})})
 }
 
 // Listen registers a listener: a session that is no session (no id, never counted) whose

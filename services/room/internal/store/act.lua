@@ -28,12 +28,9 @@ if type(kind) ~= 'string' or type(ARGV[6]) ~= 'string' or type(ARGV[7]) ~= 'stri
     or (kind == 'markFormation' and (not nat(ARGV[9]) or type(ARGV[10]) ~= 'string')) then
   return redis.error_reply('ERR act.lua: want a kind, a frame, a session, a ref and the values of the kind')
 end
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  return { -1 }
-end
-local e = ended()
-if e then
-  return { -2, e }
+local shut = closed()
+if shut then
+  return shut
 end
 if redis.call('HEXISTS', KEYS[3], ARGV[7]) == 0 then
   return { -3 }

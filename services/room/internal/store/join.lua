@@ -20,12 +20,9 @@ if type(ARGV[5]) ~= 'string' or ARGV[5] == '' or (ARGV[6] ~= 'l' and ARGV[6] ~= 
     or type(ARGV[10]) ~= 'string' or ARGV[10] == '' then
   return redis.error_reply('ERR join.lua: want a session id, a role l or v, a client id, a lease end, an attachment token and a name')
 end
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  return { -1 }
-end
-local e = ended()
-if e then
-  return { -2, e }
+local shut = closed()
+if shut then
+  return shut
 end
 local info = ARGV[6] .. ':' .. ARGV[7]
 local open = redis.call('HGET', KEYS[3], ARGV[5])

@@ -46,6 +46,19 @@ local function ended()
   return nil
 end
 
+-- closed is what a script that acts on an open room (act, join, renew) answers when it cannot:
+-- {-1} when there is no room, {-2, reason} once it ended; nil while it is open.
+local function closed()
+  if redis.call('EXISTS', KEYS[1]) == 0 then
+    return { -1 }
+  end
+  local e = ended()
+  if e then
+    return { -2, e }
+  end
+  return nil
+end
+
 -- arrive counts a new session of the person info ("<role>:<client id>"); their first one
 -- adds them to the people and publishes "<version> j <role>\t<client id>\t<since>\t<name>"
 -- (a tab is a control character, which neither a client id nor a name holds).

@@ -7,12 +7,9 @@
 if not int(ARGV[5]) then
   return redis.error_reply('ERR renew.lua: want a lease end')
 end
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  return { -1 }
-end
-local e = ended()
-if e then
-  return { -2, e }
+local shut = closed()
+if shut then
+  return shut
 end
 local missing = {}
 for i = 6, #ARGV do

@@ -66,15 +66,7 @@ func (a *attachStream) serve() error {
 		case l := <-a.listen:
 			listener, events, listenerDone = l, l.Events, l.Done()
 		case ev := <-events:
-			var frame *roomv1.JoinResponse
-			switch ev.Kind {
-			case hub.Frame:
-				frame, _ = ev.Msg.(*roomv1.JoinResponse)
-			case hub.Occupancy:
-				frame = &roomv1.JoinResponse{Frame: &roomv1.JoinResponse_Occupancy{Occupancy: &roomv1.Occupancy{Viewers: ev.Viewers, LeaderPresent: ev.Leaders > 0}}}
-			case hub.Join, hub.Leave:
-				frame = peopleFrame(ev)
-			}
+			frame := eventFrame(ev)
 			if frame == nil {
 				continue
 			}

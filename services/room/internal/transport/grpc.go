@@ -147,18 +147,10 @@ func (s *Server) Join(stream roomv1.RoomService_JoinServer) error {
 			if ev.Version <= joined.State.Version {
 				continue // the state the joiner got already includes it
 			}
-			var out *roomv1.JoinResponse
-			switch ev.Kind {
-			case hub.Frame:
-				if sess.Role != domain.Viewer {
-					continue // leader frames are relayed to the viewers
-				}
-				out, _ = ev.Msg.(*roomv1.JoinResponse)
-			case hub.Occupancy:
-				out = &roomv1.JoinResponse{Frame: &roomv1.JoinResponse_Occupancy{Occupancy: &roomv1.Occupancy{Viewers: ev.Viewers, LeaderPresent: ev.Leaders > 0}}}
-			case hub.Join, hub.Leave:
-				out = peopleFrame(ev)
+			if ev.Kind == hub.Frame && sess.Role != domain.Viewer {
+				continue // leader frames are relayed to the viewers
 			}
+			out := eventFrame(ev)
 			if out == nil {
 				continue
 			}

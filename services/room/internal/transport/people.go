@@ -39,6 +39,21 @@ func peopleProto(people []domain.Person) []*roomv1.Person {
 	return out
 }
 
+// eventFrame is the frame a hub event sends a session's client: a relayed leader frame, the
+// room's occupancy, or a person who came or left; nil for an event that sends none.
+func eventFrame(ev hub.Event) *roomv1.JoinResponse {
+	switch ev.Kind {
+	case hub.Frame:
+		frame, _ := ev.Msg.(*roomv1.JoinResponse)
+		return frame
+	case hub.Occupancy:
+		return &roomv1.JoinResponse{Frame: &roomv1.JoinResponse_Occupancy{Occupancy: &roomv1.Occupancy{Viewers: ev.Viewers, LeaderPresent: ev.Leaders > 0}}}
+	case hub.Join, hub.Leave:
+		return peopleFrame(ev)
+	}
+	return nil
+}
+
 // peopleFrame is a Join or Leave event's frame for every session, leader and viewers alike.
 func peopleFrame(ev hub.Event) *roomv1.JoinResponse {
 	if ev.Kind == hub.Join {
