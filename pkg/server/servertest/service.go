@@ -2,6 +2,7 @@ package servertest
 
 import (
 	"context"
+	"net"
 	"strings"
 	"testing"
 
@@ -49,6 +50,18 @@ func Dial(t testing.TB, addr string) *grpc.ClientConn {
 	}
 	t.Cleanup(func() { _ = conn.Close() })
 	return conn
+}
+
+// FreeAddr is a loopback address whose port was free when FreeAddr returned: where to tell a
+// process the test starts (a service's command) to listen.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }
 
 // CheckRegisterer checks that a service registers every metric family of want on the

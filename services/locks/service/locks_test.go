@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
 	"github.com/vigil-dev/vigil/pkg/redisx"
@@ -124,65 +125,43 @@ func TestBadInputGRPC(t *testing.T) {
 		msgResource = "resource must be 1 to 256 bytes of UTF-8 text without control characters."
 		msgOwner    = "owner must be 1 to 256 bytes of UTF-8 text without control characters."
 	)
+	// call sends req by its type: Acquire, Release, Renew or Get.
+	call := func(req proto.Message) error {
+		var err error
+		switch r := req.(type) {
+		case *locksv1.AcquireRequest:
+			_, err = e.locks.Acquire(ctx, r)
+		case *locksv1.ReleaseRequest:
+			_, err = e.locks.Release(ctx, r)
+		case *locksv1.RenewRequest:
+			_, err = e.locks.Renew(ctx, r)
+		case *locksv1.GetRequest:
+			_, err = e.locks.Get(ctx, r)
+		default:
+			t.Fatalf("no call for %T", req)
+		}
+		return err
+	}
 	for _, tc := range []struct {
 		name string
-		call func() error
+		req  proto.Message
 		want string
 	}{
-		{"control char resource", func() error {
-			_, err := e.locks.Acquire(ctx, &locksv1.AcquireRequest{Resource: "orders\n42", Owner: "o"})
-			return err
-		}, msgResource},
-		{"empty resource", func() error {
-			_, err := e.locks.Get(ctx, &locksv1.GetRequest{Resource: ""})
-			return err
-		}, msgResource},
-		{"long resource", func() error {
-			_, err := e.locks.Release(ctx, &locksv1.ReleaseRequest{Resource: tooLong, Owner: "o"})
-			return err
-		}, msgResource},
-		{"empty owner", func() error {
-			_, err := e.locks.Acquire(ctx, &locksv1.AcquireRequest{Resource: "abc", Owner: ""})
-			return err
-		}, msgOwner},
-		{"long owner", func() error {
-			_, err := e.locks.Release(ctx, &locksv1.ReleaseRequest{Resource: "abc", Owner: tooLong})
-			return err
-		}, msgOwner},
-		{"control char owner", func() error {
-			_, err := e.locks.Renew(ctx, &locksv1.RenewRequest{Resource: "abc", Owner: "a\nb"})
-			return err
-		}, msgOwner},
-		{"ttl too small", func() error {
-			_, err := e.locks.Acquire(ctx, &locksv1.AcquireRequest{Resource: "abc", Owner: "o", TtlMs: ms(99)})
-			return err
-		}, "ttlMs must be an integer from 100 through 3600000."},
-		{"ttl zero on renew", func() error {
-			_, err := e.locks.Renew(ctx, &locksv1.RenewRequest{Resource: "abc", Owner: "o", TtlMs: ms(0)})
-			return err
-		}, "ttlMs must be an integer from 100 through 3600000."},
-		{"ttl too large", func() error {
-			_, err := e.locks.Acquire(ctx, &locksv1.AcquireRequest{Resource: "abc", Owner: "o", TtlMs: ms(3600001)})
-			return err
-		}, "ttlMs must be an integer from 100 through 3600000."},
-		{"negative wait", func() error {
-			_, err := e.locks.Acquire(ctx, &locksv1.AcquireRequest{Resource: "abc", Owner: "o", WaitMs: ms(-1)})
-			return err
-		}, "waitMs must be an integer from 0 through 60000."},
-		{"wait too long", func() error {
-			_, err := e.locks.Acquire(ctx, &locksv1.AcquireRequest{Resource: "abc", Owner: "o", WaitMs: ms(60001)})
-			return err
-		}, "waitMs must be an integer from 0 through 60000."},
-		{"wait beyond 2^53", func() error {
-			_, err := e.locks.Acquire(ctx, &locksv1.AcquireRequest{Resource: "abc", Owner: "o", WaitMs: ms(1 << 53)})
-			return err
-		}, "waitMs must be an integer from 0 through 60000."},
-		{"ttl beyond -2^53", func() error {
-			_, err := e.locks.Renew(ctx, &locksv1.RenewRequest{Resource: "abc", Owner: "o", TtlMs: ms(-(1 << 53) - 1)})
-			return err
-		}, "ttlMs must be an integer from 100 through 3600000."},
+		{"control char resource", &locksv1.AcquireRequest{Resource: "orders\n42", Owner: "o"}, msgResource},
+		{"empty resource", &locksv1.GetRequest{Resource: ""}, msgResource},
+		{"long resource", &locksv1.ReleaseRequest{Resource: tooLong, Owner: "o"}, msgResource},
+		{"empty owner", &locksv1.AcquireRequest{Resource: "abc", Owner: ""}, msgOwner},
+		{"long owner", &locksv1.ReleaseRequest{Resource: "abc", Owner: tooLong}, msgOwner},
+		{"control char owner", &locksv1.RenewRequest{Resource: "abc", Owner: "a\nb"}, msgOwner},
+		{"ttl too small", &locksv1.AcquireRequest{Resource: "abc", Owner: "o", TtlMs: ms(99)}, "ttlMs must be an integer from 100 through 3600000."},
+		{"ttl zero on renew", &locksv1.RenewRequest{Resource: "abc", Owner: "o", TtlMs: ms(0)}, "ttlMs must be an integer from 100 through 3600000."},
+		{"ttl too large", &locksv1.AcquireRequest{Resource: "abc", Owner: "o", TtlMs: ms(3600001)}, "ttlMs must be an integer from 100 through 3600000."},
+		{"negative wait", &locksv1.AcquireRequest{Resource: "abc", Owner: "o", WaitMs: ms(-1)}, "waitMs must be an integer from 0 through 60000."},
+		{"wait too long", &locksv1.AcquireRequest{Resource: "abc", Owner: "o", WaitMs: ms(60001)}, "waitMs must be an integer from 0 through 60000."},
+		{"wait beyond 2^53", &locksv1.AcquireRequest{Resource: "abc", Owner: "o", WaitMs: ms(1 << 53)}, "waitMs must be an integer from 0 through 60000."},
+		{"ttl beyond -2^53", &locksv1.RenewRequest{Resource: "abc", Owner: "o", TtlMs: ms(-(1 << 53) - 1)}, "ttlMs must be an integer from 100 through 3600000."},
 	} {
-		err := tc.call()
+		err := call(tc.req)
 		if status.Code(err) != codes.InvalidArgument || status.Convert(err).Message() != tc.want {
 			t.Errorf("%s: error = %v, want InvalidArgument %q", tc.name, err, tc.want)
 		}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
@@ -133,7 +133,7 @@ func TestKilledReplicaExpiresEachHoldOnce(t *testing.T) {
 	_, prefix := redistest.Universal(t)
 	url, cluster := redistest.Target(t) // a Redis Cluster when VIGIL_TEST_REDIS_CLUSTER is set
 	cfg := redisx.Config{URL: url, ClusterAddrs: cluster}
-	addr := freeAddr(t)
+	addr := servertest.FreeAddr(t)
 
 	// Replica A: a child process with a short lease, so its unfinished claims come back soon.
 	a := &firings{first: make(chan struct{}), hung: make(chan struct{}), ready: make(chan struct{})}
@@ -245,14 +245,4 @@ func TestKilledReplicaExpiresEachHoldOnce(t *testing.T) {
 	if b.retry == 0 {
 		t.Fatalf("replica B retried nothing: A was killed with no claim in flight, so the crash path was not exercised")
 	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

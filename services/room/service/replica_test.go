@@ -1,7 +1,6 @@
 package service_test
 
 import (
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,12 +21,7 @@ func startReplicaProcess(t *testing.T, e *env) (addr string, kill func()) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build room: %v\n%s", err, out)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr = l.Addr().String()
-	_ = l.Close()
+	addr = servertest.FreeAddr(t)
 	cmd := exec.Command(bin,
 		"-grpc-addr", addr, "-metrics-addr", "", "-redis-url", e.url, "-prefix", e.o.Prefix,
 		"-shards", "4", "-lobby-addr", e.proxy, "-idle-ttl", e.o.IdleTTL.String(),
