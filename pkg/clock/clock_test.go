@@ -14,37 +14,31 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/vigil-dev/vigil/pkg/clock/clocktest"
 )
 
 // manual is a base clock that moves only when told, and a shared clock skew ahead of it: its
 // source answers after out and returns after back (a round trip of out+back), so a test picks
 // each sample's round trip and where in it the shared clock was read.
 type manual struct {
+	*clocktest.Manual
 	mu   sync.Mutex
-	now  time.Time
 	skew time.Duration // shared − local
 }
 
-func (m *manual) Now() time.Time {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.now
-}
-
-func (m *manual) advance(d time.Duration) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.now = m.now.Add(d)
-}
-
 // shared is the shared clock's true time.
-func (m *manual) shared() time.Time { return m.Now().Add(m.skew) }
+func (m *manual) shared() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.Now().Add(m.skew)
+}
 
 func (m *manual) source(out, back time.Duration) Source {
 	return func(context.Context) (time.Time, error) {
-		m.advance(out)
+		m.Add(out)
 		t := m.shared()
-		m.advance(back)
+		m.Add(back)
 		return t, nil
 	}
 }
@@ -83,7 +77,7 @@ func TestNowFollowsTheSharedClockWithinTheErrorBound(t *testing.T) {
 		{"30s ahead, slow way out", -30 * time.Second, 9 * time.Millisecond, time.Millisecond},
 		{"30s behind, slow way back", 30 * time.Second, time.Millisecond, 9 * time.Millisecond},
 	} {
-		m := &manual{now: time.Unix(1_000_000, 0), skew: tc.skew}
+		m := &manual{Manual: clocktest.New(time.Unix(1_000_000, 0)), skew: tc.skew}
 		c, _, _ := newTestClock(t, m, Options{})
 		if got := c.Now(); !got.Equal(m.Now()) {
 			t.Errorf("%s: Now before a sample = %v, want the base clock's %v", tc.name, got, m.Now())
@@ -98,7 +92,7 @@ func TestNowFollowsTheSharedClockWithinTheErrorBound(t *testing.T) {
 		if want := tc.skew + (tc.out-tc.back)/2; st.Offset != want {
 			t.Errorf("%s: Offset = %v, want %v", tc.name, st.Offset, want)
 		}
-		m.advance(time.Minute)
+		m.Add(time.Minute)
 		if miss := c.Now().Sub(m.shared()); abs(miss) > c.Status().Error {
 			t.Errorf("%s: Now − shared = %v, beyond the error bound %v", tc.name, miss, c.Status().Error)
 		}
@@ -109,7 +103,7 @@ func TestNowFollowsTheSharedClockWithinTheErrorBound(t *testing.T) {
 // as its age has not made it worse than a fresher one.
 func TestTheShortestRoundTripWinsUntilItAges(t *testing.T) {
 	t.Parallel()
-	m := &manual{now: time.Unix(1_000_000, 0), skew: 5 * time.Second}
+	m := &manual{Manual: clocktest.New(time.Unix(1_000_000, 0)), skew: 5 * time.Second}
 	c, _, _ := newTestClock(t, m, Options{Keep: 4, Drift: 1e-3})
 	// Asymmetric paths, so each sample's offset differs and tells which one is in use.
 	sampleOnce(t, c, m.source(6*time.Millisecond, 4*time.Millisecond)) // rtt 10ms, offset 5s + 1ms
@@ -120,7 +114,7 @@ func TestTheShortestRoundTripWinsUntilItAges(t *testing.T) {
 	}
 	// 10s later the 2ms sample's bound is 1ms + 10ms of allowed drift: a fresh 8ms one (4ms)
 	// is better.
-	m.advance(10 * time.Second)
+	m.Add(10 * time.Second)
 	sampleOnce(t, c, m.source(5*time.Millisecond, 3*time.Millisecond))
 	if st := c.Status(); st.RTT != 8*time.Millisecond || st.Offset != 5*time.Second+time.Millisecond {
 		t.Fatalf("after 10s: RTT, Offset = %v, %v; want the fresh 8ms sample", st.RTT, st.Offset)
@@ -138,13 +132,13 @@ func TestTheShortestRoundTripWinsUntilItAges(t *testing.T) {
 // gauges report the offset and the bound.
 func TestErrorBoundGrowsWithAgeAndGaugesReport(t *testing.T) {
 	t.Parallel()
-	m := &manual{now: time.Unix(1_000_000, 0), skew: -30 * time.Second}
+	m := &manual{Manual: clocktest.New(time.Unix(1_000_000, 0)), skew: -30 * time.Second}
 	c, reg, _ := newTestClock(t, m, Options{})
 	sampleOnce(t, c, m.source(time.Millisecond, time.Millisecond)) // taken 1ms ago, at the round trip's middle
 	if st, want := c.Status(), time.Millisecond+drifted(time.Millisecond); st.Error != want {
 		t.Fatalf("Error = %v, want %v (half the 2ms round trip, and 1ms of drift)", st.Error, want)
 	}
-	m.advance(10 * time.Second)
+	m.Add(10 * time.Second)
 	// 100 ppm (DefaultDrift) of 10s is 1ms.
 	age := 10*time.Second + time.Millisecond
 	if st, want := c.Status(), time.Millisecond+drifted(age); st.Error != want || st.Age != age ||
@@ -183,7 +177,7 @@ func TestOffsetBeyondTheBoundWarns(t *testing.T) {
 		skew time.Duration
 		word string
 	}{{30 * time.Second, "30s behind"}, {-30 * time.Second, "30s ahead of"}} {
-		m := &manual{now: time.Unix(1_000_000, 0), skew: tc.skew}
+		m := &manual{Manual: clocktest.New(time.Unix(1_000_000, 0)), skew: tc.skew}
 		c, _, log := newTestClock(t, m, Options{})
 		if err := c.Check(); err == nil {
 			t.Errorf("Check before a sample = nil, want an error")
@@ -215,7 +209,7 @@ func TestOffsetBeyondTheBoundWarns(t *testing.T) {
 // A failed sample keeps the last good one; Sync fails only when no sample succeeds.
 func TestFailedSamplesKeepTheLastGoodOne(t *testing.T) {
 	t.Parallel()
-	m := &manual{now: time.Unix(1_000_000, 0), skew: 30 * time.Second}
+	m := &manual{Manual: clocktest.New(time.Unix(1_000_000, 0)), skew: 30 * time.Second}
 	c, _, _ := newTestClock(t, m, Options{})
 	down := func(context.Context) (time.Time, error) { return time.Time{}, errors.New("connection refused") }
 	if err := c.Sync(context.Background(), down); err == nil || !strings.Contains(err.Error(), "connection refused") {

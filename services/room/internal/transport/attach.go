@@ -8,7 +8,6 @@ import (
 
 	roomv1 "github.com/vigil-dev/vigil/pkg/api/vigil/room/v1"
 	"github.com/vigil-dev/vigil/pkg/usererr"
-	"github.com/vigil-dev/vigil/services/room/internal/app"
 	"github.com/vigil-dev/vigil/services/room/internal/domain"
 	"github.com/vigil-dev/vigil/services/room/internal/hub"
 )
@@ -248,17 +247,7 @@ func (a *attachStream) hello(h *roomv1.Hello) {
 	a.mu.Unlock()
 	go func() {
 		defer a.inflight.Done()
-		role := domain.Role("")
-		switch h.GetRole() {
-		case roomv1.Role_ROLE_LEADER:
-			role = domain.Leader
-		case roomv1.Role_ROLE_VIEWER:
-			role = domain.Viewer
-		}
-		sess, joined, err := a.s.app.Open(ctx, app.Hello{
-			Code: h.GetCode(), Role: role, ClientID: h.GetClientId(), LeaderToken: h.GetLeaderToken(), SessionID: id, Shared: true,
-			Name: h.GetName(),
-		})
+		sess, joined, err := a.s.app.Open(ctx, appHello(h, true))
 		a.mu.Lock()
 		if err != nil {
 			if a.members[id] == m {

@@ -64,17 +64,7 @@ func (s *Server) Join(stream roomv1.RoomService_JoinServer) error {
 	if h == nil {
 		return s.status(ctx, usererr.Invalid("Send a hello frame first."))
 	}
-	role := domain.Role("")
-	switch h.GetRole() {
-	case roomv1.Role_ROLE_LEADER:
-		role = domain.Leader
-	case roomv1.Role_ROLE_VIEWER:
-		role = domain.Viewer
-	}
-	sess, joined, err := s.app.Open(ctx, app.Hello{
-		Code: h.GetCode(), Role: role, ClientID: h.GetClientId(), LeaderToken: h.GetLeaderToken(), SessionID: h.GetSessionId(),
-		Name: h.GetName(),
-	})
+	sess, joined, err := s.app.Open(ctx, appHello(h, false))
 	if err != nil {
 		return s.status(ctx, err)
 	}
@@ -204,6 +194,22 @@ func (s *Server) Join(stream roomv1.RoomService_JoinServer) error {
 			detach = true
 			return status.Error(codes.Unavailable, "The room service is restarting; reconnect.")
 		}
+	}
+}
+
+// appHello is the use cases' Hello for a client's hello frame; shared marks a session of an
+// Attach stream.
+func appHello(h *roomv1.Hello, shared bool) app.Hello {
+	role := domain.Role("")
+	switch h.GetRole() {
+	case roomv1.Role_ROLE_LEADER:
+		role = domain.Leader
+	case roomv1.Role_ROLE_VIEWER:
+		role = domain.Viewer
+	}
+	return app.Hello{
+		Code: h.GetCode(), Role: role, ClientID: h.GetClientId(), LeaderToken: h.GetLeaderToken(), SessionID: h.GetSessionId(),
+		Shared: shared, Name: h.GetName(),
 	}
 }
 
