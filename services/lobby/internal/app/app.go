@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
 	"golang.org/x/sync/singleflight"
 
 	"github.com/vigil-dev/vigil/services/lobby/internal/domain"
+	"github.com/vigil-dev/vigil/services/lobby/internal/index"
 	"github.com/vigil-dev/vigil/services/lobby/internal/store"
 )
 
@@ -32,8 +32,9 @@ type App struct {
 	// unchanged lobby costs one GET, and one after a few changes re-reads only the changed
 	// rooms, instead of reading all 10,000. Concurrent refreshes share one read.
 	loads  singleflight.Group
+	idx    *index.Index // changed only by refresh
 	mu     sync.Mutex
-	cached []domain.Room // most recently active first; shared, never modified
+	cached *index.List // most recently active first; immutable
 	cursor store.Cursor
 	loaded bool
 	key    []byte // page tokens' HMAC key (pageKey)
@@ -66,7 +67,7 @@ func New(st *store.Store, o Options) *App {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &App{st: st, now: o.Now, idleFor: o.IdleTTL + o.PruneGrace, log: o.Logger}
+	return &App{st: st, now: o.Now, idleFor: o.IdleTTL + o.PruneGrace, log: o.Logger, idx: index.New()}
 }
 
 func (a *App) cutoff() time.Time { return a.now().Add(-a.idleFor) }
@@ -95,41 +96,59 @@ func (a *App) Create(ctx context.Context, name string, v *domain.Video) (domain.
 }
 
 // List returns the open rooms, most recently active first, pruning abandoned ones, with the
-// lobby's version they reflect. The slice is shared: callers must not modify it.
-func (a *App) List(ctx context.Context) ([]domain.Room, int64, error) {
-	v, err := a.st.Version(ctx)
-	if err != nil {
-		return nil, 0, err
-	}
+// lobby's version they reflect: at least the version when the call began, so a caller paging
+// over several replicas never sees an older list after a newer one. The List is immutable.
+func (a *App) List(ctx context.Context) (*index.List, int64, error) {
 	a.mu.Lock()
-	rooms, hit := a.cached, a.loaded && a.cursor.Version == v
+	list, cur, loaded := a.cached, a.cursor, a.loaded
 	a.mu.Unlock()
-	if hit && !idleTail(rooms, a.cutoff().UnixMilli()) {
-		return rooms, v, nil
+	var poll *store.Poll
+	if loaded {
+		// One round trip: the version and, when it moved, the changes since the cached list.
+		p, err := a.st.Poll(ctx, cur)
+		if err != nil {
+			return nil, 0, err
+		}
+		if p.Version == cur.Version && !idleTail(list, a.cutoff().UnixMilli()) {
+			return list, cur.Version, nil
+		}
+		poll = &p
 	}
-	res, err, _ := a.loads.Do("list", func() (any, error) { return a.refresh(ctx) })
-	if err != nil {
-		return nil, 0, err
+	for {
+		// Concurrent listings share one refresh; one that joined a refresh begun before its
+		// own poll goes again, as that one may predate the version it saw.
+		res, err, _ := a.loads.Do("list", func() (any, error) { return a.refresh(ctx, poll) })
+		if err != nil {
+			return nil, 0, err
+		}
+		l := res.(listed)
+		if poll == nil || l.version >= poll.Version {
+			return l.rooms, l.version, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
 	}
-	l := res.(listed)
-	return l.rooms, l.version, nil
 }
 
 // listed is a refreshed list and its version.
 type listed struct {
-	rooms   []domain.Room
+	rooms   *index.List
 	version int64
 }
 
 // idleTail reports whether the list's oldest room has gone idle past cutoff.
-func idleTail(rooms []domain.Room, cutoff int64) bool {
-	return len(rooms) > 0 && rooms[len(rooms)-1].LastActivity < cutoff
+func idleTail(rooms *index.List, cutoff int64) bool {
+	last := rooms.Last()
+	return last != nil && last.LastActivity < cutoff
 }
 
 // refresh brings the cached list up to date: it prunes rooms idle past the cutoff first (so
-// the version it returns covers the pruning), then patches in the rooms the change log names,
-// or reads every room when the log cannot say.
-func (a *App) refresh(ctx context.Context) (listed, error) {
+// the version it returns covers the pruning), then applies the rooms the change log names to
+// the index, or reads every room when the log cannot say. poll, when not nil, is a caller's
+// read of the log; it is used when it starts at the cached list's cursor and nothing was
+// pruned since.
+func (a *App) refresh(ctx context.Context, poll *store.Poll) (listed, error) {
 	cutoff := a.cutoff()
 	a.mu.Lock()
 	old, cur, loaded := a.cached, a.cursor, a.loaded
@@ -147,21 +166,25 @@ func (a *App) refresh(ctx context.Context) (listed, error) {
 		}
 		if pruned > 0 {
 			a.log.InfoContext(ctx, "idle rooms pruned", "event", "rooms_pruned", "count", pruned)
+			poll = nil // the prune is a change the poll did not see
 		}
 	}
-	var rooms []domain.Room
+	var rooms *index.List
 	complete := false
 	if loaded {
-		codes, next, ok, err := a.st.Changes(ctx, cur)
-		if err != nil {
-			return listed{}, err
-		}
-		if ok {
-			changed, err := a.st.Rooms(ctx, codes, cutoff)
+		if poll == nil || poll.From != cur {
+			p, err := a.st.Poll(ctx, cur)
 			if err != nil {
 				return listed{}, err
 			}
-			rooms, cur, complete = patch(old, codes, changed, cutoff.UnixMilli()), next, true
+			poll = &p
+		}
+		if poll.Complete {
+			changed, err := a.st.Rooms(ctx, poll.Codes, cutoff)
+			if err != nil {
+				return listed{}, err
+			}
+			rooms, cur, complete = a.idx.Apply(poll.Codes, changed, cutoff.UnixMilli()), poll.Next, true
 		}
 	}
 	if !complete {
@@ -170,42 +193,14 @@ func (a *App) refresh(ctx context.Context) (listed, error) {
 		if err != nil {
 			return listed{}, err
 		}
-		rooms, cur = all, next
+		rooms, cur = a.idx.Load(all), next
 	}
 	a.mu.Lock()
-	if !a.loaded || cur.Version >= a.cursor.Version {
-		a.cached, a.cursor, a.loaded = rooms, cur, true
-	}
+	// Refreshes run one at a time (singleflight), each from the index the last one left.
+	a.cached, a.cursor, a.loaded = rooms, cur, true
 	a.mu.Unlock()
 	return listed{rooms: rooms, version: cur.Version}, nil
 }
-
-// patch returns a new list: old without the changed codes and without rooms idle past cutoff,
-// merged with the changed rooms' current state, most recently active first (ties: the greater
-// code first, as Redis orders them).
-func patch(old []domain.Room, codes []string, changed []domain.Room, cutoff int64) []domain.Room {
-	drop := make(map[string]bool, len(codes))
-	for _, c := range codes {
-		drop[c] = true
-	}
-	slices.SortFunc(changed, byActivity)
-	out := make([]domain.Room, 0, len(old)+len(changed))
-	j := 0
-	for _, r := range old {
-		if drop[r.Code] || r.LastActivity < cutoff {
-			continue
-		}
-		for j < len(changed) && byActivity(changed[j], r) < 0 {
-			out = append(out, changed[j])
-			j++
-		}
-		out = append(out, r)
-	}
-	return append(out, changed[j:]...)
-}
-
-// byActivity orders rooms most recently active first, then by code, descending.
-func byActivity(a, b domain.Room) int { return domain.ByActivity(a, b) }
 
 // PageRequest asks for one page of the lobby.
 type PageRequest struct {
@@ -235,7 +230,8 @@ type Page struct {
 // control characters) is a domain.ErrInvalid with a sentence, checked before anything is read.
 //
 // The page is cut from the cached list (List), so it costs what List costs plus a binary
-// search and a scan: a search reads names already folded when the room was loaded.
+// search and a scan: a search looks for one word in each block's folded names
+// (index.List.Page).
 func (a *App) ListPage(ctx context.Context, req PageRequest) (Page, error) {
 	size := int32(domain.DefaultPageSize)
 	if req.SizeSet {
@@ -261,30 +257,14 @@ func (a *App) ListPage(ctx context.Context, req PageRequest) (Page, error) {
 		}
 		after = &p
 	}
-	rooms, version, err := a.List(ctx)
+	list, version, err := a.List(ctx)
 	if err != nil {
 		return Page{}, err
 	}
-	start := 0
-	if after != nil {
-		start, _ = slices.BinarySearchFunc(rooms, *after, func(r domain.Room, p domain.Position) int {
-			if p.AtOrBefore(r) {
-				return -1
-			}
-			return 1
-		})
-	}
-	out := make([]domain.Room, 0, min(int(size), len(rooms)-start))
-	more := false
-	for _, r := range rooms[start:] {
-		if (req.Joinable && !r.LeaderPresent) || !q.Match(r.Search) {
-			continue
-		}
-		if len(out) == int(size) {
-			more = true
-			break
-		}
-		out = append(out, r)
+	found, more := list.Page(after, int(size), index.Query{Match: q, Joinable: req.Joinable})
+	out := make([]domain.Room, len(found))
+	for i, r := range found {
+		out[i] = *r
 	}
 	page := Page{Rooms: out, Version: version}
 	if more {

@@ -48,6 +48,10 @@ func FoldName(name string) Folded {
 	return Folded{letters: letters, bare: bare, bareText: string(bare)}
 }
 
+// Bare is the name folded and without marks, the text a Query's Probe word is looked for in:
+// the word occurs in it exactly when it matches the name. It holds no control character.
+func (f Folded) Bare() string { return f.bareText }
+
 // baseLetter is r without its marks: the first rune of its canonical decomposition when the
 // rest are all marks ("é" → "e", "ñ" → "n"), else r itself.
 func baseLetter(r rune) rune {
@@ -96,6 +100,18 @@ func ParseQuery(q string) (Query, error) {
 		out.words = append(out.words, qw)
 	}
 	return out, nil
+}
+
+// Probe is a word of q that matches a name exactly where it occurs in the name's Bare text
+// (a word typed without marks), the longest such: a scan over many names can look for it
+// first and check the rest of q only where it occurs. ok is false when q has no such word.
+func (q Query) Probe() (word string, ok bool) {
+	for _, w := range q.words {
+		if w.allPlain && len(w.text) > len(word) {
+			word, ok = w.text, true
+		}
+	}
+	return word, ok
 }
 
 // Empty reports whether the query matches every room.

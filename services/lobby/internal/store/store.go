@@ -92,7 +92,7 @@ func decodeInfo(code, s string) (domain.Room, error) {
 	if err1 != nil || err2 != nil {
 		return domain.Room{}, fmt.Errorf("room %q: malformed info", code)
 	}
-	return domain.Room{Code: code, Name: parts[2], CreatedAt: created, Video: domain.Video{Title: parts[3], DurationMs: dur}, Search: domain.FoldName(parts[2])}, nil
+	return domain.Room{Code: code, Name: parts[2], CreatedAt: created, Video: domain.Video{Title: parts[3], DurationMs: dur}}, nil
 }
 
 // Create adds r (its CreatedAt is also its first activity) with the leader token's hash.
@@ -192,34 +192,71 @@ func (s *Store) List(ctx context.Context, cutoffAt time.Time) ([]domain.Room, Cu
 }
 
 func cursorOf(m redis.XMessage) Cursor {
-	v, _ := strconv.ParseInt(fmt.Sprint(m.Values["v"]), 10, 64)
+	v, _ := strconv.ParseInt(text(m.Values["v"]), 10, 64)
 	return Cursor{ID: m.ID, Version: v}
 }
 
-// Changes returns the codes changed after cursor after, and the cursor of the last change.
-// complete is false when the log cannot say (it was trimmed past after, or holds too many
-// changes): the caller then reloads the whole list.
-func (s *Store) Changes(ctx context.Context, after Cursor) (codes []string, next Cursor, complete bool, err error) {
-	msgs, err := s.rdb.XRangeN(ctx, s.k.changes, "("+after.ID, "+", maxChanges).Result()
-	if err != nil {
-		return nil, Cursor{}, false, fmt.Errorf("read lobby changes: %w", err)
+// text is a stream field's value as a string (go-redis gives strings; anything else is printed).
+func text(v any) string {
+	if s, ok := v.(string); ok {
+		return s
 	}
+	return fmt.Sprint(v)
+}
+
+// Poll is what changed in the lobby after a cursor.
+type Poll struct {
+	// From is the cursor the changes were read after.
+	From Cursor
+	// Version is the lobby's version when the poll read it: the changes cover at least that.
+	Version int64
+	// Codes are the rooms changed after From (each once), and Next the cursor of the last
+	// change read.
+	Codes []string
+	Next  Cursor
+	// Complete is false when the log cannot say (it was trimmed past From, or holds too many
+	// changes): the caller then reloads the whole list.
+	Complete bool
+}
+
+// Poll reads the lobby's version and the changes after cursor after in one round trip: an
+// unchanged lobby answers an empty range, a changed one the codes to re-read.
+func (s *Store) Poll(ctx context.Context, after Cursor) (Poll, error) {
+	var version *redis.StringCmd
+	var log *redis.XMessageSliceCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		version = p.Get(ctx, s.k.version)
+		log = p.XRangeN(ctx, s.k.changes, "("+after.ID, "+", maxChanges)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return Poll{}, fmt.Errorf("read lobby changes: %w", err)
+	}
+	out := Poll{From: after, Next: after, Complete: true}
+	if version.Err() == nil {
+		if out.Version, err = version.Int64(); err != nil {
+			return Poll{}, fmt.Errorf("read lobby version: %w", err)
+		}
+	}
+	msgs := log.Val()
 	if len(msgs) == 0 {
-		return nil, after, true, nil
+		return out, nil
 	}
 	if cursorOf(msgs[0]).Version != after.Version+1 || len(msgs) == maxChanges {
-		return nil, Cursor{}, false, nil
+		out.Complete = false
+		return out, nil
 	}
-	seen := map[string]bool{}
+	seen := make(map[string]bool, len(msgs))
 	for _, m := range msgs {
-		for _, c := range strings.Fields(fmt.Sprint(m.Values["c"])) {
+		for _, c := range strings.Fields(text(m.Values["c"])) {
 			if !seen[c] {
 				seen[c] = true
-				codes = append(codes, c)
+				out.Codes = append(out.Codes, c)
 			}
 		}
 	}
-	return codes, cursorOf(msgs[len(msgs)-1]), true, nil
+	out.Next = cursorOf(msgs[len(msgs)-1])
+	return out, nil
 }
 
 // Rooms reads the given rooms; missing ones and ones last active before cutoff are left out.
