@@ -91,6 +91,29 @@ func untilTime(t time.Time) {
 	}
 }
 
+// pauseAll pauses the replicas' containers and returns the unpause, which the test's cleanup
+// also runs (once at most) so a failed test leaves nothing paused.
+func pauseAll(t *testing.T, paused []replica) (unpause func()) {
+	t.Helper()
+	for _, p := range paused {
+		if out, err := docker("pause", p.id); err != nil {
+			t.Fatalf("docker pause %s: %v %s", p.name, err, out)
+		}
+	}
+	var once sync.Once
+	unpause = func() {
+		once.Do(func() {
+			for _, p := range paused {
+				if out, err := docker("unpause", p.id); err != nil {
+					t.Errorf("docker unpause %s: %v %s", p.name, err, out)
+				}
+			}
+		})
+	}
+	t.Cleanup(unpause)
+	return unpause
+}
+
 // every runs f every period from now until the deadline (or ctx's end), with a counter.
 func every(ctx context.Context, period time.Duration, until time.Time, f func(k int)) {
 	tick := time.NewTicker(period)
@@ -119,11 +142,13 @@ func decodeLock(c restCall) lockAnswer {
 	return a
 }
 
-// warm opens a practice room with its leader and viewers and a chat room with members, both
-// named after prefix and a suffix of this run, and waits until the lobby counts every viewer,
-// every viewer has the leader's first sync and every member the first message.
-func (s *stack) warm(ctx context.Context, t *testing.T, prefix string, viewers, members int) (suffix string, r *roomClients, chatRoom string, chat []*sock) {
+// warm scales the room, chat and locks services to replicas, opens a practice room with its
+// leader and viewers and a chat room with members, both named after prefix and a suffix of
+// this run, and waits until the lobby counts every viewer, every viewer has the leader's first
+// sync and every member the first message.
+func (s *stack) warm(ctx context.Context, t *testing.T, replicas int, prefix string, viewers, members int) (suffix string, r *roomClients, chatRoom string, chat []*sock) {
 	t.Helper()
+	s.up(replicas)
 	suffix = strconv.FormatInt(time.Now().UnixNano()%1e12, 36)
 	r = s.openRoom(ctx, t, prefix+" "+suffix, viewers)
 	chatRoom = prefix + "-" + suffix
@@ -146,11 +171,10 @@ func (s *stack) warm(ctx context.Context, t *testing.T, prefix string, viewers, 
 }
 
 func pauseServing(t *testing.T, s *stack) {
-	s.up(2)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const viewers, members = 30, 30
-	suffix, r, chatRoom, chat := s.warm(ctx, t, "pause", viewers, members)
+	suffix, r, chatRoom, chat := s.warm(ctx, t, 2, "pause", viewers, members)
 
 	// Locks held through the pause: no one else may get them, before, during or after.
 	held := map[string]float64{}
@@ -223,24 +247,7 @@ func pauseServing(t *testing.T, s *stack) {
 	untilTime(pauseAt)
 	paused := []replica{roomRep, chatRep, lockRep}
 	pauseAt = time.Now()
-	for _, p := range paused {
-		if out, err := docker("pause", p.id); err != nil {
-			t.Fatalf("docker pause %s: %v %s", p.name, err, out)
-		}
-	}
-	unpaused := false
-	unpause := func() {
-		if unpaused {
-			return
-		}
-		unpaused = true
-		for _, p := range paused {
-			if out, err := docker("unpause", p.id); err != nil {
-				t.Errorf("docker unpause %s: %v %s", p.name, err, out)
-			}
-		}
-	}
-	t.Cleanup(unpause)
+	unpause := pauseAll(t, paused)
 	t.Logf("paused %s, %s and %s at %s (load %s)", roomRep.name, chatRep.name, lockRep.name, pauseAt.Format("15:04:05.000"), loadavg())
 
 	// The leader syncs every second, and a message is posted every second (each posted until
@@ -422,35 +429,17 @@ func pauseServing(t *testing.T, s *stack) {
 }
 
 func pauseOnly(t *testing.T, s *stack) {
-	s.up(1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const viewers, members = 10, 10
-	suffix, r, chatRoom, chat := s.warm(ctx, t, "alone", viewers, members)
+	suffix, r, chatRoom, chat := s.warm(ctx, t, 1, "alone", viewers, members)
 
 	var paused []replica
 	for _, svc := range []string{"room", "chat", "locks"} {
 		paused = append(paused, s.replicas(svc)...)
 	}
 	pauseAt := time.Now()
-	for _, p := range paused {
-		if out, err := docker("pause", p.id); err != nil {
-			t.Fatalf("docker pause %s: %v %s", p.name, err, out)
-		}
-	}
-	unpaused := false
-	unpause := func() {
-		if unpaused {
-			return
-		}
-		unpaused = true
-		for _, p := range paused {
-			if out, err := docker("unpause", p.id); err != nil {
-				t.Errorf("docker unpause %s: %v %s", p.name, err, out)
-			}
-		}
-	}
-	t.Cleanup(unpause)
+	unpause := pauseAll(t, paused)
 	t.Logf("paused the only room, chat and locks replicas at %s (load %s)", pauseAt.Format("15:04:05.000"), loadavg())
 	if err := r.sync(ctx, 300001); err != nil {
 		t.Fatalf("leader sync during the pause: %v", err)

@@ -58,53 +58,38 @@ func runReplica(domain string) int {
 	now := func() time.Time { return time.Now().Add(skew) }
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	rc := redisx.Config{URL: os.Getenv(envRedis), Timeout: time.Second}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	prefix := os.Getenv(envPrefix)
-	var addr net.Addr
-	var serve func(context.Context) error
+	core := server.Core{
+		Redis:  redisx.Config{URL: os.Getenv(envRedis), Timeout: time.Second},
+		Prefix: os.Getenv(envPrefix),
+		Logger: slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+		Now:    now, DisciplineClock: true, DrainTimeout: 3 * time.Second,
+	}
+	var svc interface {
+		Addr() net.Addr
+		Serve(context.Context) error
+	}
+	var err error
 	switch domain {
 	case "locks":
-		svc, err := locks.New(ctx, locks.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: log, Now: now, DisciplineClock: true, DrainTimeout: 3 * time.Second}, Shards: 4, AlarmLease: alarmLease})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		addr, serve = svc.Addr(), svc.Serve
+		svc, err = locks.New(ctx, locks.Options{Core: core, Shards: 4, AlarmLease: alarmLease})
 	case "reservations":
-		svc, err := reservations.New(ctx, reservations.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: log, Now: now, DisciplineClock: true, DrainTimeout: 3 * time.Second}, Shards: 4, Lease: alarmLease})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		addr, serve = svc.Addr(), svc.Serve
+		svc, err = reservations.New(ctx, reservations.Options{Core: core, Shards: 4, Lease: alarmLease})
 	case "chat":
-		svc, err := chat.New(ctx, chat.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: log, Now: now, DisciplineClock: true, DrainTimeout: 3 * time.Second}, HistoryKeep: 1 << 20})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		addr, serve = svc.Addr(), svc.Serve
+		svc, err = chat.New(ctx, chat.Options{Core: core, HistoryKeep: 1 << 20})
 	case "lobby":
-		svc, err := lobby.New(ctx, lobby.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: log, Now: now, DisciplineClock: true, DrainTimeout: 3 * time.Second}})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		addr, serve = svc.Addr(), svc.Serve
+		svc, err = lobby.New(ctx, lobby.Options{Core: core})
 	case "rooms":
-		svc, err := room.New(ctx, room.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: log, Now: now, DisciplineClock: true, DrainTimeout: 3 * time.Second}, Shards: 4, LobbyAddr: os.Getenv(envLobby), SessionLease: sessionLease, AlarmLease: alarmLease})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		addr, serve = svc.Addr(), svc.Serve
+		svc, err = room.New(ctx, room.Options{Core: core, Shards: 4, LobbyAddr: os.Getenv(envLobby), SessionLease: sessionLease, AlarmLease: alarmLease})
 	default:
 		fmt.Fprintf(os.Stderr, "unknown domain %q\n", domain)
 		return 2
 	}
-	fmt.Printf("listening %s\n", addr)
-	if err := serve(ctx); err != nil {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Printf("listening %s\n", svc.Addr())
+	if err := svc.Serve(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

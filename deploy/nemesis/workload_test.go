@@ -195,40 +195,27 @@ func (w *reservationsWorkload) probe(c reservationsv1.ReservationServiceClient, 
 
 func (w *reservationsWorkload) run(ctx context.Context, conn *grpc.ClientConn, avail *availability) {
 	c := reservationsv1.NewReservationServiceClient(conn)
-	var wg, probes sync.WaitGroup
+	var probes sync.WaitGroup
 	defer probes.Wait()
-	for i := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			tick := time.NewTicker(50 * time.Millisecond) // pacing: 40 holds a second
-			defer tick.Stop()
-			for n := 0; ; n++ {
-				select {
-				case <-ctx.Done():
-					return
-				case <-tick.C:
-				}
-				id := fmt.Sprintf("%s-w%d-%d", w.name, i, n)
-				asked := time.Now()
-				for attempt := 0; attempt < 3; attempt++ {
-					cctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-					_, err := c.CreateReservation(cctx, &reservationsv1.CreateReservationRequest{ReservationId: id, TtlSeconds: int32(reservationTTL / time.Second)})
-					cancel()
-					if err == nil || status.Code(err) == codes.AlreadyExists {
-						avail.ok()
-						w.mu.Lock()
-						w.ids = append(w.ids, id)
-						w.mu.Unlock()
-						probes.Add(1)
-						go func() { defer probes.Done(); w.probe(c, id, asked) }()
-						break
-					}
-				}
+	paced(ctx, 2, 50*time.Millisecond, func(i, n int) { // pacing: 40 holds a second
+		id := fmt.Sprintf("%s-w%d-%d", w.name, i, n)
+		asked := time.Now()
+		err := upTo3Tries(func(cctx context.Context) error {
+			_, err := c.CreateReservation(cctx, &reservationsv1.CreateReservationRequest{ReservationId: id, TtlSeconds: int32(reservationTTL / time.Second)})
+			if status.Code(err) == codes.AlreadyExists {
+				return nil // an earlier try created it and its answer was lost
 			}
-		}()
-	}
-	wg.Wait()
+			return err
+		})
+		if err == nil {
+			avail.ok()
+			w.mu.Lock()
+			w.ids = append(w.ids, id)
+			w.mu.Unlock()
+			probes.Add(1)
+			go func() { defer probes.Done(); w.probe(c, id, asked) }()
+		}
+	})
 }
 
 func (w *reservationsWorkload) check(ctx context.Context, conn *grpc.ClientConn) (outcome, error) {
@@ -295,12 +282,31 @@ func (w *chatWorkload) run(ctx context.Context, conn *grpc.ClientConn, avail *av
 	for i := range 4 {
 		w.rooms = append(w.rooms, fmt.Sprintf("%s-room%d", w.name, i))
 	}
+	paced(ctx, 2, 25*time.Millisecond, func(i, n int) { // pacing: 80 posts a second
+		room := w.rooms[n%len(w.rooms)]
+		post := fmt.Sprintf("%s-w%d-%d", w.name, i, n)
+		err := upTo3Tries(func(cctx context.Context) error {
+			_, err := c.PostMessage(cctx, &chatv1.PostMessageRequest{Room: room, UserId: "nemesis", Body: post, PostId: post})
+			return err
+		})
+		if err == nil {
+			avail.ok()
+			w.mu.Lock()
+			w.acked[post] = room
+			w.mu.Unlock()
+		}
+	})
+}
+
+// paced runs op(worker, n) in workers goroutines, each once every period (n counts its
+// calls), until ctx ends; it returns when every worker has stopped.
+func paced(ctx context.Context, workers int, period time.Duration, op func(worker, n int)) {
 	var wg sync.WaitGroup
-	for i := range 2 {
+	for i := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tick := time.NewTicker(25 * time.Millisecond) // pacing: 80 posts a second
+			tick := time.NewTicker(period)
 			defer tick.Stop()
 			for n := 0; ; n++ {
 				select {
@@ -308,24 +314,27 @@ func (w *chatWorkload) run(ctx context.Context, conn *grpc.ClientConn, avail *av
 					return
 				case <-tick.C:
 				}
-				room := w.rooms[n%len(w.rooms)]
-				post := fmt.Sprintf("%s-w%d-%d", w.name, i, n)
-				for attempt := 0; attempt < 3; attempt++ {
-					cctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-					_, err := c.PostMessage(cctx, &chatv1.PostMessageRequest{Room: room, UserId: "nemesis", Body: post, PostId: post})
-					cancel()
-					if err == nil {
-						avail.ok()
-						w.mu.Lock()
-						w.acked[post] = room
-						w.mu.Unlock()
-						break
-					}
-				}
+				op(i, n)
 			}
 		}()
 	}
 	wg.Wait()
+}
+
+// upTo3Tries makes call up to three times, each with its own callTimeout (not the run's
+// context, so a call started before the run ends is answered), until one returns nil; it
+// returns the last error.
+func upTo3Tries(call func(ctx context.Context) error) error {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		cctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+		err = call(cctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 func (w *chatWorkload) check(ctx context.Context, conn *grpc.ClientConn) (outcome, error) {
