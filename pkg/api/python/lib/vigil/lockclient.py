@@ -262,9 +262,77 @@ class _MutexBase:
         if res is not None and not res.released and not retried:
             raise LockLost(f"lock {self._resource!r} (fencing token {h.token}) was no longer held by {self._owner!r} at release")
 
+    def _give_back(self) -> None:
+        """Releases, without waiting for the answer, a grant that may have crossed a deadline."""
+        raise NotImplementedError
+
+    def _start_hold(self, token: int, expiry: float) -> None:
+        """Starts a hold and its renewal."""
+        raise NotImplementedError
+
+    def _release_failed(self, err: grpc.RpcError, timeout: float, deadline: float, backoff: float) -> None:
+        """Raises the failure of a release call unless it is worth trying again after backoff."""
+        if _code(err) not in _TRANSIENT or time.monotonic() + backoff >= deadline:
+            raise from_rpc_error(err, f"release {self._resource!r}: no answer within {timeout:.3g} s") from None
+
     def __repr__(self) -> str:
         state = "unlocked" if self._hold is None else ("lost" if self.lost else f"held, token {self._hold.token}")
         return f"<{type(self).__name__} {self._resource!r} owner={self._owner!r} {state}>"
+
+
+class _AcquireTries:
+    """The calls of one acquire: what each asks for, and after its answer or failure whether to
+    ask again. Mutex and AsyncMutex make the calls and the pauses, each its own way; the mutex
+    gives a grant back with ``_give_back()`` and starts a hold with ``_start_hold``."""
+
+    def __init__(self, m: _MutexBase, deadline: Optional[float]) -> None:
+        self._m = m
+        self._deadline = deadline
+        self._backoff = _FIRST_BACKOFF
+        self._failing_since: Optional[float] = None  # the first of the failures in a row
+        self._sent = 0.0  # when the last call was sent
+        self._call_timeout = 0.0
+        self._callers = False  # the last call's timeout is the caller's own deadline
+
+    def next_call(self) -> "tuple[float, float]":
+        """The lock wait to ask for and the timeout of a call sent now, in seconds."""
+        self._sent = time.monotonic()
+        wait, self._call_timeout, self._callers = _plan(self._deadline, self._sent, self._m._call_timeout)
+        return wait, self._call_timeout
+
+    def failed(self, err: grpc.RpcError) -> Optional[float]:
+        """After a failed call: the pause before the next, or None when the caller's timeout
+        passed (not acquired). Raises when the failure is final."""
+        m, what = self._m, f"acquire {self._m._resource!r}"
+        code, now = _code(err), time.monotonic()
+        if code in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED):
+            # A grant may have crossed the deadline: give it back, without waiting.
+            m._give_back()
+            if self._callers:  # the caller's timeout, not a silent service
+                return None
+            raise from_rpc_error(err, f"{what}: no answer within {self._call_timeout:.3g} s") from None
+        if code not in _TRANSIENT:
+            raise from_rpc_error(err, what) from None
+        if self._failing_since is None:
+            self._failing_since = self._sent
+        pause = self._backoff
+        if now + pause - self._failing_since > m._call_timeout or (self._callers and now + pause >= self._deadline):
+            raise from_rpc_error(err, what) from None
+        self._backoff = min(2 * pause, _MAX_BACKOFF)
+        return pause
+
+    def answered(self, res: locks_pb2.AcquireResponse) -> Optional[bool]:
+        """After an answer: True when it granted the lock (the hold started), False when the
+        caller's timeout passed, None to ask again."""
+        m = self._m
+        if res.acquired:
+            m._start_hold(res.fencing_token, self._sent + m._ttl)
+            return True
+        m._holder = res.holder if res.HasField("holder") else None
+        self._backoff, self._failing_since = _FIRST_BACKOFF, None
+        if self._deadline is not None and self._deadline - time.monotonic() <= 0.001:
+            return False
+        return None
 
 
 class Mutex(_MutexBase):
@@ -316,46 +384,30 @@ class Mutex(_MutexBase):
             got = self._local.acquire(blocking, max(0.0, deadline - time.monotonic()) if blocking else -1)
         if not got:
             return False
+        ok = False
         try:
             ok = self._acquire(deadline)
-        except BaseException:
-            self._local.release()
-            raise
-        if not ok:
-            self._local.release()
+        finally:
+            if not ok:  # not acquired, or failed: the local lock goes too
+                self._local.release()
         return ok
 
     def _acquire(self, deadline: Optional[float]) -> bool:
         self._settle_give_back()
-        backoff, failing_since = _FIRST_BACKOFF, None
+        tries = _AcquireTries(self, deadline)
         while True:
-            sent = time.monotonic()
-            wait, call_deadline, callers = _plan(deadline, sent, self._call_timeout)
+            wait, call_timeout = tries.next_call()
             try:
-                res = self._stub.Acquire(self._acquire_request(wait), timeout=call_deadline)
+                res = self._stub.Acquire(self._acquire_request(wait), timeout=call_timeout)
             except grpc.RpcError as err:
-                code, now = _code(err), time.monotonic()
-                if code in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED):
-                    # A grant may have crossed the deadline: give it back, without waiting.
-                    self._give_back()
-                    if callers:  # the caller's timeout, not a silent service
-                        return False
-                    raise from_rpc_error(err, f"acquire {self._resource!r}: no answer within {call_deadline:.3g} s") from None
-                if code not in _TRANSIENT:
-                    raise from_rpc_error(err, f"acquire {self._resource!r}") from None
-                failing_since = failing_since if failing_since is not None else sent
-                if now + backoff - failing_since > self._call_timeout or (callers and now + backoff >= deadline):
-                    raise from_rpc_error(err, f"acquire {self._resource!r}") from None
-                time.sleep(backoff)
-                backoff = min(2 * backoff, _MAX_BACKOFF)
+                pause = tries.failed(err)
+                if pause is None:
+                    return False
+                time.sleep(pause)
                 continue
-            if res.acquired:
-                self._start_hold(res.fencing_token, sent + self._ttl)
-                return True
-            self._holder = res.holder if res.HasField("holder") else None
-            backoff, failing_since = _FIRST_BACKOFF, None
-            if deadline is not None and deadline - time.monotonic() <= 0.001:
-                return False
+            got = tries.answered(res)
+            if got is not None:
+                return got
 
     def _give_back(self) -> None:
         """Releases, without waiting, a grant that may have crossed a deadline; the next acquire
@@ -447,8 +499,7 @@ class Mutex(_MutexBase):
             try:
                 return self._stub.Release(self._release_request(token), timeout=max(0.001, deadline - time.monotonic())), retried
             except grpc.RpcError as err:
-                if _code(err) not in _TRANSIENT or time.monotonic() + backoff >= deadline:
-                    raise from_rpc_error(err, f"release {self._resource!r}: no answer within {timeout:.3g} s") from None
+                self._release_failed(err, timeout, deadline, backoff)
                 time.sleep(backoff)
                 backoff, retried = min(2 * backoff, _MAX_BACKOFF), True
 
@@ -495,13 +546,12 @@ class AsyncMutex(_MutexBase):
         deadline = _acquire_deadline(blocking, timeout, time.monotonic())
         if not await self._acquire_local(deadline):
             return False
+        ok = False
         try:
             ok = await self._acquire(deadline)
-        except BaseException:
-            self._local.release()
-            raise
-        if not ok:
-            self._local.release()
+        finally:
+            if not ok:  # not acquired, or failed: the local lock goes too
+                self._local.release()
         return ok
 
     async def _acquire_local(self, deadline: Optional[float]) -> bool:
@@ -540,37 +590,23 @@ class AsyncMutex(_MutexBase):
     async def _acquire(self, deadline: Optional[float]) -> bool:
         if self._background:  # a give-back must not release this acquire's grant
             await asyncio.wait(set(self._background))  # each bounded by its call's deadline
-        backoff, failing_since = _FIRST_BACKOFF, None
+        tries = _AcquireTries(self, deadline)
         while True:
-            sent = time.monotonic()
-            wait, call_deadline, callers = _plan(deadline, sent, self._call_timeout)
+            wait, call_timeout = tries.next_call()
             try:
-                res = await self._stub.Acquire(self._acquire_request(wait), timeout=call_deadline)
+                res = await self._stub.Acquire(self._acquire_request(wait), timeout=call_timeout)
             except asyncio.CancelledError:
                 self._give_back()
                 raise
             except grpc.RpcError as err:
-                code, now = _code(err), time.monotonic()
-                if code in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED):
-                    self._give_back()
-                    if callers:  # the caller's timeout, not a silent service
-                        return False
-                    raise from_rpc_error(err, f"acquire {self._resource!r}: no answer within {call_deadline:.3g} s") from None
-                if code not in _TRANSIENT:
-                    raise from_rpc_error(err, f"acquire {self._resource!r}") from None
-                failing_since = failing_since if failing_since is not None else sent
-                if now + backoff - failing_since > self._call_timeout or (callers and now + backoff >= deadline):
-                    raise from_rpc_error(err, f"acquire {self._resource!r}") from None
-                await asyncio.sleep(backoff)
-                backoff = min(2 * backoff, _MAX_BACKOFF)
+                pause = tries.failed(err)
+                if pause is None:
+                    return False
+                await asyncio.sleep(pause)
                 continue
-            if res.acquired:
-                self._start_hold(res.fencing_token, sent + self._ttl)
-                return True
-            self._holder = res.holder if res.HasField("holder") else None
-            backoff, failing_since = _FIRST_BACKOFF, None
-            if deadline is not None and deadline - time.monotonic() <= 0.001:
-                return False
+            got = tries.answered(res)
+            if got is not None:
+                return got
 
     def _give_back(self) -> None:
         """Releases, in the background, a grant that may have crossed a deadline or a cancel."""
@@ -632,8 +668,7 @@ class AsyncMutex(_MutexBase):
             try:
                 return await self._stub.Release(self._release_request(token), timeout=max(0.001, deadline - time.monotonic())), retried
             except grpc.RpcError as err:
-                if _code(err) not in _TRANSIENT or time.monotonic() + backoff >= deadline:
-                    raise from_rpc_error(err, f"release {self._resource!r}: no answer within {timeout:.3g} s") from None
+                self._release_failed(err, timeout, deadline, backoff)
                 await asyncio.sleep(backoff)
                 backoff, retried = min(2 * backoff, _MAX_BACKOFF), True
 
