@@ -66,13 +66,50 @@ func TestUIServed(t *testing.T) {
 		}
 	}
 
-	res, err := http.Get(srv.URL + "/ui/no-such-page.html")
-	if err != nil {
-		t.Fatal(err)
+	// Not served: a missing page, and the pages' shared opening (a template, not a page).
+	for _, name := range []string{"no-such-page.html", "head.tmpl"} {
+		res, err := http.Get(srv.URL + "/ui/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = res.Body.Close()
+		if res.StatusCode != http.StatusNotFound {
+			t.Errorf("GET /ui/%s = %d, want 404", name, res.StatusCode)
+		}
 	}
-	_ = res.Body.Close()
-	if res.StatusCode != http.StatusNotFound {
-		t.Errorf("GET /ui/no-such-page.html = %d, want 404", res.StatusCode)
+}
+
+// TestUIPagesShareTheOpening: every page is served with the shared opening (ui/head.tmpl)
+// filled in: its title, its script, its header link marked as the current page (the room
+// page has none), and no template text left.
+func TestUIPagesShareTheOpening(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(uiHandler())
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct{ page, title, script, current string }{
+		{"", "Practice rooms", "lobby.js", `<a href="./" aria-current="page">`},
+		{"room.html", "Practice room", "room.js", ""},
+		{"chat.html", "Chat", "chat.js", `<a href="chat.html" aria-current="page">`},
+		{"ops.html", "Operations", "ops.js", `<a href="ops.html" aria-current="page">`},
+	} {
+		res, err := http.Get(srv.URL + "/ui/" + tc.page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		_ = res.Body.Close()
+		body := string(b)
+		for _, want := range []string{"<!doctype html>\n", "<title>" + tc.title + " · Vigil</title>", `<script type="module" src="` + tc.script + `"></script>`, "<noscript>"} {
+			if !strings.Contains(body, want) {
+				t.Errorf("GET /ui/%s does not hold %q", tc.page, want)
+			}
+		}
+		if n := strings.Count(body, `aria-current="page"`); (tc.current == "" && n != 0) || (tc.current != "" && (n != 1 || !strings.Contains(body, tc.current))) {
+			t.Errorf("GET /ui/%s marks %d links current, want only %q", tc.page, n, tc.current)
+		}
+		if strings.Contains(body, "{{") {
+			t.Errorf("GET /ui/%s holds template text", tc.page)
+		}
 	}
 }
 

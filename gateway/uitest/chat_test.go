@@ -88,3 +88,32 @@ func TestChatPage(t *testing.T) {
 		}
 	}
 }
+
+// TestChatPagePeopleList: the chat page shows who is in the room, in order of arrival, marks
+// the reader, and follows people coming and going.
+func TestChatPagePeopleList(t *testing.T) {
+	t.Parallel()
+	s := startStack(t)
+	browser := newBrowser(t)
+	room := randomName("ui-here")
+	join := func(p *page, name string) {
+		t.Helper()
+		p.open(s.url + "/ui/chat.html?room=" + room)
+		p.run(
+			chromedp.WaitVisible(chromedp.ID("name")),
+			chromedp.SendKeys(chromedp.ID("name"), name),
+			chromedp.Click(chromedp.CSS(`#join button[type=submit]`)),
+		)
+	}
+	alice := newPage(t, browser, "alice")
+	join(alice, "Alice")
+	alice.waitFor("alice lists herself", peopleJS+` === 'Alice' && document.getElementById('people-count').textContent === '1'`, 10*time.Second)
+	bob := newPage(t, browser, "bob")
+	join(bob, "Bob 日本")
+	bob.waitFor("bob sees both", peopleJS+` === 'Alice|Bob 日本'`, 10*time.Second)
+	alice.waitFor("alice sees bob join", peopleJS+` === 'Alice|Bob 日本' && document.getElementById('people-count').textContent === '2'`, 10*time.Second)
+	bob.checkOwnLine("Bob 日本")
+	alice.screenshot("chat-people")
+	bob.close()
+	alice.waitFor("alice sees bob leave", peopleJS+` === 'Alice' && document.getElementById('people-count').textContent === '1'`, 15*time.Second)
+}

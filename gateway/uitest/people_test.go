@@ -5,7 +5,8 @@ import (
 	"time"
 )
 
-// peopleJS lists the names a room page's "Who is here" list shows, in its order.
+// peopleJS lists the names the "Who is here" list of a room page or the chat page shows, in
+// its order.
 const peopleJS = `Array.from(document.querySelectorAll('#people li .who'), e => e.textContent).join('|')`
 
 // TestRoomPeopleList: the leader's page lists who is here, by the names the viewers chat
@@ -28,11 +29,7 @@ func TestRoomPeopleList(t *testing.T) {
 	viewer.open(s.url + "/ui/room.html?code=" + code)
 	viewer.waitFor("the viewer sees both", peopleJS+` === 'Lía|Ben 日本'`, 10*time.Second)
 	leader.waitFor("the leader sees Ben join", peopleJS+` === 'Lía|Ben 日本' && document.getElementById('people-count').textContent === '2'`, 10*time.Second)
-	var mark string
-	viewer.eval(`document.querySelector('#people li:last-child').textContent`, &mark)
-	if mark != "Ben 日本 (you)" {
-		t.Errorf("the viewer's own line = %q, want %q", mark, "Ben 日本 (you)")
-	}
+	viewer.checkOwnLine("Ben 日本")
 
 	// A viewer without a name is a Dancer with a number.
 	anon := newPage(t, browser, "anonymous")
@@ -43,4 +40,15 @@ func TestRoomPeopleList(t *testing.T) {
 	viewer.close()
 	anon.close()
 	leader.waitFor("the leader sees them leave", peopleJS+` === 'Lía'`, 15*time.Second)
+}
+
+// checkOwnLine checks that the last line of the page's "Who is here" list is the reader's
+// own, name marked "(you)".
+func (p *page) checkOwnLine(name string) {
+	p.t.Helper()
+	var line string
+	p.eval(`document.querySelector('#people li:last-child').textContent`, &line)
+	if want := name + " (you)"; line != want {
+		p.t.Errorf("%s's own line in the people list = %q, want %q", p.name, line, want)
+	}
 }
