@@ -37,20 +37,28 @@ type domain struct {
 	// own adds the routes the domain answers itself (WebSockets, hand-written answers, the
 	// busiest REST rules as unary routes) to mux, each under a pattern of the route table.
 	own func(g *Gateway, mux *router, conn *grpc.ClientConn)
-	// created maps full RPC method names to the HTTP status of their success (201, 204).
-	created map[string]int
-	// sentences tune the JSON dialect for the domain's request messages.
-	sentences jsonapi.Sentences
 }
 
+// domains is the list of domains, one row each: its name, backend address, grpc-gateway
+// handlers and the routes it answers itself (the serve* methods below).
 func (o *Options) domains() []domain {
+	b := o.Backends
 	return []domain{
-		reservationsDomain(o.Backends.Reservations),
-		locksDomain(o.Backends.Locks),
-		chatDomain(o.Backends.Chat),
-		lobbyDomain(o.Backends.Lobby),
-		roomDomain(o.Backends.Room),
+		{name: "reservations", addr: b.Reservations, rest: reservationsv1.RegisterReservationServiceHandler, own: (*Gateway).serveReservationWrites},
+		{name: "locks", addr: b.Locks, rest: locksv1.RegisterLockServiceHandler, own: (*Gateway).serveLockWrites},
+		{name: "chat", addr: b.Chat, rest: chatv1.RegisterChatServiceHandler, own: (*Gateway).serveChatSockets},
+		{name: "lobby", addr: b.Lobby, rest: lobbyv1.RegisterLobbyServiceHandler, own: (*Gateway).serveRoomList},
+		{name: "room", addr: b.Room, rest: roomv1.RegisterRoomServiceHandler, own: (*Gateway).serveRoomSockets},
 	}
+}
+
+// successCodes maps full RPC method names to the HTTP status of their success when it is not
+// 200 OK. Method names are unique across the domains, so one table serves them all.
+var successCodes = map[string]int{
+	"/vigil.reservations.v1.ReservationService/CreateReservation": http.StatusCreated,
+	"/vigil.chat.v1.ChatService/PostMessage":                      http.StatusCreated,
+	"/vigil.lobby.v1.LobbyService/CreateRoom":                     http.StatusCreated,
+	"/vigil.room.v1.RoomService/EndRoom":                          http.StatusNoContent,
 }
 
 // querySentences are the sentences of integer query parameters, which no body carries.
@@ -60,152 +68,98 @@ var querySentences = jsonapi.Sentences{FieldErrors: map[protoreflect.FullName]st
 	"vigil.chat.v1.ListMessagesRequest.since":  input.Int("since", -1, 0, input.MaxSafeInt).Error(),
 }}
 
-// sentences are the JSON dialect's sentences of every domain, served or not.
-func sentences() []jsonapi.Sentences {
-	all := []jsonapi.Sentences{querySentences}
-	for _, d := range (&Options{}).domains() {
-		all = append(all, d.sentences)
-	}
-	return all
-}
+// dialect is the JSON dialect's sentences for every domain's request messages, served or not,
+// by full message and field name (unique across the domains, so one table serves them all).
+var dialect = jsonapi.Sentences{
+	AllowEmpty: []protoreflect.FullName{
+		"vigil.reservations.v1.ConfirmReservationRequest",
+		"vigil.reservations.v1.ReleaseReservationRequest",
+		"vigil.room.v1.EndRoomRequest",
+	},
+	FieldErrors: map[protoreflect.FullName]string{
+		"vigil.reservations.v1.CreateReservationRequest.ttl_seconds": "ttlSeconds must be an integer from 5 through 3600.",
+		"vigil.reservations.v1.ReplayAlarmRequest.now":               input.PositiveSafeInt("now", 0).Error(),
 
-func reservationsDomain(addr string) domain {
-	return domain{
-		name: "reservations",
-		addr: addr,
-		rest: reservationsv1.RegisterReservationServiceHandler,
-		// The writes skip the grpc-gateway runtime (gateway/rest/unary.go); reads stay on it.
-		own: func(g *Gateway, mux *router, conn *grpc.ClientConn) {
-			c := reservationsv1.NewReservationServiceClient(conn)
-			mux.fail(rest.HandleUnary(g.rest, mux, "POST /reservations/{reservationId}", http.StatusCreated,
-				func(ctx context.Context, req *reservationsv1.CreateReservationRequest) (proto.Message, error) {
-					res, err := c.CreateReservation(ctx, req)
-					return res.GetReservation(), err
-				}))
-			mux.fail(rest.HandleUnary(g.rest, mux, "POST /reservations/{reservationId}/confirm", http.StatusOK,
-				func(ctx context.Context, req *reservationsv1.ConfirmReservationRequest) (proto.Message, error) {
-					res, err := c.ConfirmReservation(ctx, req)
-					return res.GetReservation(), err
-				}))
-			mux.fail(rest.HandleUnary(g.rest, mux, "POST /reservations/{reservationId}/release", http.StatusOK,
-				func(ctx context.Context, req *reservationsv1.ReleaseReservationRequest) (proto.Message, error) {
-					res, err := c.ReleaseReservation(ctx, req)
-					return res.GetReservation(), err
-				}))
-		},
-		created: map[string]int{
-			"/vigil.reservations.v1.ReservationService/CreateReservation": http.StatusCreated,
-		},
-		sentences: jsonapi.Sentences{
-			AllowEmpty: []protoreflect.FullName{
-				"vigil.reservations.v1.ConfirmReservationRequest",
-				"vigil.reservations.v1.ReleaseReservationRequest",
-			},
-			FieldErrors: map[protoreflect.FullName]string{
-				"vigil.reservations.v1.CreateReservationRequest.ttl_seconds": "ttlSeconds must be an integer from 5 through 3600.",
-				"vigil.reservations.v1.ReplayAlarmRequest.now":               input.PositiveSafeInt("now", 0).Error(),
-			},
-		},
-	}
-}
+		"vigil.locks.v1.AcquireRequest.owner":   nameSentence("owner", 256),
+		"vigil.locks.v1.AcquireRequest.ttl_ms":  "ttlMs must be an integer from 100 through 3600000.",
+		"vigil.locks.v1.AcquireRequest.wait_ms": "waitMs must be an integer from 0 through 60000.",
+		"vigil.locks.v1.ReleaseRequest.owner":   nameSentence("owner", 256),
+		"vigil.locks.v1.RenewRequest.owner":     nameSentence("owner", 256),
+		"vigil.locks.v1.RenewRequest.ttl_ms":    "ttlMs must be an integer from 100 through 3600000.",
 
-// locksDomain serves the LockService façade: /locks/{resource}/acquire, /release, /renew and
-// GET /locks/{resource}. Every answer is 200; not getting a lock is acquired:false.
-func locksDomain(addr string) domain {
-	return domain{
-		name: "locks",
-		addr: addr,
-		rest: locksv1.RegisterLockServiceHandler,
-		// The writes skip the grpc-gateway runtime and ride lock sessions (gateway/rest/lockrelay.go);
-		// GET stays on the runtime.
-		own: func(g *Gateway, mux *router, conn *grpc.ClientConn) {
-			r := rest.NewLockRelay(conn)
-			g.closers = append(g.closers, r.Close)
-			mux.fail(g.rest.HandleLockWrites(mux, r))
-		},
-		sentences: jsonapi.Sentences{FieldErrors: map[protoreflect.FullName]string{
-			"vigil.locks.v1.AcquireRequest.owner":   nameSentence("owner", 256),
-			"vigil.locks.v1.AcquireRequest.ttl_ms":  "ttlMs must be an integer from 100 through 3600000.",
-			"vigil.locks.v1.AcquireRequest.wait_ms": "waitMs must be an integer from 0 through 60000.",
-			"vigil.locks.v1.ReleaseRequest.owner":   nameSentence("owner", 256),
-			"vigil.locks.v1.RenewRequest.owner":     nameSentence("owner", 256),
-			"vigil.locks.v1.RenewRequest.ttl_ms":    "ttlMs must be an integer from 100 through 3600000.",
-		}},
-	}
+		"vigil.chat.v1.PostMessageRequest.user_id":  "userId must be 1 to 128 printable characters.",
+		"vigil.chat.v1.PostMessageRequest.username": "username must be 1 to 64 printable characters.",
+		"vigil.chat.v1.PostMessageRequest.body":     "body must be 1 to 4096 characters.",
+
+		"vigil.lobby.v1.CreateRoomRequest.name":     "name must be 1 to 80 characters.",
+		"vigil.lobby.v1.CreateRoomRequest.video":    "Describe the video: {\"title\", \"durationMs\"}.",
+		"vigil.lobby.v1.Video.title":                "video.title must be 1 to 200 characters.",
+		"vigil.lobby.v1.Video.duration_ms":          "video.durationMs must be an integer from 1 through 86400000.",
+		"vigil.lobby.v1.ListRoomsRequest.page_size": "limit must be an integer from 1 through 200.",
+	},
 }
 
 // nameSentence is the sentence of input.Name for field, so the gateway and the services say
 // the same thing for the same mistake.
 func nameSentence(field string, maxBytes int) string { return input.Name(field, "", maxBytes).Error() }
 
-// chatDomain serves REST history and posts through grpc-gateway, and the WebSocket bridge
-// GET /websocket (gateway/chat).
-func chatDomain(addr string) domain {
-	return domain{
-		name: "chat",
-		addr: addr,
-		rest: chatv1.RegisterChatServiceHandler,
-		own: func(g *Gateway, mux *router, conn *grpc.ClientConn) {
-			b := chat.NewBridge(conn, g.log, g.sockets, g.socketLimits(0))
-			mux.HandleFunc("GET /websocket", b.ServeSocket)
-		},
-		created: map[string]int{
-			"/vigil.chat.v1.ChatService/PostMessage": http.StatusCreated,
-		},
-		sentences: jsonapi.Sentences{FieldErrors: map[protoreflect.FullName]string{
-			"vigil.chat.v1.PostMessageRequest.user_id":  "userId must be 1 to 128 printable characters.",
-			"vigil.chat.v1.PostMessageRequest.username": "username must be 1 to 64 printable characters.",
-			"vigil.chat.v1.PostMessageRequest.body":     "body must be 1 to 4096 characters.",
-		}},
+// serveReservationWrites serves the reservation writes as unary routes, skipping the
+// grpc-gateway runtime (gateway/rest/unary.go); reads stay on it.
+func (g *Gateway) serveReservationWrites(mux *router, conn *grpc.ClientConn) {
+	c := reservationsv1.NewReservationServiceClient(conn)
+	mux.fail(rest.HandleUnary(g.rest, mux, "POST /reservations/{reservationId}", http.StatusCreated, reservationOf(c.CreateReservation)))
+	mux.fail(rest.HandleUnary(g.rest, mux, "POST /reservations/{reservationId}/confirm", http.StatusOK, reservationOf(c.ConfirmReservation)))
+	mux.fail(rest.HandleUnary(g.rest, mux, "POST /reservations/{reservationId}/release", http.StatusOK, reservationOf(c.ReleaseReservation)))
+}
+
+// reservationOf is a reservation write as a unary route's call: its answer is the reservation
+// (the rules' response_body).
+func reservationOf[Req any, Res interface {
+	GetReservation() *reservationsv1.Reservation
+}](
+	write func(context.Context, Req, ...grpc.CallOption) (Res, error),
+) func(context.Context, Req) (proto.Message, error) {
+	return func(ctx context.Context, req Req) (proto.Message, error) {
+		res, err := write(ctx, req)
+		return res.GetReservation(), err
 	}
 }
 
-// lobbyDomain serves POST /lobby/rooms, GET /lobby/rooms, GET /lobby/rooms/{code}. The lobby's
-// other RPCs (occupancy deltas, snapshots, touches, token checks, removal) are for the Room
-// service only and have no HTTP route. DELETE /lobby/rooms/{code} belongs to the room domain:
-// the Room service checks the leader token, closes the sockets and removes the room from the
-// Lobby.
-func lobbyDomain(addr string) domain {
-	return domain{
-		name: "lobby",
-		addr: addr,
-		rest: lobbyv1.RegisterLobbyServiceHandler,
-		// GET /lobby/rooms is served directly (rest.Relay.ServeRoomList); the grpc-gateway rule
-		// stays for the OpenAPI document and is shadowed by this route.
-		own: func(g *Gateway, mux *router, conn *grpc.ClientConn) {
-			mux.HandleFunc("GET /lobby/rooms", g.rest.ServeRoomList(lobbyv1.NewLobbyServiceClient(conn)))
-		},
-		created: map[string]int{
-			"/vigil.lobby.v1.LobbyService/CreateRoom": http.StatusCreated,
-		},
-		sentences: jsonapi.Sentences{FieldErrors: map[protoreflect.FullName]string{
-			"vigil.lobby.v1.CreateRoomRequest.name":     "name must be 1 to 80 characters.",
-			"vigil.lobby.v1.CreateRoomRequest.video":    "Describe the video: {\"title\", \"durationMs\"}.",
-			"vigil.lobby.v1.Video.title":                "video.title must be 1 to 200 characters.",
-			"vigil.lobby.v1.Video.duration_ms":          "video.durationMs must be an integer from 1 through 86400000.",
-			"vigil.lobby.v1.ListRoomsRequest.page_size": "limit must be an integer from 1 through 200.",
-		}},
-	}
+// serveLockWrites serves the LockService façade's writes (/locks/{resource}/acquire, /release,
+// /renew) on lock sessions, skipping the grpc-gateway runtime (gateway/rest/lockrelay.go);
+// GET /locks/{resource} stays on the runtime. Every answer is 200; not getting a lock is
+// acquired:false.
+func (g *Gateway) serveLockWrites(mux *router, conn *grpc.ClientConn) {
+	r := rest.NewLockRelay(conn)
+	g.closers = append(g.closers, r.Close)
+	mux.fail(g.rest.HandleLockWrites(mux, r))
 }
 
-// roomDomain serves the practice-room WebSocket GET /rooms/{code}/websocket (gateway/room),
-// GET /lobby/rooms/{code}/people (RoomService.ListPeople: who is here), and
-// DELETE /lobby/rooms/{code} (RoomService.EndRoom, through grpc-gateway, with the leader token
-// as "Authorization: Bearer"). Ending a room is the Room service's job: it checks the token
-// with the Lobby, closes every socket (4000 "ended"), removes the room from the Lobby and
-// deletes its state, the same clean-up its inactivity alarm runs.
-func roomDomain(addr string) domain {
-	return domain{
-		name: "room",
-		addr: addr,
-		rest: roomv1.RegisterRoomServiceHandler,
-		own: func(g *Gateway, mux *router, conn *grpc.ClientConn) {
-			b := room.NewBridge(conn, g.log, g.sockets, g.socketLimits(room.MaxFrameBytes))
-			mux.HandleFunc("GET /rooms/{code}/websocket", b.ServeSocket)
-		},
-		created: map[string]int{
-			"/vigil.room.v1.RoomService/EndRoom": http.StatusNoContent,
-		},
-		sentences: jsonapi.Sentences{AllowEmpty: []protoreflect.FullName{"vigil.room.v1.EndRoomRequest"}},
-	}
+// serveChatSockets serves the chat WebSocket bridge GET /websocket (gateway/chat); REST history
+// and posts go through grpc-gateway.
+func (g *Gateway) serveChatSockets(mux *router, conn *grpc.ClientConn) {
+	b := chat.NewBridge(conn, g.log, g.sockets, g.socketLimits(0))
+	mux.HandleFunc("GET /websocket", b.ServeSocket)
+}
+
+// serveRoomList serves GET /lobby/rooms directly (rest.Relay.ServeRoomList); the grpc-gateway
+// rule stays for the OpenAPI document and is shadowed by this route. The lobby's REST routes
+// are POST /lobby/rooms, GET /lobby/rooms and GET /lobby/rooms/{code}; its other RPCs
+// (occupancy deltas, snapshots, touches, token checks, removal) are for the Room service only
+// and have no HTTP route. DELETE /lobby/rooms/{code} belongs to the room domain: the Room
+// service checks the leader token, closes the sockets and removes the room from the Lobby.
+func (g *Gateway) serveRoomList(mux *router, conn *grpc.ClientConn) {
+	mux.HandleFunc("GET /lobby/rooms", g.rest.ServeRoomList(lobbyv1.NewLobbyServiceClient(conn)))
+}
+
+// serveRoomSockets serves the practice-room WebSocket GET /rooms/{code}/websocket
+// (gateway/room). The room domain's REST routes, through grpc-gateway, are
+// GET /lobby/rooms/{code}/people (RoomService.ListPeople: who is here) and
+// DELETE /lobby/rooms/{code} (RoomService.EndRoom, with the leader token as
+// "Authorization: Bearer"). Ending a room is the Room service's job: it checks the token with
+// the Lobby, closes every socket (4000 "ended"), removes the room from the Lobby and deletes
+// its state, the same clean-up its inactivity alarm runs.
+func (g *Gateway) serveRoomSockets(mux *router, conn *grpc.ClientConn) {
+	b := room.NewBridge(conn, g.log, g.sockets, g.socketLimits(room.MaxFrameBytes))
+	mux.HandleFunc("GET /rooms/{code}/websocket", b.ServeSocket)
 }

@@ -152,8 +152,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	if g.sockets, err = g.socketRegistry(); err != nil {
 		return nil, err
 	}
-	g.rest = rest.New(jsonapi.New(sentences()...), o.Logger, o.MaxBodyBytes)
-	successCodes := map[string]int{}
+	g.rest = rest.New(jsonapi.New(querySentences, dialect), o.Logger, o.MaxBodyBytes)
 	var served []domain
 	var admin []rest.Backend
 	for _, d := range o.domains() {
@@ -166,9 +165,6 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 			return nil, fmt.Errorf("dial %s at %s: %w", d.name, d.addr, err)
 		}
 		g.conns[d.name] = conn
-		for meth, code := range d.created {
-			successCodes[meth] = code
-		}
 		served = append(served, d)
 		admin = append(admin, rest.Backend{Name: d.name, Conn: conn})
 	}

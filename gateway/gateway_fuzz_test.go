@@ -29,6 +29,7 @@ import (
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	chatservice "github.com/vigil-dev/vigil/services/chat/service"
 	lobbyservice "github.com/vigil-dev/vigil/services/lobby/service"
 	locksservice "github.com/vigil-dev/vigil/services/locks/service"
@@ -42,14 +43,9 @@ import (
 //
 // Failing inputs land in testdata/fuzz/<target>/ and are replayed by every plain `go test`.
 
-// fuzzMarshaler is the JSON dialect exactly as New builds it for every domain.
-func fuzzMarshaler() *jsonapi.Dialect {
-	var parts []jsonapi.Sentences
-	for _, d := range (&Options{}).domains() {
-		parts = append(parts, d.sentences)
-	}
-	return jsonapi.New(parts...)
-}
+// fuzzMarshaler is the JSON dialect New builds for the domains' request bodies (the query
+// parameters' sentences aside).
+func fuzzMarshaler() *jsonapi.Dialect { return jsonapi.New(dialect) }
 
 // fuzzMessages are the request bodies the REST routes decode.
 var fuzzMessages = []func() proto.Message{
@@ -124,46 +120,11 @@ func fuzzStack(tb testing.TB) http.Handler {
 	_, prefix := redistest.Client(tb)
 	rurl := redistest.URL(tb)
 	log := testLogger(nil)
-	res := startFuzzService(tb, "reservations", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := reservationservice.New(ctx, reservationservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-r", Logger: log}, Replay: true})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
-	locks := startFuzzService(tb, "locks", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := locksservice.New(ctx, locksservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-k", Logger: log}})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
-	chat := startFuzzService(tb, "chat", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := chatservice.New(ctx, chatservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-c", Logger: log}})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
-	lobby := startFuzzService(tb, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := lobbyservice.New(ctx, lobbyservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-l", Logger: log}})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
-	room := startFuzzService(tb, "room", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := roomservice.New(ctx, roomservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-m", Logger: log}, LobbyAddr: lobby, Shards: 2})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
+	res := startFuzzService(tb, "reservations", servertest.Serve(reservationservice.New, reservationservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-r", Logger: log}, Replay: true}))
+	locks := startFuzzService(tb, "locks", servertest.Serve(locksservice.New, locksservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-k", Logger: log}}))
+	chat := startFuzzService(tb, "chat", servertest.Serve(chatservice.New, chatservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-c", Logger: log}}))
+	lobby := startFuzzService(tb, "lobby", servertest.Serve(lobbyservice.New, lobbyservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-l", Logger: log}}))
+	room := startFuzzService(tb, "room", servertest.Serve(roomservice.New, roomservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-m", Logger: log}, LobbyAddr: lobby, Shards: 2}))
 	g, err := New(context.Background(), Options{Backends: Backends{Reservations: res, Locks: locks, Chat: chat, Lobby: lobby, Room: room}, Logger: log})
 	if err != nil {
 		tb.Fatal(err)
