@@ -72,8 +72,8 @@ func TestChatPresenceAcrossGateways(t *testing.T) {
 	t.Parallel()
 	env := newChatEnv(t)
 	chat := env.startChat(t, "", nil)
-	gw1 := startGateway(t, Backends{Chat: chat.addr})
-	gw2 := startGateway(t, Backends{Chat: chat.addr})
+	gw1 := startGateway(t, Backends{Chat: chat.Addr})
+	gw2 := startGateway(t, Backends{Chat: chat.Addr})
 
 	ann := dialChat(t, gw1.URL, "room=here&userId=ann&username=Ann&presence=1")
 	ann.nextOfType("history")
@@ -112,8 +112,7 @@ func TestChatPresenceAcrossGateways(t *testing.T) {
 // TestChatPresenceBadInput: a bad presence parameter or room name is a 400 with a sentence.
 func TestChatPresenceBadInput(t *testing.T) {
 	t.Parallel()
-	env := newChatEnv(t)
-	gw := startGateway(t, Backends{Chat: env.startChat(t, "", nil).addr})
+	gw := startChatGateway(t)
 	for _, tc := range []struct{ path, want string }{
 		{"/chat/rooms/a%0Ab/presence", "room must be 1 to 128 bytes of UTF-8 text without control characters."},
 		{"/chat/rooms/" + strings.Repeat("a", 129) + "/presence", "room must be 1 to 128 bytes of UTF-8 text without control characters."},
@@ -153,7 +152,7 @@ func TestChatPresenceSurvivesReplicaRestart(t *testing.T) {
 	a := env.startChat(t, "", nil)
 	addrB := freeAddr(t)
 	// Only A runs, so the room's stream is on A.
-	gw := startGateway(t, Backends{Chat: a.addr + "," + addrB})
+	gw := startGateway(t, Backends{Chat: a.Addr + "," + addrB})
 	ann := dialChat(t, gw.URL, "room=restart&userId=ann&username=Ann&presence=1")
 	ann.nextOfType("history")
 	ann.nextOfType("presence")
@@ -163,7 +162,7 @@ func TestChatPresenceSurvivesReplicaRestart(t *testing.T) {
 	expectPresence(t, ann, "join bob Bob")
 	env.startChat(t, addrB, nil)
 
-	a.stop() // its streams end with UNAVAILABLE; the sessions stay under their leases
+	a.Stop() // its streams end with UNAVAILABLE; the sessions stay under their leases
 	carol := dialChat(t, gw.URL, "room=restart&userId=carol&username=Carol")
 	carol.nextOfType("history")                // served once the room is attached to B again
 	expectPresence(t, ann, "join carol Carol") // no leave or join of ann or bob before it

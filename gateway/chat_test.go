@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -17,39 +16,8 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/vigil-dev/vigil/pkg/redistest"
-	"github.com/vigil-dev/vigil/pkg/redisx"
-	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/wait"
-	chatservice "github.com/vigil-dev/vigil/services/chat/service"
 )
-
-// chatEnv is a Redis prefix shared by a test's chat replicas.
-type chatEnv struct {
-	url, prefix string
-}
-
-func newChatEnv(t *testing.T) chatEnv {
-	t.Helper()
-	return chatEnv{url: redistest.URL(t), prefix: redistest.Prefix(t)}
-}
-
-// startChat runs one chat replica on addr ("" for any free port).
-func (e chatEnv) startChat(t *testing.T, addr string, log *slog.Logger) *running {
-	t.Helper()
-	if log == nil {
-		log = testLogger(t)
-	}
-	o := chatservice.Options{Core: server.Core{GRPCAddr: addr, Redis: redisx.Config{URL: e.url}, Prefix: e.prefix, Logger: log}}
-	return startService(t, "chat", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := chatservice.New(ctx, o)
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
-}
 
 // wsClient is a test's WebSocket: a goroutine reads every frame into frames.
 type wsClient struct {
@@ -179,9 +147,7 @@ func postChat(t *testing.T, gwURL, room, body string) int64 {
 // gets them as history, and REST posts and lists the same room.
 func TestChatRoomConversation(t *testing.T) {
 	t.Parallel()
-	env := newChatEnv(t)
-	chat := env.startChat(t, "", nil)
-	gw := startGateway(t, Backends{Chat: chat.addr})
+	gw := startChatGateway(t)
 
 	ann := dialChat(t, gw.URL, "room=lobby-1&userId=u-ann&username=Ann")
 	if ids := historyIDs(t, ann.nextOfType("history")); len(ids) != 0 {
@@ -238,9 +204,7 @@ func TestChatRoomConversation(t *testing.T) {
 // TestChatRESTErrors: the REST routes answer API.md's 400s.
 func TestChatRESTErrors(t *testing.T) {
 	t.Parallel()
-	env := newChatEnv(t)
-	chat := env.startChat(t, "", nil)
-	gw := startGateway(t, Backends{Chat: chat.addr})
+	gw := startChatGateway(t)
 	for _, tc := range []struct {
 		method, path, body, want string
 	}{
@@ -270,9 +234,7 @@ func TestChatRESTErrors(t *testing.T) {
 // gateway's recent list or, when older, from the service.
 func TestChatResumeSince(t *testing.T) {
 	t.Parallel()
-	env := newChatEnv(t)
-	chat := env.startChat(t, "", nil)
-	gw := startGateway(t, Backends{Chat: chat.addr})
+	gw := startChatGateway(t)
 	for i := 1; i <= 300; i++ {
 		postChat(t, gw.URL, "resume", fmt.Sprintf("m%d", i))
 	}
@@ -309,8 +271,8 @@ func TestChatFanOutAcrossReplicas(t *testing.T) {
 	env := newChatEnv(t)
 	a := env.startChat(t, "", nil)
 	b := env.startChat(t, "", nil)
-	gwA := startGateway(t, Backends{Chat: a.addr})
-	gwB := startGateway(t, Backends{Chat: b.addr})
+	gwA := startGateway(t, Backends{Chat: a.Addr})
+	gwB := startGateway(t, Backends{Chat: b.Addr})
 	var clients []*wsClient
 	for i := range 4 {
 		gw := gwA
@@ -409,7 +371,7 @@ func TestChatSurvivesReplicaLoss(t *testing.T) {
 	t.Parallel()
 	env := newChatEnv(t)
 	a := env.startChat(t, "", nil)
-	proxyA := startChaosProxy(t, a.addr)
+	proxyA := startChaosProxy(t, a.Addr)
 	addrB, addrC := freeAddr(t), freeAddr(t)
 	// Only A runs, so the room's stream is on A.
 	gwLogs, ann, bob := twoMembers(t, proxyA.addr()+","+addrB+","+addrC, "failover")
@@ -467,7 +429,7 @@ func TestChatSurvivesReplicaLoss(t *testing.T) {
 		}
 		return nil
 	})
-	b.stop()
+	b.Stop()
 	senders.Wait()
 	total := 2 * perClient
 	wait.For(t, "every frame at every member", func() error {
@@ -499,7 +461,7 @@ func TestChatSurvivesReplicaLoss(t *testing.T) {
 			t.Fatalf("member got %d frames, want %d", len(received[w]), total)
 		}
 	}
-	if n := len(gwLogs.events(map[string]any{"event": "chat_reattach"})); n < 1 {
+	if n := len(gwLogs.Events(map[string]any{"event": "chat_reattach"})); n < 1 {
 		t.Errorf("gateway re-attached %d times, want at least 1", n)
 	}
 	select {
@@ -513,9 +475,7 @@ func TestChatSurvivesReplicaLoss(t *testing.T) {
 // frame closes it with 1009.
 func TestChatBadFrames(t *testing.T) {
 	t.Parallel()
-	env := newChatEnv(t)
-	chat := env.startChat(t, "", nil)
-	gw := startGateway(t, Backends{Chat: chat.addr})
+	gw := startChatGateway(t)
 	w := dialChat(t, gw.URL, "room=bad-frames")
 	w.nextOfType("history")
 	for _, tc := range []struct{ frame, want string }{
@@ -556,9 +516,7 @@ func TestChatBadFrames(t *testing.T) {
 // TestChatRateLimit: a burst over the per-socket limit gets error frames; the socket stays.
 func TestChatRateLimit(t *testing.T) {
 	t.Parallel()
-	env := newChatEnv(t)
-	chat := env.startChat(t, "", nil)
-	gw := startGateway(t, Backends{Chat: chat.addr})
+	gw := startChatGateway(t)
 	w := dialChat(t, gw.URL, "room=rate-limit")
 	w.nextOfType("history")
 	const n = 200
@@ -586,9 +544,7 @@ func TestChatRateLimit(t *testing.T) {
 // TestChatNotAWebSocket: a plain request gets 426; bad parameters get 400 before the upgrade.
 func TestChatNotAWebSocket(t *testing.T) {
 	t.Parallel()
-	env := newChatEnv(t)
-	chat := env.startChat(t, "", nil)
-	gw := startGateway(t, Backends{Chat: chat.addr})
+	gw := startChatGateway(t)
 	res := call(t, "GET", gw.URL+"/websocket?room=general", "")
 	if res.code != http.StatusUpgradeRequired || res.body["error"] == nil {
 		t.Fatalf("plain GET /websocket = %d %s, want 426 with an error", res.code, res.raw)
@@ -614,9 +570,7 @@ func TestChatNotAWebSocket(t *testing.T) {
 // delivering to the others.
 func TestChatSlowConsumerIsClosed(t *testing.T) {
 	t.Parallel()
-	env := newChatEnv(t)
-	chat := env.startChat(t, "", nil)
-	gw := startGateway(t, Backends{Chat: chat.addr})
+	gw := startChatGateway(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// A raw client that never reads, with a small receive buffer.
@@ -654,9 +608,7 @@ func TestChatSlowConsumerIsClosed(t *testing.T) {
 // in order, however the bursts are packed.
 func TestChatPackedBursts(t *testing.T) {
 	t.Parallel()
-	env := newChatEnv(t)
-	chat := env.startChat(t, "", nil)
-	gw := startGateway(t, Backends{Chat: chat.addr})
+	gw := startChatGateway(t)
 	packed := dialChat(t, gw.URL, "room=packed&pack=1")
 	packed.nextOfType("history")
 	plain := dialChat(t, gw.URL, "room=packed")

@@ -10,11 +10,19 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/vigil-dev/vigil/gateway/auth"
+	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
+	chatservice "github.com/vigil-dev/vigil/services/chat/service"
+	lobbyservice "github.com/vigil-dev/vigil/services/lobby/service"
+	locksservice "github.com/vigil-dev/vigil/services/locks/service"
+	reservationservice "github.com/vigil-dev/vigil/services/reservations/service"
+	roomservice "github.com/vigil-dev/vigil/services/room/service"
 )
 
 // freeAddr reserves a loopback port for a service that must come back on the same address
@@ -30,42 +38,6 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-// running is a service started in-process with its Run function.
-type running struct {
-	addr   string
-	cancel context.CancelFunc
-	done   chan error
-}
-
-// startService runs run(ctx, ready) in a goroutine and waits until it listens.
-func startService(t *testing.T, name string, run func(ctx context.Context, ready func(net.Addr)) error) *running {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{cancel: cancel, done: make(chan error, 1)}
-	addrc := make(chan string, 1)
-	go func() { r.done <- run(ctx, func(a net.Addr) { addrc <- a.String() }) }()
-	select {
-	case r.addr = <-addrc:
-	case err := <-r.done:
-		cancel()
-		t.Fatalf("%s did not start: %v", name, err)
-	case <-time.After(30 * time.Second):
-		cancel()
-		t.Fatalf("%s did not start within 30s", name)
-	}
-	t.Cleanup(r.stop)
-	return r
-}
-
-// stop ends the service and waits for its drain.
-func (r *running) stop() {
-	r.cancel()
-	select {
-	case <-r.done:
-	case <-time.After(15 * time.Second):
-	}
-}
-
 // startGateway serves the gateway for the given backends on an httptest server.
 func startGateway(t *testing.T, b Backends) *httptest.Server {
 	t.Helper()
@@ -78,40 +50,10 @@ func startGateway(t *testing.T, b Backends) *httptest.Server {
 	return srv
 }
 
-// logBuffer collects a service's JSON log lines so a test can count events.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// events returns the decoded log lines whose fields all equal want.
-func (l *logBuffer) events(want map[string]any) []map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	for _, line := range strings.Split(l.buf.String(), "\n") {
-		var m map[string]any
-		if json.Unmarshal([]byte(line), &m) != nil {
-			continue
-		}
-		match := true
-		for k, v := range want {
-			if m[k] != v {
-				match = false
-				break
-			}
-		}
-		if match {
-			out = append(out, m)
-		}
-	}
-	return out
+// startChatGateway runs one chat replica on this test's prefix and a gateway in front of it.
+func startChatGateway(t *testing.T) *httptest.Server {
+	t.Helper()
+	return startGateway(t, Backends{Chat: newChatEnv(t).startChat(t, "", nil).Addr})
 }
 
 func testLogger(t *testing.T) *slog.Logger {
@@ -162,3 +104,116 @@ var routeScopes = func() map[string]string {
 	}
 	return m
 }()
+
+// chatEnv is a Redis prefix shared by a test's chat replicas.
+type chatEnv struct {
+	url, prefix string
+}
+
+func newChatEnv(t *testing.T) chatEnv {
+	t.Helper()
+	return chatEnv{url: redistest.URL(t), prefix: redistest.Prefix(t)}
+}
+
+// startChat runs one chat replica on addr ("" for any free port).
+func (e chatEnv) startChat(t *testing.T, addr string, log *slog.Logger) *servertest.Running {
+	t.Helper()
+	if log == nil {
+		log = testLogger(t)
+	}
+	o := chatservice.Options{Core: server.Core{GRPCAddr: addr, Redis: redisx.Config{URL: e.url}, Prefix: e.prefix, Logger: log}}
+	return servertest.Start(t, "chat", servertest.Serve(chatservice.New, o))
+}
+
+// startRoomStack runs a Lobby, a Room replica and a gateway in front of them on this test's
+// key prefix, with the given idle TTL and a one-second prune grace.
+func startRoomStack(t *testing.T, idleTTL time.Duration) string {
+	t.Helper()
+	_, prefix := redistest.Client(t) // removes the prefix's keys at the end
+	url := redistest.URL(t)
+	lobby := servertest.Start(t, "lobby", servertest.Serve(lobbyservice.New, lobbyservice.Options{
+		Core:    server.Core{Redis: redisx.Config{URL: url}, Prefix: prefix + "-lobby", Logger: testLogger(t)},
+		IdleTTL: idleTTL, PruneGrace: time.Second,
+	}))
+	room := servertest.Start(t, "room", servertest.Serve(roomservice.New, roomservice.Options{
+		Core:   server.Core{Redis: redisx.Config{URL: url}, Prefix: prefix + "-room", Logger: testLogger(t)},
+		Shards: 4, LobbyAddr: lobby.Addr,
+		IdleTTL: idleTTL, SessionLease: 3 * time.Second,
+	}))
+	return startGateway(t, Backends{Lobby: lobby.Addr, Room: room.Addr}).URL
+}
+
+// roomStack is a Lobby, a Room service on a fixed address (so it can be restarted or killed
+// and come back there) and a gateway, on this test's key prefix, with every log captured.
+type roomStack struct {
+	gw        string
+	url       string
+	prefix    string
+	lobbyAddr string
+	roomAddr  string
+	// roomBackend is the gateway's room backend when it is not roomAddr alone (replicas).
+	roomBackend string
+	lease       time.Duration
+	logs        *servertest.LogBuffer
+	log         *slog.Logger
+}
+
+func newRoomStack(t *testing.T, lease time.Duration) *roomStack {
+	t.Helper()
+	_, prefix := redistest.Client(t)
+	s := &roomStack{url: redistest.URL(t), prefix: prefix, roomAddr: freeAddr(t), lease: lease, logs: &servertest.LogBuffer{}}
+	s.log = slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	lobby := servertest.Start(t, "lobby", servertest.Serve(lobbyservice.New, lobbyservice.Options{
+		Core:    server.Core{Redis: redisx.Config{URL: s.url}, Prefix: prefix + "-lobby", Logger: s.log.With("service", "lobby")},
+		IdleTTL: time.Hour, PruneGrace: time.Second,
+	}))
+	s.lobbyAddr = lobby.Addr
+	return s
+}
+
+// startRoom runs the Room service in-process on the stack's address.
+func (s *roomStack) startRoom(t *testing.T) *servertest.Running {
+	t.Helper()
+	return s.startRoomAt(t, s.roomAddr)
+}
+
+// startRoomAt runs a Room replica in-process on addr.
+func (s *roomStack) startRoomAt(t *testing.T, addr string) *servertest.Running {
+	t.Helper()
+	return servertest.Start(t, "room", servertest.Serve(roomservice.New, roomservice.Options{
+		Core:      server.Core{GRPCAddr: addr, Redis: redisx.Config{URL: s.url}, Prefix: s.prefix + "-room", Logger: s.log.With("service", "room")},
+		Shards:    4,
+		LobbyAddr: s.lobbyAddr, IdleTTL: time.Hour, SessionLease: s.lease,
+	}))
+}
+
+// startGateway serves the gateway in front of the stack, logging into the stack's buffer.
+func (s *roomStack) startGateway(t *testing.T) {
+	t.Helper()
+	room := s.roomAddr
+	if s.roomBackend != "" {
+		room = s.roomBackend
+	}
+	g, err := New(context.Background(), Options{Backends: Backends{Lobby: s.lobbyAddr, Room: room}, Logger: s.log.With("service", "gateway")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { srv.Close(); g.Close() })
+	s.gw = srv.URL
+}
+
+// startReservations runs the reservations service for a test (logging nowhere unless o says).
+func startReservations(t *testing.T, o reservationservice.Options) *servertest.Running {
+	t.Helper()
+	if o.Logger == nil {
+		o.Logger = testLogger(t)
+	}
+	return servertest.Start(t, "reservations", servertest.Serve(reservationservice.New, o))
+}
+
+// startLocks runs the locks service for a test.
+func startLocks(t *testing.T, o locksservice.Options) *servertest.Running {
+	t.Helper()
+	return servertest.Start(t, "locks", servertest.Serve(locksservice.New, o))
+}

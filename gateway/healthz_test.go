@@ -1,14 +1,13 @@
 package gateway
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"testing"
 
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	lobby "github.com/vigil-dev/vigil/services/lobby/service"
 	"github.com/vigil-dev/vigil/services/reservations/service"
@@ -21,15 +20,8 @@ func TestHealthzNamesTheBackendWhoseStoreIsDown(t *testing.T) {
 	_, prefix := redistest.Client(t)
 	own := redistest.Start(t)
 	res := startReservations(t, service.Options{Core: server.Core{Redis: redisx.Config{URL: own.URL(t)}, Prefix: prefix}})
-	lb := startService(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := lobby.New(ctx, lobby.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Logger: testLogger(t)}})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
-	gw := startGateway(t, Backends{Reservations: res.addr, Lobby: lb.addr})
+	lb := servertest.Start(t, "lobby", servertest.Serve(lobby.New, lobby.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Logger: testLogger(t)}}))
+	gw := startGateway(t, Backends{Reservations: res.Addr, Lobby: lb.Addr})
 
 	wait.For(t, "/healthz 200 with every store up", func() error {
 		if h := call(t, "GET", gw.URL+"/healthz", ""); h.code != 200 || h.body["status"] != "ok" {

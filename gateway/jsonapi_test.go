@@ -64,8 +64,7 @@ func errString(err error) string {
 // TestSafeIntegerQueries: integer query parameters follow the same rules as bodies.
 func TestSafeIntegerQueries(t *testing.T) {
 	t.Parallel()
-	chat := newChatEnv(t).startChat(t, "", nil)
-	gw := startGateway(t, Backends{Chat: chat.addr})
+	gw := startChatGateway(t)
 	for q, want := range map[string]string{
 		"limit=10":                   "",
 		"limit=4294967297":           "limit must be an integer from 1 through 1000.",

@@ -21,7 +21,7 @@ func TestNamesInPaths(t *testing.T) {
 	res := startReservations(t, service.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-r"}})
 	locks := startLocks(t, locksservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-k", Logger: log}})
 	chat := newChatEnv(t).startChat(t, "", log)
-	srv := startGateway(t, Backends{Reservations: res.addr, Locks: locks.addr, Chat: chat.addr}).URL
+	srv := startGateway(t, Backends{Reservations: res.Addr, Locks: locks.Addr, Chat: chat.Addr}).URL
 
 	names := []string{"orders/42", "Order:42", "report.daily", "user@example.com", "日報", "a b", "{team}", "100%", "a/b/c", "x?y#z", "replay-job"}
 	for _, name := range names {

@@ -1,11 +1,9 @@
 package gateway
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -14,24 +12,10 @@ import (
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	"github.com/vigil-dev/vigil/services/reservations/service"
 )
-
-func startReservations(t *testing.T, o service.Options) *running {
-	t.Helper()
-	if o.Logger == nil {
-		o.Logger = testLogger(t)
-	}
-	return startService(t, "reservations", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := service.New(ctx, o)
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
-}
 
 func num(t *testing.T, v any) int64 {
 	t.Helper()
@@ -54,7 +38,7 @@ func TestReservationLifecycle(t *testing.T) {
 	rs := redistest.Start(t)
 	prefix := redistest.Prefix(t)
 	addr := freeAddr(t)
-	logs := &logBuffer{}
+	logs := &servertest.LogBuffer{}
 	opts := func() service.Options {
 		return service.Options{
 			Core:     server.Core{GRPCAddr: addr, Redis: redisx.Config{URL: rs.URL(t)}, Prefix: prefix, Logger: slog.New(slog.NewJSONHandler(logs, nil))},
@@ -84,7 +68,7 @@ func TestReservationLifecycle(t *testing.T) {
 	}
 
 	// Restart the service and Redis (AOF on) before the first alarm is due.
-	svc.stop()
+	svc.Stop()
 	rs.Restart(t)
 	svc = startReservations(t, opts())
 	_ = svc
@@ -109,7 +93,7 @@ func TestReservationLifecycle(t *testing.T) {
 	if at := num(t, got.body["expiredAt"]); at < shortExpires {
 		t.Fatalf("short hold expired at %d, before its expiresAt %d", at, shortExpires)
 	}
-	fired := logs.events(map[string]any{"event": "reservation-alarm", "phase": "done", "id": "short-hold", "changed": true})
+	fired := logs.Events(map[string]any{"event": "reservation-alarm", "phase": "done", "id": "short-hold", "changed": true})
 	if len(fired) != 1 {
 		t.Fatalf("short hold expired by %d alarm firings, want exactly 1", len(fired))
 	}
@@ -137,7 +121,7 @@ func TestReservationTransitions(t *testing.T) {
 	c, prefix := redistest.Client(t)
 	_ = c
 	svc := startReservations(t, service.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix}, Replay: true})
-	gw := startGateway(t, Backends{Reservations: svc.addr})
+	gw := startGateway(t, Backends{Reservations: svc.Addr})
 
 	missing := call(t, "GET", gw.URL+"/reservations/never-made", "")
 	if missing.code != 200 || missing.body["reservationId"] != "never-made" || missing.body["status"] != "missing" {
@@ -177,7 +161,7 @@ func TestReservationBadInput(t *testing.T) {
 	t.Parallel()
 	_, prefix := redistest.Client(t)
 	svc := startReservations(t, service.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix}, Replay: true})
-	gw := startGateway(t, Backends{Reservations: svc.addr})
+	gw := startGateway(t, Backends{Reservations: svc.Addr})
 
 	const (
 		ttlErr  = "ttlSeconds must be an integer from 5 through 3600."
@@ -243,7 +227,7 @@ func TestReplayDisabledByDefault(t *testing.T) {
 	t.Parallel()
 	_, prefix := redistest.Client(t)
 	svc := startReservations(t, service.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix}})
-	gw := startGateway(t, Backends{Reservations: svc.addr})
+	gw := startGateway(t, Backends{Reservations: svc.Addr})
 	r := call(t, "POST", gw.URL+"/reservations/abc/replay-alarm", `{"now": 5}`)
 	if r.code != 404 || !strings.Contains(fmt.Sprint(r.body["error"]), "replay is disabled") {
 		t.Fatalf("replay without replay enabled = %d %s, want 404 saying replay is disabled", r.code, r.raw)
@@ -254,7 +238,7 @@ func TestOperationalRoutes(t *testing.T) {
 	t.Parallel()
 	_, prefix := redistest.Client(t)
 	svc := startReservations(t, service.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix}})
-	gw := startGateway(t, Backends{Reservations: svc.addr})
+	gw := startGateway(t, Backends{Reservations: svc.Addr})
 
 	root := call(t, "GET", gw.URL+"/", "")
 	if root.code != 200 || root.body["service"] != "vigil" {
@@ -283,7 +267,7 @@ func TestOperationalRoutes(t *testing.T) {
 	}
 
 	// A backend that is down makes /healthz answer 503.
-	svc.stop()
+	svc.Stop()
 	wait.For(t, "/healthz 503 with the backend down", func() error {
 		if h := call(t, "GET", gw.URL+"/healthz", ""); h.code != 503 {
 			return fmt.Errorf("GET /healthz with the backend down = %d, want 503", h.code)
@@ -297,12 +281,12 @@ func TestOperationalRoutes(t *testing.T) {
 func TestBackendListIsBalanced(t *testing.T) {
 	t.Parallel()
 	_, prefix := redistest.Client(t)
-	var logs [2]*logBuffer
+	var logs [2]*servertest.LogBuffer
 	var addrs []string
 	for i := range logs {
-		logs[i] = &logBuffer{}
+		logs[i] = &servertest.LogBuffer{}
 		svc := startReservations(t, service.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Logger: slog.New(slog.NewJSONHandler(logs[i], &slog.HandlerOptions{Level: slog.LevelDebug}))}})
-		addrs = append(addrs, svc.addr)
+		addrs = append(addrs, svc.Addr)
 	}
 	gw := startGateway(t, Backends{Reservations: strings.Join(addrs, ",")})
 	for i := range 20 {
@@ -311,7 +295,7 @@ func TestBackendListIsBalanced(t *testing.T) {
 		}
 	}
 	for i, l := range logs {
-		if n := len(l.events(map[string]any{"event": "rpc", "grpc.method": "GetReservation"})); n == 0 {
+		if n := len(l.Events(map[string]any{"event": "rpc", "grpc.method": "GetReservation"})); n == 0 {
 			t.Fatalf("replica %d served none of 20 calls: the backend list is not balanced", i)
 		}
 	}

@@ -56,18 +56,8 @@ func TestPracticeRoomOneStreamPerRoom(t *testing.T) {
 	s := newRoomStack(t, 15*time.Second)
 	s.startRoom(t)
 	s.startGateway(t)
-	code, token := s.createRoom(t)
 	attach0, join0 := openStreams(t, "Attach"), openStreams(t, "Join")
-
-	lead := mustDialRoom(t, s.gw, code, "role=leader&clientId=lead&token="+token)
-	lead.next("state")
-	var vs []*roomSocket
-	for i := range 19 {
-		v := mustDialRoom(t, s.gw, code, fmt.Sprintf("role=viewer&clientId=v%d", i))
-		v.next("state")
-		vs = append(vs, v)
-	}
-	wait.For(t, "the Lobby counts 19 viewers and the leader", lobbyViewers(t, s.gw, code, 19, true))
+	code, lead, vs := s.openRoom(t, 19)
 	if n := openStreams(t, "Attach") - attach0; n != 1 {
 		t.Fatalf("%d Attach streams open for 20 sockets of one room, want 1", n)
 	}
@@ -232,21 +222,12 @@ func TestPracticeRoomLeaveDuringRestartIsCounted(t *testing.T) {
 	s := newRoomStack(t, 10*time.Minute)
 	room := s.startRoom(t)
 	s.startGateway(t)
-	code, token := s.createRoom(t)
-	lead := mustDialRoom(t, s.gw, code, "role=leader&clientId=lead&token="+token)
-	lead.next("state")
-	var vs []*roomSocket
-	for i := range 3 {
-		v := mustDialRoom(t, s.gw, code, fmt.Sprintf("role=viewer&clientId=v%d", i))
-		v.next("state")
-		vs = append(vs, v)
-	}
-	wait.For(t, "the Lobby counts 3 viewers and the leader", lobbyViewers(t, s.gw, code, 3, true))
+	code, lead, vs := s.openRoom(t, 3)
 
-	room.stop()
+	room.Stop()
 	_ = vs[0].c.Close(websocket.StatusNormalClosure, "bye")
 	wait.Until(t, "the gateway saw the viewer leave", func() bool {
-		return len(s.logs.events(map[string]any{"event": "ws_left", "service": "gateway"})) >= 1
+		return len(s.logs.Events(map[string]any{"event": "ws_left", "service": "gateway"})) >= 1
 	})
 	s.startRoom(t)
 	lead.nextWithin("state", wait.Deadline) // re-attached

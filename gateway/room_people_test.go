@@ -14,9 +14,7 @@ import (
 func TestPracticeRoomPeopleOverGateway(t *testing.T) {
 	t.Parallel()
 	gw := startRoomStack(t, time.Hour)
-	created := call(t, "POST", gw+"/lobby/rooms", `{"name": "Salsa Tuesday", "video": {"title": "Routine", "durationMs": 180000}}`)
-	code, _ := created.body["code"].(string)
-	token, _ := created.body["leaderToken"].(string)
+	code, token := createRoom(t, gw, `{"name": "Salsa Tuesday", "video": {"title": "Routine", "durationMs": 180000}}`)
 	if r := call(t, "GET", gw+"/lobby/rooms/"+code+"/people", ""); r.code != http.StatusOK || r.raw != `{"people":[]}` {
 		t.Fatalf("people of a room nobody joined = %d %s, want 200 {\"people\":[]}", r.code, r.raw)
 	}

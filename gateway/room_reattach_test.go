@@ -15,7 +15,7 @@ func TestPracticeRoomSurvivesGracefulRestart(t *testing.T) {
 	s := newRoomStack(t, 15*time.Second)
 	room := s.startRoom(t)
 	s.startGateway(t)
-	roomReplaced(t, s, room.stop, func() { s.startRoom(t) })
+	roomReplaced(t, s, func() { room.Stop() }, func() { s.startRoom(t) })
 }
 
 // TestPracticeRoomLeaveIsNotAnError: viewers and a leader who leave normally (closing their
@@ -39,7 +39,7 @@ func TestPracticeRoomLeaveIsNotAnError(t *testing.T) {
 	_ = lead.c.Close(websocket.StatusGoingAway, "tab closed")
 	wait.For(t, "everyone uncounted", lobbyViewers(t, s.gw, code, 0, false))
 	wait.Until(t, "the gateway logged the leaves", func() bool {
-		return len(s.logs.events(map[string]any{"event": "ws_left"})) >= 3
+		return len(s.logs.Events(map[string]any{"event": "ws_left"})) >= 3
 	})
 	s.assertNoErrors(t)
 }

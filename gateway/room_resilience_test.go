@@ -18,87 +18,9 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/vigil-dev/vigil/pkg/redistest"
-	"github.com/vigil-dev/vigil/pkg/redisx"
-	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
-	lobbyservice "github.com/vigil-dev/vigil/services/lobby/service"
-	roomservice "github.com/vigil-dev/vigil/services/room/service"
 )
-
-// roomStack is a Lobby, a Room service on a fixed address (so it can be restarted or killed
-// and come back there) and a gateway, on this test's key prefix, with every log captured.
-type roomStack struct {
-	gw        string
-	url       string
-	prefix    string
-	lobbyAddr string
-	roomAddr  string
-	// roomBackend is the gateway's room backend when it is not roomAddr alone (replicas).
-	roomBackend string
-	lease       time.Duration
-	logs        *logBuffer
-	log         *slog.Logger
-}
-
-func newRoomStack(t *testing.T, lease time.Duration) *roomStack {
-	t.Helper()
-	_, prefix := redistest.Client(t)
-	s := &roomStack{url: redistest.URL(t), prefix: prefix, roomAddr: freeAddr(t), lease: lease, logs: &logBuffer{}}
-	s.log = slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	lobby := startService(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := lobbyservice.New(ctx, lobbyservice.Options{
-			Core:    server.Core{Redis: redisx.Config{URL: s.url}, Prefix: prefix + "-lobby", Logger: s.log.With("service", "lobby")},
-			IdleTTL: time.Hour, PruneGrace: time.Second,
-		})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
-	s.lobbyAddr = lobby.addr
-	return s
-}
-
-// startRoom runs the Room service in-process on the stack's address.
-func (s *roomStack) startRoom(t *testing.T) *running {
-	t.Helper()
-	return s.startRoomAt(t, s.roomAddr)
-}
-
-// startRoomAt runs a Room replica in-process on addr.
-func (s *roomStack) startRoomAt(t *testing.T, addr string) *running {
-	t.Helper()
-	return startService(t, "room", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := roomservice.New(ctx, roomservice.Options{
-			Core:      server.Core{GRPCAddr: addr, Redis: redisx.Config{URL: s.url}, Prefix: s.prefix + "-room", Logger: s.log.With("service", "room")},
-			Shards:    4,
-			LobbyAddr: s.lobbyAddr, IdleTTL: time.Hour, SessionLease: s.lease,
-		})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
-}
-
-// startGateway serves the gateway in front of the stack, logging into the stack's buffer.
-func (s *roomStack) startGateway(t *testing.T) {
-	t.Helper()
-	room := s.roomAddr
-	if s.roomBackend != "" {
-		room = s.roomBackend
-	}
-	g, err := New(context.Background(), Options{Backends: Backends{Lobby: s.lobbyAddr, Room: room}, Logger: s.log.With("service", "gateway")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { srv.Close(); g.Close() })
-	s.gw = srv.URL
-}
 
 // roomBinary builds the Room service's command once per test binary.
 var roomBinary = sync.OnceValues(func() (string, error) {
@@ -153,11 +75,7 @@ func (s *roomStack) roomProcess(t *testing.T) (kill func(), proc *os.Process) {
 
 func (s *roomStack) createRoom(t *testing.T) (code, token string) {
 	t.Helper()
-	r := call(t, "POST", s.gw+"/lobby/rooms", `{"name": "Resilient", "video": {"title": "Routine", "durationMs": 180000}}`)
-	if r.code != http.StatusCreated {
-		t.Fatalf("POST /lobby/rooms = %d %s", r.code, r.raw)
-	}
-	return r.body["code"].(string), r.body["leaderToken"].(string)
+	return createRoom(t, s.gw, `{"name": "Resilient", "video": {"title": "Routine", "durationMs": 180000}}`)
 }
 
 // lobbySampler reads the room's Lobby entry over and over until stopped and remembers every
@@ -268,7 +186,7 @@ func roomReplaced(t *testing.T, s *roomStack, stop, start func()) {
 	_ = vs[0].c.Close(websocket.StatusNormalClosure, "bye")
 	wait.For(t, "the Lobby counts the viewer who left", lobbyViewers(t, s.gw, code, viewers-1, true))
 	assertOpen(t, append([]*roomSocket{lead}, vs[1:]...)...)
-	if errs := s.logs.events(map[string]any{"level": "ERROR", "service": "gateway"}); len(errs) > 0 {
+	if errs := s.logs.Events(map[string]any{"level": "ERROR", "service": "gateway"}); len(errs) > 0 {
 		t.Errorf("the gateway logged %d ERROR lines, want none; first: %v", len(errs), errs[0])
 	}
 }
@@ -292,7 +210,7 @@ func (s *roomStack) openRoom(t *testing.T, viewers int) (code string, lead *room
 // assertNoErrors fails on any ERROR line in the stack's logs.
 func (s *roomStack) assertNoErrors(t *testing.T) {
 	t.Helper()
-	if errs := s.logs.events(map[string]any{"level": "ERROR"}); len(errs) > 0 {
+	if errs := s.logs.Events(map[string]any{"level": "ERROR"}); len(errs) > 0 {
 		t.Errorf("%d ERROR log lines, want none; first: %v", len(errs), errs[0])
 	}
 }
@@ -332,10 +250,10 @@ func (s *roomSocket) nextWithin(typ string, within time.Duration) map[string]any
 func TestChatLeaveIsNotAnError(t *testing.T) {
 	t.Parallel()
 	env := newChatEnv(t)
-	logs := &logBuffer{}
+	logs := &servertest.LogBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	chat := env.startChat(t, "", log.With("service", "chat"))
-	g, err := New(context.Background(), Options{Backends: Backends{Chat: chat.addr}, Logger: log.With("service", "gateway")})
+	g, err := New(context.Background(), Options{Backends: Backends{Chat: chat.Addr}, Logger: log.With("service", "gateway")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,9 +270,9 @@ func TestChatLeaveIsNotAnError(t *testing.T) {
 	_ = b.c.CloseNow()
 	wait.Until(t, "the room's members gone", func() bool { return g.sockets.Open() == 0 })
 	wait.Until(t, "the chat stream ended", func() bool {
-		return len(logs.events(map[string]any{"service": "chat", "grpc.method": "Connect"})) > 0
+		return len(logs.Events(map[string]any{"service": "chat", "grpc.method": "Connect"})) > 0
 	})
-	if errs := logs.events(map[string]any{"level": "ERROR"}); len(errs) > 0 {
+	if errs := logs.Events(map[string]any{"level": "ERROR"}); len(errs) > 0 {
 		t.Errorf("%d ERROR log lines, want none; first: %v", len(errs), errs[0])
 	}
 }

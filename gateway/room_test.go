@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,45 +12,8 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/vigil-dev/vigil/pkg/redistest"
-	"github.com/vigil-dev/vigil/pkg/redisx"
-	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/wait"
-	lobbyservice "github.com/vigil-dev/vigil/services/lobby/service"
-	roomservice "github.com/vigil-dev/vigil/services/room/service"
 )
-
-// startRoomStack runs a Lobby, a Room replica and a gateway in front of them on this test's
-// key prefix, with the given idle TTL and a one-second prune grace.
-func startRoomStack(t *testing.T, idleTTL time.Duration) string {
-	t.Helper()
-	_, prefix := redistest.Client(t) // removes the prefix's keys at the end
-	url := redistest.URL(t)
-	lobby := startService(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := lobbyservice.New(ctx, lobbyservice.Options{
-			Core:    server.Core{Redis: redisx.Config{URL: url}, Prefix: prefix + "-lobby", Logger: testLogger(t)},
-			IdleTTL: idleTTL, PruneGrace: time.Second,
-		})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
-	room := startService(t, "room", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := roomservice.New(ctx, roomservice.Options{
-			Core:   server.Core{Redis: redisx.Config{URL: url}, Prefix: prefix + "-room", Logger: testLogger(t)},
-			Shards: 4, LobbyAddr: lobby.addr,
-			IdleTTL: idleTTL, SessionLease: 3 * time.Second,
-		})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
-	return startGateway(t, Backends{Lobby: lobby.addr, Room: room.addr}).URL
-}
 
 // roomSocket is a test's practice-room WebSocket; a goroutine reads its frames.
 type roomSocket struct {
@@ -268,8 +230,7 @@ func TestPracticeRoomExpiresOverGateway(t *testing.T) {
 	t.Parallel()
 	const ttl = time.Second
 	gw := startRoomStack(t, ttl)
-	created := call(t, "POST", gw+"/lobby/rooms", `{"name": "Short", "video": {"title": "Clip", "durationMs": 1000}}`)
-	code, _ := created.body["code"].(string)
+	code, _ := createRoom(t, gw, `{"name": "Short", "video": {"title": "Clip", "durationMs": 1000}}`)
 	v := mustDialRoom(t, gw, code, "role=viewer&clientId=v")
 	v.next("state")
 	if c, reason := v.closedWith(ttl + wait.Deadline); c != 4000 || reason != "expired" {
@@ -367,16 +328,32 @@ func TestLobbyListJSON(t *testing.T) {
 	}
 }
 
+// createRoom creates a room with body on the gateway at gw: its code and leader token.
+func createRoom(t *testing.T, gw, body string) (code, token string) {
+	t.Helper()
+	r := call(t, "POST", gw+"/lobby/rooms", body)
+	if r.code != http.StatusCreated {
+		t.Fatalf("POST /lobby/rooms = %d %s", r.code, r.raw)
+	}
+	return r.body["code"].(string), r.body["leaderToken"].(string)
+}
+
+// openLeaderAndViewer creates a room with body and opens its leader's socket and a viewer's
+// (clientId v), each past its state.
+func openLeaderAndViewer(t *testing.T, gw, body string) (code string, lead, v *roomSocket) {
+	t.Helper()
+	code, token := createRoom(t, gw, body)
+	lead = mustDialRoom(t, gw, code, "clientId=lead&role=leader&token="+token)
+	lead.next("state")
+	v = mustDialRoom(t, gw, code, "clientId=v")
+	v.next("state")
+	return code, lead, v
+}
+
 func TestPracticeRoomBadFrames(t *testing.T) {
 	t.Parallel()
 	gw := startRoomStack(t, time.Hour)
-	created := call(t, "POST", gw+"/lobby/rooms", `{"name": "Frames", "video": {"title": "Clip", "durationMs": 60000}}`)
-	code, _ := created.body["code"].(string)
-	token, _ := created.body["leaderToken"].(string)
-	lead := mustDialRoom(t, gw, code, "clientId=lead&role=leader&token="+token)
-	lead.next("state")
-	v := mustDialRoom(t, gw, code, "clientId=v")
-	v.next("state")
+	code, lead, v := openLeaderAndViewer(t, gw, `{"name": "Frames", "video": {"title": "Clip", "durationMs": 60000}}`)
 	for _, tc := range []struct{ frame, want string }{
 		{`not json`, "Send a JSON object with a type: sync, formation, mark, reload, loop or markFormation."},
 		{`{"type": "dance"}`, "Send a JSON object with a type: sync, formation, mark, reload, loop or markFormation."},
@@ -439,13 +416,7 @@ func getWith(t *testing.T, url, ifNoneMatch string) *http.Response {
 func TestPracticeRoomControlRefs(t *testing.T) {
 	t.Parallel()
 	gw := startRoomStack(t, time.Hour)
-	created := call(t, "POST", gw+"/lobby/rooms", `{"name": "Refs", "video": {"title": "Clip", "durationMs": 60000}}`)
-	code, _ := created.body["code"].(string)
-	token, _ := created.body["leaderToken"].(string)
-	lead := mustDialRoom(t, gw, code, "clientId=lead&role=leader&token="+token)
-	lead.next("state")
-	v := mustDialRoom(t, gw, code, "clientId=v")
-	v.next("state")
+	_, lead, v := openLeaderAndViewer(t, gw, `{"name": "Refs", "video": {"title": "Clip", "durationMs": 60000}}`)
 
 	lead.send(`{"type": "sync", "playing": true, "positionMs": 3000, "countIn": {"beats": 4, "bpm": 120}, "ref": 41}`)
 	ack := lead.next("ack")

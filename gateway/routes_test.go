@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -151,7 +150,7 @@ func TestReplayInNamesNeedsNoAdmin(t *testing.T) {
 	locks := startLocks(t, locksservice.Options{Core: server.Core{Redis: redisx.Config{URL: url}, Prefix: prefix + "-k", Logger: log}})
 	chat := newChatEnv(t).startChat(t, "", log)
 	keys, k := testKeys(t, map[string]string{"writer": "reservations:write locks:write chat:write"})
-	g, err := New(context.Background(), Options{Backends: Backends{Reservations: res.addr, Locks: locks.addr, Chat: chat.addr},
+	g, err := New(context.Background(), Options{Backends: Backends{Reservations: res.Addr, Locks: locks.Addr, Chat: chat.Addr},
 		Logger: log, Security: Security{Keys: keys}})
 	if err != nil {
 		t.Fatal(err)
@@ -190,17 +189,4 @@ func TestReplayInNamesNeedsNoAdmin(t *testing.T) {
 	if !slices.Contains(g.router.patterns, "GET /websocket") {
 		t.Error("the chat socket route is not registered")
 	}
-}
-
-// startLocks runs the locks service for a test.
-func startLocks(t *testing.T, o locksservice.Options) *running {
-	t.Helper()
-	return startService(t, "locks", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := locksservice.New(ctx, o)
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	lobbyservice "github.com/vigil-dev/vigil/services/lobby/service"
 	reservationservice "github.com/vigil-dev/vigil/services/reservations/service"
 	roomservice "github.com/vigil-dev/vigil/services/room/service"
@@ -33,37 +33,16 @@ func TestNoSecretInLogsMetricsOrStorage(t *testing.T) {
 	rs := redistest.Start(t, "--requirepass", redisPassword)
 	rcfg := redisx.Config{URL: rs.URL(t), Password: redisPassword}
 	prefix := redistest.Prefix(t)
-	logs := &logBuffer{}
+	logs := &servertest.LogBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
-	res := startService(t, "reservations", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := reservationservice.New(ctx, reservationservice.Options{Core: server.Core{Redis: rcfg, Prefix: prefix + "-r", Logger: log}, Replay: true})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
-	lobby := startService(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := lobbyservice.New(ctx, lobbyservice.Options{Core: server.Core{Redis: rcfg, Prefix: prefix + "-l", Logger: log}})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
-	room := startService(t, "room", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := roomservice.New(ctx, roomservice.Options{Core: server.Core{Redis: rcfg, Prefix: prefix + "-m", Logger: log}, Shards: 2, LobbyAddr: lobby.addr,
-			SessionLease: 3 * time.Second})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
+	res := servertest.Start(t, "reservations", servertest.Serve(reservationservice.New, reservationservice.Options{Core: server.Core{Redis: rcfg, Prefix: prefix + "-r", Logger: log}, Replay: true}))
+	lobby := servertest.Start(t, "lobby", servertest.Serve(lobbyservice.New, lobbyservice.Options{Core: server.Core{Redis: rcfg, Prefix: prefix + "-l", Logger: log}}))
+	room := servertest.Start(t, "room", servertest.Serve(roomservice.New, roomservice.Options{Core: server.Core{Redis: rcfg, Prefix: prefix + "-m", Logger: log}, Shards: 2, LobbyAddr: lobby.Addr,
+		SessionLease: 3 * time.Second}))
 	keys, k := testKeys(t, map[string]string{"app": "reservations,lobby", "ops": "admin", "reader": "reservations:read"})
 	signing := []byte("socket-token-signing-secret-0123456789abcdef")
-	g, err := New(context.Background(), Options{Backends: Backends{Reservations: res.addr, Lobby: lobby.addr, Room: room.addr},
+	g, err := New(context.Background(), Options{Backends: Backends{Reservations: res.Addr, Lobby: lobby.Addr, Room: room.Addr},
 		Logger: log, Security: Security{Keys: keys, SocketTokenSecret: signing}})
 	if err != nil {
 		t.Fatal(err)
@@ -119,9 +98,7 @@ func TestNoSecretInLogsMetricsOrStorage(t *testing.T) {
 		"signing secret": string(signing), "signing secret (base64)": base64.StdEncoding.EncodeToString(signing),
 		"leader token": leader, "wrong leader token": wrongLeader, "Redis password": redisPassword,
 	}
-	logs.mu.Lock()
-	all := logs.buf.String()
-	logs.mu.Unlock()
+	all := logs.String()
 	if !strings.Contains(all, `"event":"refused"`) || !strings.Contains(all, `"key":"reader"`) {
 		t.Fatalf("the run's logs have no refusal naming the key reader; is logging wired? %.2000s", all)
 	}

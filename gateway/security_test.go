@@ -12,7 +12,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/vigil-dev/vigil/gateway/auth"
 	"github.com/vigil-dev/vigil/gateway/jsonapi"
 	"github.com/vigil-dev/vigil/gateway/socket"
+	"github.com/vigil-dev/vigil/pkg/clock/clocktest"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
@@ -45,19 +45,6 @@ func testKeys(t *testing.T, scopes map[string]string) ([]APIKey, map[string]stri
 		t.Fatalf("ParseAPIKeys: %v", err)
 	}
 	return keys, secrets
-}
-
-// clock is a settable test clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
 }
 
 // secureOnly serves the security layer in front of next (no backends), the way New chains it.
@@ -133,7 +120,7 @@ func TestAuthScopesThroughTheGateway(t *testing.T) {
 		"writer": "reservations:write", "reader": "reservations:read", "ops": "admin",
 		"locker": "locks", "domain": "reservations",
 	})
-	g, err := New(context.Background(), Options{Backends: Backends{Reservations: svc.addr}, Logger: testLogger(t),
+	g, err := New(context.Background(), Options{Backends: Backends{Reservations: svc.Addr}, Logger: testLogger(t),
 		Security: Security{Keys: keys}})
 	if err != nil {
 		t.Fatal(err)
@@ -189,13 +176,13 @@ func TestAuthScopesThroughTheGateway(t *testing.T) {
 func TestSocketTokens(t *testing.T) {
 	t.Parallel()
 	keys, k := testKeys(t, map[string]string{"viewer": "chat", "reader": "reservations:read"})
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
-	srv := secureOnly(t, Security{Keys: keys, Now: clk.now, SocketTokenTTL: time.Minute}, okHandler)
+	clk := clocktest.New(time.Unix(1_800_000_000, 0))
+	srv := secureOnly(t, Security{Keys: keys, Now: clk.Now, SocketTokenTTL: time.Minute}, okHandler)
 
 	token := func(name string) string {
 		res := call(t, "POST", srv.URL+"/auth/socket-token", "", "X-API-Key", k[name])
 		tok, _ := res.body["token"].(string)
-		if res.code != 200 || tok == "" || num(t, res.body["expiresAt"]) != clk.now().Add(time.Minute).UnixMilli() {
+		if res.code != 200 || tok == "" || num(t, res.body["expiresAt"]) != clk.Now().Add(time.Minute).UnixMilli() {
 			t.Fatalf("POST /auth/socket-token = %d %s, want a token expiring in a minute", res.code, res.raw)
 		}
 		return tok
@@ -227,7 +214,7 @@ func TestSocketTokens(t *testing.T) {
 	if res := call(t, "GET", srv.URL+"/reservations/abc?access_token="+token("reader"), ""); res.code != 401 {
 		t.Errorf("a socket token on a plain request = %d, want 401 (tokens open sockets only)", res.code)
 	}
-	clk.add(time.Minute)
+	clk.Add(time.Minute)
 	if _, code, err := dialWS(t, srv.URL+"/websocket?access_token="+tok); err == nil || code != 401 {
 		t.Errorf("socket with an expired token = %d %v, want 401", code, err)
 	}
@@ -282,8 +269,8 @@ func TestWebSocketOrigins(t *testing.T) {
 func TestRateLimit(t *testing.T) {
 	t.Parallel()
 	keys, k := testKeys(t, map[string]string{"a": "locks", "b": "locks"})
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
-	srv := secureOnly(t, Security{Keys: keys, Now: clk.now, AnonymousScopes: []string{"locks:read"},
+	clk := clocktest.New(time.Unix(1_800_000_000, 0))
+	srv := secureOnly(t, Security{Keys: keys, Now: clk.Now, AnonymousScopes: []string{"locks:read"},
 		Limits: Limits{Rate: 5, Burst: 5}}, okHandler)
 	for i := range 5 {
 		if res := call(t, "GET", srv.URL+"/locks/r1", "", "X-API-Key", k["a"]); res.code != 200 {
@@ -310,7 +297,7 @@ func TestRateLimit(t *testing.T) {
 	if res := call(t, "GET", srv.URL+"/healthz", "", "X-API-Key", k["a"]); res.code != 200 {
 		t.Fatalf("healthz over the limit = %d, want 200 (public routes are not limited)", res.code)
 	}
-	clk.add(200 * time.Millisecond)
+	clk.Add(200 * time.Millisecond)
 	if res := call(t, "GET", srv.URL+"/locks/r1", "", "X-API-Key", k["a"]); res.code != 200 {
 		t.Fatalf("after a refill = %d, want 200", res.code)
 	}
@@ -327,8 +314,8 @@ func TestRateLimit(t *testing.T) {
 func TestRoomQuota(t *testing.T) {
 	t.Parallel()
 	keys, k := testKeys(t, map[string]string{"host": "lobby"})
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
-	srv := secureOnly(t, Security{Keys: keys, Now: clk.now, Limits: Limits{RoomsPerHour: 2}}, okHandler)
+	clk := clocktest.New(time.Unix(1_800_000_000, 0))
+	srv := secureOnly(t, Security{Keys: keys, Now: clk.Now, Limits: Limits{RoomsPerHour: 2}}, okHandler)
 	for i := range 2 {
 		if res := call(t, "POST", srv.URL+"/lobby/rooms", `{}`, "X-API-Key", k["host"]); res.code != 200 {
 			t.Fatalf("room %d = %d, want through", i+1, res.code)
@@ -341,7 +328,7 @@ func TestRoomQuota(t *testing.T) {
 	if res := call(t, "GET", srv.URL+"/lobby/rooms", "", "X-API-Key", k["host"]); res.code != 200 {
 		t.Fatalf("listing rooms over the quota = %d, want 200", res.code)
 	}
-	clk.add(30 * time.Minute)
+	clk.Add(30 * time.Minute)
 	if res := call(t, "POST", srv.URL+"/lobby/rooms", `{}`, "X-API-Key", k["host"]); res.code != 200 {
 		t.Fatalf("room after half an hour = %d, want through", res.code)
 	}
@@ -528,7 +515,7 @@ func TestConfiguredSocketLimitsReachChat(t *testing.T) {
 	t.Parallel()
 	env := newChatEnv(t)
 	chat := env.startChat(t, "", nil)
-	g, err := New(context.Background(), Options{Backends: Backends{Chat: chat.addr}, Logger: testLogger(t),
+	g, err := New(context.Background(), Options{Backends: Backends{Chat: chat.Addr}, Logger: testLogger(t),
 		Sockets: SocketLimits{MaxFrameBytes: 512, Rate: 0.001, Burst: 2}})
 	if err != nil {
 		t.Fatal(err)

@@ -41,7 +41,7 @@ func TestGatewayShutdownClosesSocketsWithGoingAway(t *testing.T) {
 	chat := env.startChat(t, "", nil)
 	s := newRoomStack(t, 15*time.Second)
 	s.startRoom(t)
-	backends := Backends{Chat: chat.addr, Lobby: s.lobbyAddr, Room: s.roomAddr}
+	backends := Backends{Chat: chat.Addr, Lobby: s.lobbyAddr, Room: s.roomAddr}
 
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
@@ -87,7 +87,7 @@ func TestGatewayShutdownClosesSocketsWithGoingAway(t *testing.T) {
 		t.Fatalf("Run after its context ended = %v, want nil", err)
 	}
 	// Run returned: every socket heard 1001 (the registry waits for each close handshake).
-	if ev := s.logs.events(map[string]any{"event": "sockets_closed"}); len(ev) != 1 || ev[0]["err"] != nil || ev[0]["sockets"] != float64(members+4) {
+	if ev := s.logs.Events(map[string]any{"event": "sockets_closed"}); len(ev) != 1 || ev[0]["err"] != nil || ev[0]["sockets"] != float64(members+4) {
 		t.Fatalf("gateway's sockets_closed events = %v, want one, %d sockets, no error", ev, members+4)
 	}
 	for i, c := range chats {

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	chatv1 "github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
@@ -117,13 +118,13 @@ func TestChatSurvivesASilentReplica(t *testing.T) {
 	t.Parallel()
 	env := newChatEnv(t)
 	a := env.startChat(t, "", nil)
-	proxyA := startSilentProxy(t, a.addr)
+	proxyA := startSilentProxy(t, a.Addr)
 	addrB := freeAddr(t)
 	// Only A runs, so the room's stream is on A.
 	gwLogs, ann, bob := twoMembers(t, proxyA.addr()+","+addrB, "silent")
 	b := env.startChat(t, addrB, nil)
 
-	cc, err := grpc.NewClient(b.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient(b.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func TestChatSurvivesASilentReplica(t *testing.T) {
 			}
 		}
 	}
-	reattaches := gwLogs.events(map[string]any{"event": "chat_reattach"})
+	reattaches := gwLogs.Events(map[string]any{"event": "chat_reattach"})
 	if len(reattaches) < 1 {
 		t.Errorf("gateway re-attached %d times, want at least 1", len(reattaches))
 	} else if e := fmt.Sprint(reattaches[0]["err"]); !strings.Contains(e, "went silent") {
@@ -190,9 +191,9 @@ func TestChatSurvivesASilentReplica(t *testing.T) {
 
 // twoMembers serves chat on a gateway with backends chat (logging into the returned buffer)
 // and opens ann's and bob's sockets in room, past their history.
-func twoMembers(t *testing.T, chat, room string) (*logBuffer, *wsClient, *wsClient) {
+func twoMembers(t *testing.T, chat, room string) (*servertest.LogBuffer, *wsClient, *wsClient) {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &servertest.LogBuffer{}
 	g, err := New(context.Background(), Options{Backends: Backends{Chat: chat}, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -243,7 +244,7 @@ func TestPracticeRoomSurvivesAPausedReplica(t *testing.T) {
 	}
 	t.Logf("every session re-attached %v after the pause", time.Since(pausedAt).Round(time.Millisecond))
 	silent := 0
-	for _, e := range s.logs.events(map[string]any{"event": "room_reattach", "service": "gateway"}) {
+	for _, e := range s.logs.Events(map[string]any{"event": "room_reattach", "service": "gateway"}) {
 		if strings.Contains(fmt.Sprint(e["err"]), "silent") {
 			silent++
 		}

@@ -30,7 +30,7 @@ func TestUnaryRoutesMatchTheRuntime(t *testing.T) {
 	for _, side := range []string{"unary", "runtime"} {
 		res := startReservations(t, service.Options{Core: server.Core{Redis: redisx.Config{URL: url}, Prefix: prefix + "-r-" + side, Now: now}})
 		locks := startLocks(t, locksservice.Options{Core: server.Core{Redis: redisx.Config{URL: url}, Prefix: prefix + "-k-" + side, Now: now, Logger: testLogger(t)}})
-		g, err := New(context.Background(), Options{Backends: Backends{Reservations: res.addr, Locks: locks.addr}, Logger: testLogger(t)})
+		g, err := New(context.Background(), Options{Backends: Backends{Reservations: res.Addr, Locks: locks.Addr}, Logger: testLogger(t)})
 		if err != nil {
 			t.Fatal(err)
 		}

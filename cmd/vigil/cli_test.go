@@ -25,6 +25,7 @@ import (
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	lobby "github.com/vigil-dev/vigil/services/lobby/service"
 	locks "github.com/vigil-dev/vigil/services/locks/service"
@@ -32,25 +33,6 @@ import (
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
-
-// start runs one service in-process and returns its address; the test's cleanup stops it.
-func start(t *testing.T, name string, run func(ctx context.Context, ready func(net.Addr)) error) string {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	addr := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, func(a net.Addr) { addr <- a.String() }) }()
-	t.Cleanup(func() { cancel(); <-done })
-	select {
-	case a := <-addr:
-		return a
-	case err := <-done:
-		t.Fatalf("%s did not start: %v", name, err)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s did not start within 30s", name)
-	}
-	return ""
-}
 
 // startStack starts reservations, locks and lobby on one Redis under this test's prefix, and
 // a "room" admin backend whose queue has no scheduler (so its alarms stay overdue).
@@ -60,30 +42,9 @@ func startStack(t *testing.T) (flags []string, prefix, url string, roomQueue *al
 	url = redistest.URL(t)
 	rc := redisx.Config{URL: url}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	res := start(t, "reservations", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := reservations.New(ctx, reservations.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: quiet}})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
-	lk := start(t, "locks", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := locks.New(ctx, locks.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: quiet}})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
-	lb := start(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := lobby.New(ctx, lobby.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: quiet}})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
+	res := servertest.Start(t, "reservations", servertest.Serve(reservations.New, reservations.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: quiet}})).Addr
+	lk := servertest.Start(t, "locks", servertest.Serve(locks.New, locks.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: quiet}})).Addr
+	lb := servertest.Start(t, "lobby", servertest.Serve(lobby.New, lobby.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: quiet}})).Addr
 	q, err := alarm.New(rdb, alarm.Options{Prefix: prefix, Namespace: "room", Shards: 4})
 	if err != nil {
 		t.Fatal(err)

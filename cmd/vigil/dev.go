@@ -26,7 +26,7 @@ import (
 // devService is one service the dev runner starts: run it, and where its address goes.
 type devService struct {
 	name string
-	run  func(ctx context.Context, ready func(net.Addr)) error
+	run  server.Run
 	addr *string
 }
 
@@ -98,49 +98,18 @@ func startDev(ctx context.Context, o devOptions) (err error) {
 		}
 		return fmt.Sprintf("127.0.0.1:%d", o.PortBase+i)
 	}
+	core := func(port int, name string) server.Core {
+		return server.Core{GRPCAddr: addr(port), Redis: rc, Now: o.Now, Logger: log.With("service", name)}
+	}
+	// Each service's options are made when it starts: the room's name the lobby's address.
 	var b gateway.Backends
 	services := []devService{
-		{"reservations", func(ctx context.Context, ready func(net.Addr)) error {
-			svc, err := reservations.New(ctx, reservations.Options{Core: server.Core{GRPCAddr: addr(0), Redis: rc, Now: o.Now, Logger: log.With("service", "reservations")}, Replay: true})
-			if err != nil {
-				return err
-			}
-			ready(svc.Addr())
-			return svc.Serve(ctx)
-		}, &b.Reservations},
-		{"locks", func(ctx context.Context, ready func(net.Addr)) error {
-			svc, err := locks.New(ctx, locks.Options{Core: server.Core{GRPCAddr: addr(1), Redis: rc, Now: o.Now, Logger: log.With("service", "locks")}})
-			if err != nil {
-				return err
-			}
-			ready(svc.Addr())
-			return svc.Serve(ctx)
-		}, &b.Locks},
-		{"chat", func(ctx context.Context, ready func(net.Addr)) error {
-			svc, err := chat.New(ctx, chat.Options{Core: server.Core{GRPCAddr: addr(2), Redis: rc, Now: o.Now, Logger: log.With("service", "chat")}})
-			if err != nil {
-				return err
-			}
-			ready(svc.Addr())
-			return svc.Serve(ctx)
-		}, &b.Chat},
+		{"reservations", server.RunOf(reservations.New, func() reservations.Options { return reservations.Options{Core: core(0, "reservations"), Replay: true} }), &b.Reservations},
+		{"locks", server.RunOf(locks.New, func() locks.Options { return locks.Options{Core: core(1, "locks")} }), &b.Locks},
+		{"chat", server.RunOf(chat.New, func() chat.Options { return chat.Options{Core: core(2, "chat")} }), &b.Chat},
 		// The lobby starts before the room: the room dials it.
-		{"lobby", func(ctx context.Context, ready func(net.Addr)) error {
-			svc, err := lobby.New(ctx, lobby.Options{Core: server.Core{GRPCAddr: addr(3), Redis: rc, Now: o.Now, Logger: log.With("service", "lobby")}})
-			if err != nil {
-				return err
-			}
-			ready(svc.Addr())
-			return svc.Serve(ctx)
-		}, &b.Lobby},
-		{"room", func(ctx context.Context, ready func(net.Addr)) error {
-			svc, err := room.New(ctx, room.Options{Core: server.Core{GRPCAddr: addr(4), Redis: rc, Now: o.Now, Logger: log.With("service", "room")}, LobbyAddr: b.Lobby})
-			if err != nil {
-				return err
-			}
-			ready(svc.Addr())
-			return svc.Serve(ctx)
-		}, &b.Room},
+		{"lobby", server.RunOf(lobby.New, func() lobby.Options { return lobby.Options{Core: core(3, "lobby")} }), &b.Lobby},
+		{"room", server.RunOf(room.New, func() room.Options { return room.Options{Core: core(4, "room"), LobbyAddr: b.Lobby} }), &b.Room},
 	}
 
 	g, ctx := errgroup.WithContext(ctx)

@@ -11,26 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/vigil-dev/vigil/pkg/clock/clocktest"
 	"github.com/vigil-dev/vigil/pkg/devstore"
 	"github.com/vigil-dev/vigil/pkg/wait"
 )
-
-// clock is the dev runner's injected clock: it moves only when the test says so.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // devRun is one run of `vigil dev` in this process.
 type devRun struct {
@@ -40,7 +27,7 @@ type devRun struct {
 }
 
 // startDevRun runs the dev runner on the embedded store in dir with the clock c.
-func startDevRun(t *testing.T, dir string, c *clock) *devRun {
+func startDevRun(t *testing.T, dir string, c *clocktest.Manual) *devRun {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &devRun{cancel: cancel, done: make(chan error, 1)}
@@ -103,7 +90,7 @@ func (r *devRun) call(t *testing.T, method, path, body string) (int, map[string]
 func TestEmbeddedStoreKeepsHoldsAcrossARestart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	c := &clock{now: time.UnixMilli(1_900_000_000_000)}
+	c := clocktest.New(time.UnixMilli(1_900_000_000_000)) // the dev runner moves only when the test says so
 
 	run := startDevRun(t, dir, c)
 	if code, res := run.call(t, "POST", "/reservations/short-hold", `{"ttlSeconds": 5}`); code != 201 || res["status"] != "held" {

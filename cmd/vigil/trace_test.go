@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"log/slog"
@@ -24,29 +21,12 @@ import (
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/tracing"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	locks "github.com/vigil-dev/vigil/services/locks/service"
 	reservations "github.com/vigil-dev/vigil/services/reservations/service"
 )
-
-// syncBuffer is a log sink the service writes to from its goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestTraceFollowsARequestAcrossServices sends one REST call through the gateway and finds
 // one trace holding the gateway's HTTP span, the gRPC client and server spans, and the Redis
@@ -58,24 +38,10 @@ func TestTraceFollowsARequestAcrossServices(t *testing.T) {
 	tracing.Use(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
 
 	_, prefix := redistest.Client(t)
-	logs := &syncBuffer{}
+	logs := &servertest.LogBuffer{}
 	logger := slog.New(tracing.LogHandler(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	addr := start(t, "reservations", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := reservations.New(ctx, reservations.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Logger: logger}})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
-	locksAddr := start(t, "locks", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := locks.New(ctx, locks.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Logger: logger, Registerer: prometheus.NewRegistry()}})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
+	addr := servertest.Start(t, "reservations", servertest.Serve(reservations.New, reservations.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Logger: logger}})).Addr
+	locksAddr := servertest.Start(t, "locks", servertest.Serve(locks.New, locks.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Logger: logger, Registerer: prometheus.NewRegistry()}})).Addr
 	g, err := gateway.New(context.Background(), gateway.Options{Backends: gateway.Backends{Reservations: addr, Locks: locksAddr}, Logger: logger})
 	if err != nil {
 		t.Fatal(err)

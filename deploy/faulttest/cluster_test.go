@@ -5,7 +5,6 @@ package faulttest
 import (
 	"context"
 	"fmt"
-	"net"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	reservations "github.com/vigil-dev/vigil/services/reservations/service"
 )
@@ -47,17 +47,10 @@ func TestClusterFailoverLosesNoAlarm(t *testing.T) {
 		}
 		return firstDue.Add(time.Duration(time.Now().UnixNano()-jumpReal.Load()) / 4)
 	}
-	conn := start(t, func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := reservations.New(ctx, reservations.Options{
-			Core:   server.Core{Redis: redisx.Config{ClusterAddrs: cl.Addrs()}, Prefix: prefix, Logger: ev.Logger(), Now: now},
-			Shards: 16, Lease: time.Second, AlarmLog: ev, // a 1 s lease is 4 s of real time
-		})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
+	conn := start(t, servertest.Serve(reservations.New, reservations.Options{
+		Core:   server.Core{Redis: redisx.Config{ClusterAddrs: cl.Addrs()}, Prefix: prefix, Logger: ev.Logger(), Now: now},
+		Shards: 16, Lease: time.Second, AlarmLog: ev, // a 1 s lease is 4 s of real time
+	}))
 	client := reservationsv1.NewReservationServiceClient(conn)
 	ctx := context.Background()
 

@@ -20,6 +20,7 @@ import (
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	chat "github.com/vigil-dev/vigil/services/chat/service"
 	lobby "github.com/vigil-dev/vigil/services/lobby/service"
@@ -62,38 +63,10 @@ func startStack(t *testing.T, url, prefix string) *stack {
 		return conn
 	}
 	quiet := newEvents().Logger()
-	rc := dial(func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := reservations.New(ctx, reservations.Options{Core: server.Core{Redis: cfg, Prefix: prefix, Logger: quiet}})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
-	lc := dial(func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := locks.New(ctx, locks.Options{Core: server.Core{Redis: cfg, Prefix: prefix, Logger: quiet}})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
-	cc := dial(func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := chat.New(ctx, chat.Options{Core: server.Core{Redis: cfg, Prefix: prefix, Logger: quiet}})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
-	bc := dial(func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := lobby.New(ctx, lobby.Options{Core: server.Core{Redis: cfg, Prefix: prefix, Logger: quiet}})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
+	rc := dial(servertest.Serve(reservations.New, reservations.Options{Core: server.Core{Redis: cfg, Prefix: prefix, Logger: quiet}}))
+	lc := dial(servertest.Serve(locks.New, locks.Options{Core: server.Core{Redis: cfg, Prefix: prefix, Logger: quiet}}))
+	cc := dial(servertest.Serve(chat.New, chat.Options{Core: server.Core{Redis: cfg, Prefix: prefix, Logger: quiet}}))
+	bc := dial(servertest.Serve(lobby.New, lobby.Options{Core: server.Core{Redis: cfg, Prefix: prefix, Logger: quiet}}))
 	s := &stack{
 		reservations: reservationsv1.NewReservationServiceClient(rc),
 		locks:        locksv1.NewLockServiceClient(lc),

@@ -22,6 +22,7 @@ import (
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	chat "github.com/vigil-dev/vigil/services/chat/service"
 )
@@ -129,14 +130,7 @@ func TestFaultGatewayRestartedUnderChatLoad(t *testing.T) {
 	const members, messages, restartAt = 20, 400, 150
 	prefix := redistest.Prefix(t)
 	url, _ := redistest.Target(t)
-	conn := start(t, func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := chat.New(ctx, chat.Options{Core: server.Core{Redis: redisx.Config{URL: url}, Prefix: prefix, Logger: newEvents().Logger()}})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
+	conn := start(t, servertest.Serve(chat.New, chat.Options{Core: server.Core{Redis: redisx.Config{URL: url}, Prefix: prefix, Logger: newEvents().Logger()}}))
 	chatClientRPC := chatv1.NewChatServiceClient(conn)
 
 	// The gateway on a fixed port, so that clients reconnect to the same address.

@@ -24,6 +24,7 @@ import (
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	reservations "github.com/vigil-dev/vigil/services/reservations/service"
 )
@@ -142,14 +143,7 @@ func TestFaultRedisUnreachable(t *testing.T) {
 func TestFaultOverloadIsShed(t *testing.T) {
 	prefix := redistest.Prefix(t)
 	url, _ := redistest.Target(t)
-	conn := start(t, func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := reservations.New(ctx, reservations.Options{Core: server.Core{Redis: redisx.Config{URL: url}, Prefix: prefix, MaxInFlight: 16, Logger: newEvents().Logger()}})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
+	conn := start(t, servertest.Serve(reservations.New, reservations.Options{Core: server.Core{Redis: redisx.Config{URL: url}, Prefix: prefix, MaxInFlight: 16, Logger: newEvents().Logger()}}))
 	gwAddr := startGateway(t, gateway.Backends{Reservations: conn.Target()})
 
 	const clients, each = 256, 20

@@ -23,6 +23,7 @@ import (
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	lobby "github.com/vigil-dev/vigil/services/lobby/service"
 )
@@ -209,14 +210,7 @@ func wantLobby(gw, code string, viewers int64) func() error {
 func roomServiceReplaced(t *testing.T, sig syscall.Signal) {
 	const viewers = 50
 	url, prefix := redistest.URL(t), redistest.Prefix(t)
-	lobbyConn := start(t, func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := lobby.New(ctx, lobby.Options{Core: server.Core{Redis: redisx.Config{URL: url}, Prefix: prefix + "-lobby", Logger: newEvents().Logger()}})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
+	lobbyConn := start(t, servertest.Serve(lobby.New, lobby.Options{Core: server.Core{Redis: redisx.Config{URL: url}, Prefix: prefix + "-lobby", Logger: newEvents().Logger()}}))
 	lobbyAddr := lobbyConn.Target()
 	roomAddr := freePort(t)
 	roomArgs := []string{"-redis-url", url, "-prefix", prefix + "-room", "-shards", "4", "-lobby-addr", lobbyAddr}

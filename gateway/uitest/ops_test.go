@@ -4,8 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	lobby "github.com/vigil-dev/vigil/services/lobby/service"
 	reservations "github.com/vigil-dev/vigil/services/reservations/service"
 )
@@ -42,31 +41,9 @@ func TestOpsPage(t *testing.T) {
 	rdb, prefix := redistest.Client(t)
 	rc := redisx.Config{URL: redistest.URL(t)}
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	resAddr := startService(t, "reservations", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := reservations.New(ctx, reservations.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: log}})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
-	lobbyAddr := startService(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := lobby.New(ctx, lobby.Options{Core: server.Core{Redis: rc, Prefix: prefix + ":lobby", Logger: log}})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
-	g, err := gateway.New(context.Background(), gateway.Options{
-		Backends: gateway.Backends{Reservations: resAddr, Lobby: lobbyAddr}, Logger: log,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { srv.Close(); g.Close() })
-	waitHealthy(t, srv.URL)
+	resAddr := servertest.Start(t, "reservations", servertest.Serve(reservations.New, reservations.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: log}})).Addr
+	lobbyAddr := servertest.Start(t, "lobby", servertest.Serve(lobby.New, lobby.Options{Core: server.Core{Redis: rc, Prefix: prefix + ":lobby", Logger: log}})).Addr
+	srv := serveGateway(t, gateway.Options{Backends: gateway.Backends{Reservations: resAddr, Lobby: lobbyAddr}, Logger: log})
 
 	postJSON(t, "POST", srv.URL+"/reservations/ops-seat-1", map[string]any{"ttlSeconds": 600}, nil, 201)
 	postJSON(t, "POST", srv.URL+"/reservations/ops-seat-2", map[string]any{"ttlSeconds": 600}, nil, 201)
@@ -124,28 +101,13 @@ func TestOpsPageAsksForAnAdminKey(t *testing.T) {
 	_, prefix := redistest.Client(t)
 	rc := redisx.Config{URL: redistest.URL(t)}
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	resAddr := startService(t, "reservations", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := reservations.New(ctx, reservations.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: log}})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
+	resAddr := servertest.Start(t, "reservations", servertest.Serve(reservations.New, reservations.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: log}})).Addr
 	key, hash := gateway.NewAPIKey()
 	keys, err := gateway.ParseAPIKeys("ops " + hash + " admin")
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := gateway.New(context.Background(), gateway.Options{
-		Backends: gateway.Backends{Reservations: resAddr}, Security: gateway.Security{Keys: keys}, Logger: log,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { srv.Close(); g.Close() })
-	waitHealthy(t, srv.URL)
+	srv := serveGateway(t, gateway.Options{Backends: gateway.Backends{Reservations: resAddr}, Security: gateway.Security{Keys: keys}, Logger: log})
 
 	p := newPage(t, newBrowser(t), "ops-key")
 	p.open(srv.URL + "/ui/ops.html")

@@ -16,6 +16,7 @@ import (
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	chat "github.com/vigil-dev/vigil/services/chat/service"
 	lobby "github.com/vigil-dev/vigil/services/lobby/service"
@@ -50,72 +51,27 @@ func startStack(t *testing.T, opts ...stackOptions) *stack {
 		o = opts[0]
 	}
 
-	chatAddr := startService(t, "chat", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := chat.New(ctx, chat.Options{Core: server.Core{Redis: rc, Prefix: prefix + ":chat", Logger: log}})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
-	lobbyAddr := startService(t, "lobby", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := lobby.New(ctx, lobby.Options{Core: server.Core{Redis: rc, Prefix: prefix + ":lobby", Logger: log}, IdleTTL: o.idleTTL})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
-	roomAddr := startService(t, "room", func(ctx context.Context, ready func(net.Addr)) error {
-		svc, err := room.New(ctx, room.Options{Core: server.Core{Redis: rc, Prefix: prefix + ":room", Logger: log}, LobbyAddr: lobbyAddr, IdleTTL: o.idleTTL})
-		if err != nil {
-			return err
-		}
-		ready(svc.Addr())
-		return svc.Serve(ctx)
-	})
-	g, err := gateway.New(context.Background(), gateway.Options{
-		Backends: gateway.Backends{Chat: chatAddr, Lobby: lobbyAddr, Room: roomAddr},
-		Logger:   log,
-	})
+	chatAddr := servertest.Start(t, "chat", servertest.Serve(chat.New, chat.Options{Core: server.Core{Redis: rc, Prefix: prefix + ":chat", Logger: log}})).Addr
+	lobbyAddr := servertest.Start(t, "lobby", servertest.Serve(lobby.New, lobby.Options{Core: server.Core{Redis: rc, Prefix: prefix + ":lobby", Logger: log}, IdleTTL: o.idleTTL})).Addr
+	roomAddr := servertest.Start(t, "room", servertest.Serve(room.New, room.Options{Core: server.Core{Redis: rc, Prefix: prefix + ":room", Logger: log}, LobbyAddr: lobbyAddr, IdleTTL: o.idleTTL})).Addr
+	srv := serveGateway(t, gateway.Options{Backends: gateway.Backends{Chat: chatAddr, Lobby: lobbyAddr, Room: roomAddr}, Logger: log})
+	p := newBlipProxy(t, srv.Listener.Addr().String())
+	t.Cleanup(p.close)
+	return &stack{gateway: srv, proxy: p, url: "http://" + p.addr()}
+}
+
+// serveGateway serves gateway.New(o) on an httptest server until the test ends, and waits
+// until it is healthy.
+func serveGateway(t *testing.T, o gateway.Options) *httptest.Server {
+	t.Helper()
+	g, err := gateway.New(context.Background(), o)
 	if err != nil {
 		t.Fatalf("gateway.New: %v", err)
 	}
 	srv := httptest.NewServer(g.Handler())
-	p := newBlipProxy(t, srv.Listener.Addr().String())
-	t.Cleanup(func() { p.close(); srv.Close(); g.Close() })
-	s := &stack{gateway: srv, proxy: p, url: "http://" + p.addr()}
+	t.Cleanup(func() { srv.Close(); g.Close() })
 	waitHealthy(t, srv.URL)
-	return s
-}
-
-// startService runs a service's Run in a goroutine, waits until it listens, and stops it
-// (waiting for its drain) when the test ends.
-func startService(t *testing.T, name string, run func(ctx context.Context, ready func(net.Addr)) error) string {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	addrc := make(chan string, 1)
-	go func() { done <- run(ctx, func(a net.Addr) { addrc <- a.String() }) }()
-	var addr string
-	select {
-	case addr = <-addrc:
-	case err := <-done:
-		cancel()
-		t.Fatalf("%s did not start: %v", name, err)
-	case <-time.After(30 * time.Second):
-		cancel()
-		t.Fatalf("%s did not start within 30s", name)
-	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			t.Errorf("%s did not stop within 15s", name)
-		}
-	})
-	return addr
+	return srv
 }
 
 // waitHealthy waits until the gateway's /healthz says every backend serves.
