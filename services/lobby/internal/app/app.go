@@ -114,19 +114,19 @@ func (a *App) List(ctx context.Context) (*index.List, int64, error) {
 		}
 		poll = &p
 	}
-	for {
+	for attempt := 1; ; attempt++ {
 		// Concurrent listings share one refresh; one that joined a refresh begun before its
-		// own poll goes again, as that one may predate the version it saw.
+		// own poll goes again, as that one may predate the version it saw. A refresh begun
+		// after the poll reads the log to its end, so a third is never needed unless the
+		// version counter and the log disagree (the log deleted by hand): then the list is as
+		// new as the log can make it.
 		res, err, _ := a.loads.Do("list", func() (any, error) { return a.refresh(ctx, poll) })
 		if err != nil {
 			return nil, 0, err
 		}
 		l := res.(listed)
-		if poll == nil || l.version >= poll.Version {
+		if poll == nil || l.version >= poll.Version || attempt == 3 {
 			return l.rooms, l.version, nil
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, 0, err
 		}
 	}
 }
