@@ -25,6 +25,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -112,14 +113,20 @@ func benchChatServer(ctx context.Context, h *Harness, fs *flag.FlagSet, args []s
 			runtime.ReadMemStats(&ms)
 			var ru syscall.Rusage
 			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+			// What a new goroutine's stack starts at: Go sets it at each GC from the average stack
+			// in use, so a burst of deep goroutines makes the next sockets' readers start larger.
+			start := []metrics.Sample{{Name: "/gc/stack/starting-size:bytes"}}
+			metrics.Read(start)
 			_ = json.NewEncoder(w).Encode(map[string]uint64{
 				"heapInuse": ms.HeapInuse, "stackInuse": ms.StackInuse, "goroutines": uint64(runtime.NumGoroutine()),
-				"rss": rss(), "cpuNanos": uint64(ru.Utime.Nano() + ru.Stime.Nano()),
+				"rss": rss(), "cpuNanos": uint64(ru.Utime.Nano() + ru.Stime.Nano()), "heapLive": ms.HeapAlloc,
+				"stackStart": start[0].Value.Uint64(),
 			})
 		})
 		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 		mux.Handle("GET /debug/pprof/heap", pprof.Handler("heap"))
+		mux.Handle("GET /debug/pprof/goroutine", pprof.Handler("goroutine"))
 		srv := &http.Server{Addr: *stats, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			<-ctx.Done()
@@ -159,6 +166,9 @@ func rss() uint64 {
 
 type memStats struct {
 	HeapInuse, StackInuse, Goroutines, RSS, CPUNanos uint64
+	// HeapLive is the heap's live bytes after the GC (HeapInuse also counts the free slots of
+	// spans in use); StackStart is the size new goroutines' stacks start at.
+	HeapLive, StackStart uint64
 }
 
 func readMem(url string) (memStats, error) {
@@ -174,7 +184,8 @@ func readMem(url string) (memStats, error) {
 	if err := json.NewDecoder(res.Body).Decode(&m); err != nil {
 		return memStats{}, err
 	}
-	return memStats{HeapInuse: m["heapInuse"], StackInuse: m["stackInuse"], Goroutines: m["goroutines"], RSS: m["rss"], CPUNanos: m["cpuNanos"]}, nil
+	return memStats{HeapInuse: m["heapInuse"], StackInuse: m["stackInuse"], Goroutines: m["goroutines"], RSS: m["rss"], CPUNanos: m["cpuNanos"],
+		HeapLive: m["heapLive"], StackStart: m["stackStart"]}, nil
 }
 
 // client is one benchmark socket: a minimal WebSocket client, so the measuring process spends
@@ -209,6 +220,7 @@ func benchChat(ctx context.Context, h *Harness, fs *flag.FlagSet, args []string)
 		`client publishing allowed in the channel; -gw its address, -pid its process id)`)
 	pid := fs.Int("pid", 0, "for -target centrifugo: the server's process id, for RSS and CPU from /proc")
 	pack := fs.Bool("pack", false, "for -target vigil: ask the gateway to pack bursts into one frame (&pack=1)")
+	hold := fs.Duration("hold", 0, "keep the idle sockets open this long after the memory reading (for heap and goroutine profiles from the stats address)")
 	if err := parseBenchFlags(fs, args); err != nil {
 		return err
 	}
@@ -262,6 +274,7 @@ func benchChat(ctx context.Context, h *Harness, fs *flag.FlagSet, args []string)
 		return err
 	}
 	addIdleMemory(h.Report, "socket", *n, before, after)
+	holdIdle(ctx, *hold)
 
 	for _, c := range clients {
 		go c.readLoop()
@@ -645,7 +658,6 @@ func parseRates(s string) ([]int, error) {
 // ms is a duration in milliseconds, the unit of the report's latency columns.
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// addIdleMemory adds the server's growth per idle socket between before and after (n sockets).
 // readQuiet reads the server's memory once what the sockets were sent has been written: when
 // its goroutine count (a writer runs per socket with frames queued) stops changing between two
 // reads, or after 20 s.
@@ -662,11 +674,31 @@ func readQuiet(url string) (memStats, error) {
 	return m, err
 }
 
+// holdIdle keeps the sockets idle for d after the memory reading, so profiles can be taken
+// from the stats address (/debug/pprof/heap, /debug/pprof/goroutine) while nothing moves.
+func holdIdle(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	benchStage("holding the idle sockets for %s", d)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// addIdleMemory adds the server's growth per idle socket between before and after (n sockets).
 func addIdleMemory(r *benchReport, what string, n int, before, after memStats) {
 	per := func(a, b uint64) float64 { return (float64(a) - float64(b)) / float64(n) / 1024 }
 	r.add("idle_heap_stack_kib", "server heap+stack per idle "+what, per(after.HeapInuse+after.StackInuse, before.HeapInuse+before.StackInuse), "KiB")
 	r.add("idle_heap_kib", "server heap per idle "+what, per(after.HeapInuse, before.HeapInuse), "KiB")
 	r.add("idle_stack_kib", "server stack per idle "+what, per(after.StackInuse, before.StackInuse), "KiB")
+	if after.HeapLive > 0 {
+		r.add("idle_live_heap_kib", "server live heap per idle "+what, per(after.HeapLive, before.HeapLive), "KiB")
+		r.add("stack_start_kib", "server's goroutine starting stack after the idle "+what+"s opened", float64(after.StackStart)/1024, "KiB")
+	}
 	r.add("idle_rss_kib", "server RSS per idle "+what, per(after.RSS, before.RSS), "KiB")
 	r.add("idle_goroutines", "server goroutines per idle "+what, (float64(after.Goroutines)-float64(before.Goroutines))/float64(n), "goroutines")
 }

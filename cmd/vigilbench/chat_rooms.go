@@ -25,6 +25,7 @@ func benchRooms(ctx context.Context, h *Harness, fs *flag.FlagSet, args []string
 	rates := fs.String("rates", "10,100", "leader frames per second, comma-separated; one run each")
 	dur := fs.Duration("duration", 10*time.Second, "measured time per rate")
 	warm := fs.Duration("warmup", 2*time.Second, "unmeasured time before each run")
+	hold := fs.Duration("hold", 0, "keep the idle sockets open this long after the memory reading (for heap and goroutine profiles from the stats address)")
 	if err := parseBenchFlags(fs, args); err != nil {
 		return err
 	}
@@ -89,6 +90,7 @@ func benchRooms(ctx context.Context, h *Harness, fs *flag.FlagSet, args []string
 		return err
 	}
 	addIdleMemory(h.Report, "room socket", *n, before, after)
+	holdIdle(ctx, *hold)
 	t := h.Report.table("rates", fmt.Sprintf("practice room %s, a leader and %d viewers, per leader rate", created.Code, *n),
 		benchColumn{"leader frames/s", "frames/s"}, benchColumn{"deliveries/s", "deliveries/s"}, benchColumn{"p50", "ms"},
 		benchColumn{"p99", "ms"}, benchColumn{"max", "ms"}, benchColumn{"server CPU per delivery (ns)", "ns"},

@@ -83,16 +83,23 @@ func (c *netConn) Close() error {
 	return err
 }
 
-// writeFrames writes whole frames in one writev, within timeout.
-func (c *netConn) writeFrames(frames []Frame, timeout time.Duration) error {
-	bufs := make(net.Buffers, len(frames))
-	for i, f := range frames {
-		bufs[i] = f
+// writeFrames writes b's frames in one writev, within timeout. The writev list is b's own
+// (pooled with it), so a write allocates nothing.
+func (c *netConn) writeFrames(b *batch, timeout time.Duration) error {
+	bufs := b.bufs[:0]
+	for _, f := range b.frames {
+		bufs = append(bufs, f)
 	}
+	// WriteTo consumes the list it is given; b keeps the whole one, cleared, for the next burst.
+	b.bufs = bufs
+	defer func() {
+		clear(bufs)
+		b.bufs = bufs[:0]
+	}()
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	_ = c.Conn.SetWriteDeadline(time.Now().Add(timeout))
-	_, err := bufs.WriteTo(c.Conn)
+	_, err := b.bufs.WriteTo(c.Conn)
 	_ = c.Conn.SetWriteDeadline(time.Time{})
 	if err != nil {
 		return errors.Join(errors.New("websocket write"), err)

@@ -1,0 +1,70 @@
+package socket
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"testing"
+	"time"
+)
+
+// TestBurstsAllocateNothing: queueing a burst on a socket and writing it allocate nothing once
+// warm. A fan-out queues on every socket of a room at once, and a queue and a writev list made
+// per socket per burst fragmented the heap around the sockets' long-lived objects: an idle
+// practice-room socket held ~1.7 KiB more heap after a room's joins (docs/BENCHMARKS.md). Not
+// parallel: AllocsPerRun counts the whole process's allocations.
+func TestBurstsAllocateNothing(t *testing.T) {
+	server, client := tcpPair(t)
+	received := make(chan int64, 1)
+	go func() {
+		n, _ := io.Copy(io.Discard, client)
+		received <- n
+	}()
+	s := &Conn{nc: &netConn{Conn: server}, lim: &Limits{SendQueue: 256, WriteTimeout: time.Minute}}
+	burst := []Frame{TextFrame([]byte(`{"type":"join","clientId":"v1"}`)), TextFrame([]byte(`{"type":"occupancy","viewers":1}`))}
+	const runs = 200
+	allocs := testing.AllocsPerRun(runs, func() {
+		// As on a socket whose writer is running: SendFrames only queues, and that writer
+		// (writeLoop, run here) takes the burst, writes it in one writev, and ends.
+		s.mu.Lock()
+		s.writing = true
+		s.mu.Unlock()
+		if !s.SendFrames(burst) {
+			t.Fatal("SendFrames refused a burst on an open socket")
+		}
+		s.writeLoop()
+	})
+	if allocs != 0 {
+		t.Errorf("queueing and writing a burst allocate %v objects, want 0", allocs)
+	}
+	_ = server.Close()
+	want := int64(runs+1) * int64(len(bytes.Join([][]byte{burst[0], burst[1]}, nil)))
+	if n := <-received; n != want {
+		t.Errorf("the client received %d bytes, want %d (every burst, once)", n, want)
+	}
+}
+
+// tcpPair is a connected loopback TCP pair: writes take the writev path a socket's do.
+func tcpPair(t *testing.T) (server, client net.Conn) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := l.Accept()
+		accepted <- c
+	}()
+	client, err = net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server = <-accepted
+	if server == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { _ = client.Close(); _ = server.Close() })
+	return server, client
+}
