@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 )
 
 // presenceOf reads w's frames until its next join or leave frame: "join <userId> <username>" or
@@ -150,7 +152,7 @@ func TestChatPresenceSurvivesReplicaRestart(t *testing.T) {
 	t.Parallel()
 	env := newChatEnv(t)
 	a := env.startChat(t, "", nil)
-	addrB := freeAddr(t)
+	addrB := servertest.FreeAddr(t)
 	// Only A runs, so the room's stream is on A.
 	gw := startGateway(t, Backends{Chat: a.Addr + "," + addrB})
 	ann := dialChat(t, gw.URL, "room=restart&userId=ann&username=Ann&presence=1")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
@@ -38,37 +39,14 @@ func dialChat(t *testing.T, gwURL, query string) *wsClient {
 	}
 	c.SetReadLimit(8 << 20)
 	w := &wsClient{t: t, c: c, frames: make(chan map[string]any, 10000), closed: make(chan error, 1)}
-	go func() {
-		for {
-			_, data, err := c.Read(context.Background())
-			if err != nil {
-				w.closed <- err
-				return
-			}
-			// One JSON object per frame, or several separated by newlines (pack=1).
-			dec := json.NewDecoder(strings.NewReader(string(data)))
-			dec.UseNumber()
-			for dec.More() {
-				var f map[string]any
-				if err := dec.Decode(&f); err != nil {
-					w.closed <- fmt.Errorf("frame %.60q is not JSON: %w", data, err)
-					return
-				}
-				w.frames <- f
-			}
-		}
-	}()
+	go readFrames(c, w.frames, w.closed)
 	t.Cleanup(func() { _ = c.CloseNow() })
 	return w
 }
 
 func (w *wsClient) send(s string) {
 	w.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := w.c.Write(ctx, websocket.MessageText, []byte(s)); err != nil {
-		w.t.Fatalf("write %.60q: %v", s, err)
-	}
+	writeFrame(w.t, w.c, s)
 }
 
 func (w *wsClient) say(body string) {
@@ -372,7 +350,7 @@ func TestChatSurvivesReplicaLoss(t *testing.T) {
 	env := newChatEnv(t)
 	a := env.startChat(t, "", nil)
 	proxyA := startChaosProxy(t, a.Addr)
-	addrB, addrC := freeAddr(t), freeAddr(t)
+	addrB, addrC := servertest.FreeAddr(t), servertest.FreeAddr(t)
 	// Only A runs, so the room's stream is on A.
 	gwLogs, ann, bob := twoMembers(t, proxyA.addr()+","+addrB+","+addrC, "failover")
 	b := env.startChat(t, addrB, nil)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -95,24 +94,6 @@ func FuzzDecodeRequest(f *testing.F) {
 	})
 }
 
-// startFuzzService runs a service for the whole run of a test or fuzz target (testing.F has no
-// *testing.T, so startService does not fit).
-func startFuzzService(tb testing.TB, name string, run func(ctx context.Context, ready func(net.Addr)) error) string {
-	tb.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	addrc := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, func(a net.Addr) { addrc <- a.String() }) }()
-	tb.Cleanup(func() { cancel(); <-done })
-	select {
-	case a := <-addrc:
-		return a
-	case err := <-done:
-		tb.Fatalf("%s did not start: %v", name, err)
-	}
-	return ""
-}
-
 // fuzzStack is the whole gateway in front of real reservations, locks, chat, lobby and room
 // services on one Redis.
 func fuzzStack(tb testing.TB) http.Handler {
@@ -120,11 +101,11 @@ func fuzzStack(tb testing.TB) http.Handler {
 	_, prefix := redistest.Client(tb)
 	rurl := redistest.URL(tb)
 	log := testLogger(nil)
-	res := startFuzzService(tb, "reservations", servertest.Serve(reservationservice.New, reservationservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-r", Logger: log}, Replay: true}))
-	locks := startFuzzService(tb, "locks", servertest.Serve(locksservice.New, locksservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-k", Logger: log}}))
-	chat := startFuzzService(tb, "chat", servertest.Serve(chatservice.New, chatservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-c", Logger: log}}))
-	lobby := startFuzzService(tb, "lobby", servertest.Serve(lobbyservice.New, lobbyservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-l", Logger: log}}))
-	room := startFuzzService(tb, "room", servertest.Serve(roomservice.New, roomservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-m", Logger: log}, LobbyAddr: lobby, Shards: 2}))
+	res := servertest.Start(tb, "reservations", servertest.Serve(reservationservice.New, reservationservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-r", Logger: log}, Replay: true})).Addr
+	locks := servertest.Start(tb, "locks", servertest.Serve(locksservice.New, locksservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-k", Logger: log}})).Addr
+	chat := servertest.Start(tb, "chat", servertest.Serve(chatservice.New, chatservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-c", Logger: log}})).Addr
+	lobby := servertest.Start(tb, "lobby", servertest.Serve(lobbyservice.New, lobbyservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-l", Logger: log}})).Addr
+	room := servertest.Start(tb, "room", servertest.Serve(roomservice.New, roomservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-m", Logger: log}, LobbyAddr: lobby, Shards: 2})).Addr
 	g, err := New(context.Background(), Options{Backends: Backends{Reservations: res, Locks: locks, Chat: chat, Lobby: lobby, Room: room}, Logger: log})
 	if err != nil {
 		tb.Fatal(err)

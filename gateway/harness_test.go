@@ -4,14 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/vigil-dev/vigil/gateway/auth"
 	"github.com/vigil-dev/vigil/pkg/redistest"
@@ -25,19 +27,6 @@ import (
 	roomservice "github.com/vigil-dev/vigil/services/room/service"
 )
 
-// freeAddr reserves a loopback port for a service that must come back on the same address
-// after a restart.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
-}
-
 // startGateway serves the gateway for the given backends on an httptest server.
 func startGateway(t *testing.T, b Backends) *httptest.Server {
 	t.Helper()
@@ -48,6 +37,39 @@ func startGateway(t *testing.T, b Backends) *httptest.Server {
 	srv := httptest.NewServer(g.Handler())
 	t.Cleanup(func() { srv.Close(); g.Close() })
 	return srv
+}
+
+// readFrames reads c's frames until it closes: each frame is a JSON object, or several
+// separated by newlines (a chat socket's pack=1), read with numbers as json.Number into frames;
+// the error that ended the socket (a read error, or a frame that is not JSON) goes to closed.
+func readFrames(c *websocket.Conn, frames chan<- map[string]any, closed chan<- error) {
+	for {
+		_, data, err := c.Read(context.Background())
+		if err != nil {
+			closed <- err
+			return
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		for dec.More() {
+			var f map[string]any
+			if err := dec.Decode(&f); err != nil {
+				closed <- fmt.Errorf("frame %.60q is not JSON: %w", data, err)
+				return
+			}
+			frames <- f
+		}
+	}
+}
+
+// writeFrame sends text on c, failing the test when it is not written within 5 s.
+func writeFrame(t *testing.T, c *websocket.Conn, text string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Write(ctx, websocket.MessageText, []byte(text)); err != nil {
+		t.Fatalf("send %.60q: %v", text, err)
+	}
 }
 
 // startChatGateway runs one chat replica on this test's prefix and a gateway in front of it.
@@ -161,7 +183,7 @@ type roomStack struct {
 func newRoomStack(t *testing.T, lease time.Duration) *roomStack {
 	t.Helper()
 	_, prefix := redistest.Client(t)
-	s := &roomStack{url: redistest.URL(t), prefix: prefix, roomAddr: freeAddr(t), lease: lease, logs: &servertest.LogBuffer{}}
+	s := &roomStack{url: redistest.URL(t), prefix: prefix, roomAddr: servertest.FreeAddr(t), lease: lease, logs: &servertest.LogBuffer{}}
 	s.log = slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	lobby := servertest.Start(t, "lobby", servertest.Serve(lobbyservice.New, lobbyservice.Options{
 		Core:    server.Core{Redis: redisx.Config{URL: s.url}, Prefix: prefix + "-lobby", Logger: s.log.With("service", "lobby")},

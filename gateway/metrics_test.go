@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
@@ -15,7 +16,7 @@ import (
 // /metrics answers there and not on the public port.
 func TestMetricsOnTheOperatorListener(t *testing.T) {
 	t.Parallel()
-	metricsAddr := freeAddr(t)
+	metricsAddr := servertest.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan net.Addr, 1)
 	done := make(chan error, 1)

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/vigil-dev/vigil/gateway/jsonapi"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
@@ -41,7 +42,7 @@ func TestObserveCountsShedRequests(t *testing.T) {
 // them: /metrics never shows a room name (names are user input).
 func TestMetricsTakeNoRoomName(t *testing.T) {
 	t.Parallel()
-	g, err := New(context.Background(), Options{Backends: Backends{Chat: freeAddr(t)}, Logger: testLogger(t)})
+	g, err := New(context.Background(), Options{Backends: Backends{Chat: servertest.FreeAddr(t)}, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestGatewaysCountOnTheirOwnRegistry(t *testing.T) {
 	gws := []*gw{{reqs: 3, sockets: 2}, {reqs: 1, sockets: 1}}
 	for _, x := range gws {
 		x.prom = prometheus.NewRegistry()
-		g, err := New(context.Background(), Options{Backends: Backends{Chat: freeAddr(t)}, Logger: testLogger(t), Metrics: x.prom})
+		g, err := New(context.Background(), Options{Backends: Backends{Chat: servertest.FreeAddr(t)}, Logger: testLogger(t), Metrics: x.prom})
 		if err != nil {
 			t.Fatal(err)
 		}

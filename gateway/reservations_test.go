@@ -37,7 +37,7 @@ func TestReservationLifecycle(t *testing.T) {
 	t.Parallel()
 	rs := redistest.Start(t)
 	prefix := redistest.Prefix(t)
-	addr := freeAddr(t)
+	addr := servertest.FreeAddr(t)
 	logs := &servertest.LogBuffer{}
 	opts := func() service.Options {
 		return service.Options{

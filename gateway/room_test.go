@@ -37,23 +37,7 @@ func dialRoom(t *testing.T, gwURL, code, query string) (*roomSocket, int) {
 		return nil, res.StatusCode
 	}
 	s := &roomSocket{t: t, c: c, frames: make(chan map[string]any, 1000), closed: make(chan error, 1)}
-	go func() {
-		for {
-			_, data, err := c.Read(context.Background())
-			if err != nil {
-				s.closed <- err
-				return
-			}
-			var f map[string]any
-			dec := json.NewDecoder(strings.NewReader(string(data)))
-			dec.UseNumber()
-			if err := dec.Decode(&f); err != nil {
-				s.closed <- fmt.Errorf("frame %q is not JSON: %w", data, err)
-				return
-			}
-			s.frames <- f
-		}
-	}()
+	go readFrames(c, s.frames, s.closed)
 	t.Cleanup(func() { _ = c.CloseNow() })
 	return s, http.StatusSwitchingProtocols
 }
@@ -69,11 +53,7 @@ func mustDialRoom(t *testing.T, gwURL, code, query string) *roomSocket {
 
 func (s *roomSocket) send(frame string) {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := s.c.Write(ctx, websocket.MessageText, []byte(frame)); err != nil {
-		s.t.Fatalf("send %s: %v", frame, err)
-	}
+	writeFrame(s.t, s.c, frame)
 }
 
 // next waits for the next frame of type typ, skipping others (occupancy frames come and go).

@@ -23,6 +23,7 @@ import (
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/tlstest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	"github.com/vigil-dev/vigil/services/reservations/service"
@@ -227,7 +228,7 @@ func TestSocketTokens(t *testing.T) {
 func TestWebSocketOrigins(t *testing.T) {
 	t.Parallel()
 	g, err := New(context.Background(), Options{
-		Backends: Backends{Room: freeAddr(t)}, Logger: testLogger(t),
+		Backends: Backends{Room: servertest.FreeAddr(t)}, Logger: testLogger(t),
 		Security: Security{AllowedOrigins: []string{"app.example.com", "https://*.vigil.test"}},
 	})
 	if err != nil {
@@ -340,7 +341,7 @@ func TestRoomQuota(t *testing.T) {
 func TestSocketsPerRoom(t *testing.T) {
 	t.Parallel()
 	g, err := New(context.Background(), Options{
-		Backends: Backends{Chat: freeAddr(t)}, Logger: testLogger(t),
+		Backends: Backends{Chat: servertest.FreeAddr(t)}, Logger: testLogger(t),
 		Sockets: SocketLimits{PerRoom: 1},
 	})
 	if err != nil {

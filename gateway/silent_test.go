@@ -14,9 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
 	chatv1 "github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1"
 	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
@@ -119,17 +116,12 @@ func TestChatSurvivesASilentReplica(t *testing.T) {
 	env := newChatEnv(t)
 	a := env.startChat(t, "", nil)
 	proxyA := startSilentProxy(t, a.Addr)
-	addrB := freeAddr(t)
+	addrB := servertest.FreeAddr(t)
 	// Only A runs, so the room's stream is on A.
 	gwLogs, ann, bob := twoMembers(t, proxyA.addr()+","+addrB, "silent")
 	b := env.startChat(t, addrB, nil)
 
-	cc, err := grpc.NewClient(b.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cc.Close() })
-	client := chatv1.NewChatServiceClient(cc)
+	client := chatv1.NewChatServiceClient(servertest.Dial(t, b.Addr))
 	post := func(body string) {
 		t.Helper()
 		if _, err := client.PostMessage(context.Background(), &chatv1.PostMessageRequest{Room: "silent", UserId: "carol", Username: "carol", Body: body}); err != nil {
@@ -219,7 +211,7 @@ func TestPracticeRoomSurvivesAPausedReplica(t *testing.T) {
 	const viewers = 3
 	s := newRoomStack(t, 15*time.Second)
 	_, paused := s.roomProcess(t)
-	addrB := freeAddr(t)
+	addrB := servertest.FreeAddr(t)
 	s.roomBackend = s.roomAddr + "," + addrB
 	s.startGateway(t) // only the first replica runs, so the room's stream is on it
 	code, lead, vs := s.openRoom(t, viewers)

@@ -7,10 +7,8 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net"
 	"sync"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -18,6 +16,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/server"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 )
 
 func TestMain(m *testing.M) {
@@ -32,36 +32,9 @@ func (quietLogger) Printf(context.Context, string, ...any) {}
 
 // start runs a service's Run in the background until the test ends and returns a client
 // connection to it.
-func start(t *testing.T, run func(ctx context.Context, ready func(net.Addr)) error) *grpc.ClientConn {
+func start(t *testing.T, run server.Run) *grpc.ClientConn {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	addr := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, func(a net.Addr) { addr <- a.String() }) }()
-	var a string
-	select {
-	case a = <-addr:
-	case err := <-done:
-		cancel()
-		t.Fatalf("service did not start: %v", err)
-	case <-time.After(30 * time.Second):
-		cancel()
-		t.Fatal("service did not start in 30s")
-	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			t.Errorf("service did not stop 20s after its context ended")
-		}
-	})
-	conn, err := grpc.NewClient(a, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return conn
+	return servertest.Dial(t, servertest.Start(t, "service", run).Addr)
 }
 
 // events counts a service's structured log lines by their "event" key, for effects that only

@@ -93,16 +93,6 @@ func (p *process) signal(sig syscall.Signal) {
 	})
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // socket is a WebSocket whose frames a goroutine reads into frames; closed gets the error
 // that ended it.
 type socket struct {
@@ -212,7 +202,7 @@ func roomServiceReplaced(t *testing.T, sig syscall.Signal) {
 	url, prefix := redistest.URL(t), redistest.Prefix(t)
 	lobbyConn := start(t, servertest.Serve(lobby.New, lobby.Options{Core: server.Core{Redis: redisx.Config{URL: url}, Prefix: prefix + "-lobby", Logger: newEvents().Logger()}}))
 	lobbyAddr := lobbyConn.Target()
-	roomAddr := freePort(t)
+	roomAddr := servertest.FreeAddr(t)
 	roomArgs := []string{"-redis-url", url, "-prefix", prefix + "-room", "-shards", "4", "-lobby-addr", lobbyAddr}
 	room := startProcess(t, "room", roomAddr, roomArgs...)
 	gw := startGateway(t, gateway.Backends{Lobby: lobbyAddr, Room: roomAddr})
@@ -306,7 +296,7 @@ func TestFaultRoomServiceKilledUnderViewers(t *testing.T) {
 func TestFaultChatServiceKilledUnderMembers(t *testing.T) {
 	const members = 50
 	url, prefix := redistest.URL(t), redistest.Prefix(t)
-	chatAddr := freePort(t)
+	chatAddr := servertest.FreeAddr(t)
 	chatArgs := []string{"-redis-url", url, "-prefix", prefix}
 	chat := startProcess(t, "chat", chatAddr, chatArgs...)
 	gw := startGateway(t, gateway.Backends{Chat: chatAddr})
