@@ -161,47 +161,33 @@ func (c *cli) admin(domain string) (adminv1.AlarmAdminServiceClient, error) {
 	if _, ok := c.addrs[domain]; !ok {
 		return nil, &exitError{2, fmt.Errorf("%w: unknown domain %q; use one of %s", errUsage, domain, strings.Join(alarmDomains, ", "))}
 	}
-	if rc, err := c.rest(); rc != nil || err != nil {
-		return &restAdmin{r: rc, domain: domain}, err
-	}
-	cc, err := c.conn(domain)
-	if err != nil {
-		return nil, err
-	}
-	return adminv1.NewAlarmAdminServiceClient(cc), nil
+	return client(c, domain, func(r *restClient) adminv1.AlarmAdminServiceClient { return &restAdmin{r: r, domain: domain} }, adminv1.NewAlarmAdminServiceClient)
 }
 
 func (c *cli) reservations() (reservationsv1.ReservationServiceClient, error) {
-	if rc, err := c.rest(); rc != nil || err != nil {
-		return &restReservations{r: rc}, err
-	}
-	cc, err := c.conn("reservations")
-	if err != nil {
-		return nil, err
-	}
-	return reservationsv1.NewReservationServiceClient(cc), nil
+	return client(c, "reservations", func(r *restClient) reservationsv1.ReservationServiceClient { return &restReservations{r: r} }, reservationsv1.NewReservationServiceClient)
 }
 
 func (c *cli) locks() (locksv1.LockServiceClient, error) {
-	if rc, err := c.rest(); rc != nil || err != nil {
-		return &restLocks{r: rc}, err
-	}
-	cc, err := c.conn("locks")
-	if err != nil {
-		return nil, err
-	}
-	return locksv1.NewLockServiceClient(cc), nil
+	return client(c, "locks", func(r *restClient) locksv1.LockServiceClient { return &restLocks{r: r} }, locksv1.NewLockServiceClient)
 }
 
 func (c *cli) lobby() (lobbyv1.LobbyServiceClient, error) {
+	return client(c, "lobby", func(r *restClient) lobbyv1.LobbyServiceClient { return &restLobby{r: r} }, lobbyv1.NewLobbyServiceClient)
+}
+
+// client is domain's client C: over the gateway's REST routes (overREST) when --gateway is
+// set, else over the domain's gRPC connection (overGRPC, the generated New...Client).
+func client[C any](c *cli, domain string, overREST func(*restClient) C, overGRPC func(grpc.ClientConnInterface) C) (C, error) {
 	if rc, err := c.rest(); rc != nil || err != nil {
-		return &restLobby{r: rc}, err
+		return overREST(rc), err
 	}
-	cc, err := c.conn("lobby")
+	cc, err := c.conn(domain)
 	if err != nil {
-		return nil, err
+		var none C
+		return none, err
 	}
-	return lobbyv1.NewLobbyServiceClient(cc), nil
+	return overGRPC(cc), nil
 }
 
 // conn is the connection to domain's service, dialled once (lazily: errors show on the call).
@@ -250,6 +236,15 @@ func (c *cli) printJSON(v any) error {
 	enc := json.NewEncoder(c.out)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// show prints v as JSON with --json, else header and rows as a table.
+func (c *cli) show(v any, header []string, rows [][]string) error {
+	if c.json {
+		return c.printJSON(v)
+	}
+	c.table(header, rows)
+	return nil
 }
 
 // table prints rows under a header, aligned.

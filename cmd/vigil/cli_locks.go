@@ -66,15 +66,11 @@ func runLocks(ctx context.Context, args []string, out, errOut io.Writer) error {
 		if err != nil {
 			return rpcError("acquire lock "+res[0], err)
 		}
-		if c.json {
-			if err := c.printJSON(r); err != nil {
-				return err
-			}
-		} else {
-			c.table([]string{"RESOURCE", "ACQUIRED", "FENCING-TOKEN", "EXPIRES-AT", "HOLDER", "WAITED"}, [][]string{{
-				res[0], strconv.FormatBool(r.GetAcquired()), strconv.FormatInt(r.GetFencingToken(), 10), ms(r.GetExpiresAt()),
-				orDash(r.GetHolder()), time.Since(start).Round(time.Millisecond).String(),
-			}})
+		if err := c.show(r, []string{"RESOURCE", "ACQUIRED", "FENCING-TOKEN", "EXPIRES-AT", "HOLDER", "WAITED"}, [][]string{{
+			res[0], strconv.FormatBool(r.GetAcquired()), strconv.FormatInt(r.GetFencingToken(), 10), ms(r.GetExpiresAt()),
+			orDash(r.GetHolder()), time.Since(start).Round(time.Millisecond).String(),
+		}}); err != nil {
+			return err
 		}
 		if !r.GetAcquired() {
 			return &exitError{exitRefused, fmt.Errorf("lock %s is held by %s", res[0], orDash(r.GetHolder()))}
@@ -85,12 +81,8 @@ func runLocks(ctx context.Context, args []string, out, errOut io.Writer) error {
 		if err != nil {
 			return rpcError("release lock "+res[0], err)
 		}
-		if c.json {
-			if err := c.printJSON(r); err != nil {
-				return err
-			}
-		} else {
-			c.table([]string{"RESOURCE", "RELEASED"}, [][]string{{res[0], strconv.FormatBool(r.GetReleased())}})
+		if err := c.show(r, []string{"RESOURCE", "RELEASED"}, [][]string{{res[0], strconv.FormatBool(r.GetReleased())}}); err != nil {
+			return err
 		}
 		if !r.GetReleased() {
 			return &exitError{exitRefused, errors.New(owner + " does not hold lock " + res[0])}
