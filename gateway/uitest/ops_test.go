@@ -2,8 +2,6 @@ package uitest
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -33,17 +31,23 @@ func opsDeadLetter(t *testing.T, rdb *redis.Client, prefix, id, why string) {
 	}
 }
 
+// startReservations runs the reservations service on this test's key prefix: its address, and
+// the Redis client and the prefix its alarms live under.
+func startReservations(t *testing.T) (addr string, rdb *redis.Client, prefix string) {
+	t.Helper()
+	rdb, prefix = redistest.Client(t)
+	o := reservations.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Logger: quiet}}
+	return servertest.Start(t, "reservations", servertest.Serve(reservations.New, o)).Addr, rdb, prefix
+}
+
 // TestOpsPage opens the operator's page on reservations and lobby behind the gateway: it counts
 // the holds, draws the lateness chart, lists a dead letter with its error, and replays and
 // discards dead letters with its buttons.
 func TestOpsPage(t *testing.T) {
 	t.Parallel()
-	rdb, prefix := redistest.Client(t)
-	rc := redisx.Config{URL: redistest.URL(t)}
-	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	resAddr := servertest.Start(t, "reservations", servertest.Serve(reservations.New, reservations.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: log}})).Addr
-	lobbyAddr := servertest.Start(t, "lobby", servertest.Serve(lobby.New, lobby.Options{Core: server.Core{Redis: rc, Prefix: prefix + ":lobby", Logger: log}})).Addr
-	srv := serveGateway(t, gateway.Options{Backends: gateway.Backends{Reservations: resAddr, Lobby: lobbyAddr}, Logger: log})
+	resAddr, rdb, prefix := startReservations(t)
+	lobbyAddr := servertest.Start(t, "lobby", servertest.Serve(lobby.New, lobby.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix + ":lobby", Logger: quiet}})).Addr
+	srv := serveGateway(t, gateway.Options{Backends: gateway.Backends{Reservations: resAddr, Lobby: lobbyAddr}, Logger: quiet})
 
 	postJSON(t, "POST", srv.URL+"/reservations/ops-seat-1", map[string]any{"ttlSeconds": 600}, nil, 201)
 	postJSON(t, "POST", srv.URL+"/reservations/ops-seat-2", map[string]any{"ttlSeconds": 600}, nil, 201)
@@ -98,16 +102,13 @@ func alarmKeys(t *testing.T, rdb *redis.Client, prefix, id string) alarm.ShardKe
 // its key form; with the key given, it loads.
 func TestOpsPageAsksForAnAdminKey(t *testing.T) {
 	t.Parallel()
-	_, prefix := redistest.Client(t)
-	rc := redisx.Config{URL: redistest.URL(t)}
-	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	resAddr := servertest.Start(t, "reservations", servertest.Serve(reservations.New, reservations.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: log}})).Addr
+	resAddr, _, _ := startReservations(t)
 	key, hash := gateway.NewAPIKey()
 	keys, err := gateway.ParseAPIKeys("ops " + hash + " admin")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := serveGateway(t, gateway.Options{Backends: gateway.Backends{Reservations: resAddr}, Security: gateway.Security{Keys: keys}, Logger: log})
+	srv := serveGateway(t, gateway.Options{Backends: gateway.Backends{Reservations: resAddr}, Security: gateway.Security{Keys: keys}, Logger: quiet})
 
 	p := newPage(t, newBrowser(t), "ops-key")
 	p.open(srv.URL + "/ui/ops.html")

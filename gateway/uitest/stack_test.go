@@ -23,6 +23,9 @@ import (
 	room "github.com/vigil-dev/vigil/services/room/service"
 )
 
+// quiet is the services' and the gateway's logger in these tests: they check pages, not logs.
+var quiet = slog.New(slog.NewJSONHandler(io.Discard, nil))
+
 // stack is the chat, lobby and room services and the gateway, started in-process on the
 // shared Redis under this test's key prefix. The browser reaches the gateway through proxy,
 // which a test can cut to simulate a network blip.
@@ -45,16 +48,15 @@ func startStack(t *testing.T, opts ...stackOptions) *stack {
 	t.Helper()
 	rc := redisx.Config{URL: redistest.URL(t)}
 	prefix := redistest.Prefix(t)
-	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	var o stackOptions
 	if len(opts) > 0 {
 		o = opts[0]
 	}
 
-	chatAddr := servertest.Start(t, "chat", servertest.Serve(chat.New, chat.Options{Core: server.Core{Redis: rc, Prefix: prefix + ":chat", Logger: log}})).Addr
-	lobbyAddr := servertest.Start(t, "lobby", servertest.Serve(lobby.New, lobby.Options{Core: server.Core{Redis: rc, Prefix: prefix + ":lobby", Logger: log}, IdleTTL: o.idleTTL})).Addr
-	roomAddr := servertest.Start(t, "room", servertest.Serve(room.New, room.Options{Core: server.Core{Redis: rc, Prefix: prefix + ":room", Logger: log}, LobbyAddr: lobbyAddr, IdleTTL: o.idleTTL})).Addr
-	srv := serveGateway(t, gateway.Options{Backends: gateway.Backends{Chat: chatAddr, Lobby: lobbyAddr, Room: roomAddr}, Logger: log})
+	chatAddr := servertest.Start(t, "chat", servertest.Serve(chat.New, chat.Options{Core: server.Core{Redis: rc, Prefix: prefix + ":chat", Logger: quiet}})).Addr
+	lobbyAddr := servertest.Start(t, "lobby", servertest.Serve(lobby.New, lobby.Options{Core: server.Core{Redis: rc, Prefix: prefix + ":lobby", Logger: quiet}, IdleTTL: o.idleTTL})).Addr
+	roomAddr := servertest.Start(t, "room", servertest.Serve(room.New, room.Options{Core: server.Core{Redis: rc, Prefix: prefix + ":room", Logger: quiet}, LobbyAddr: lobbyAddr, IdleTTL: o.idleTTL})).Addr
+	srv := serveGateway(t, gateway.Options{Backends: gateway.Backends{Chat: chatAddr, Lobby: lobbyAddr, Room: roomAddr}, Logger: quiet})
 	p := newBlipProxy(t, srv.Listener.Addr().String())
 	t.Cleanup(p.close)
 	return &stack{gateway: srv, proxy: p, url: "http://" + p.addr()}
