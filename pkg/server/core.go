@@ -58,6 +58,8 @@ type Core struct {
 
 	// clock is the disciplined clock behind Now, nil when Now is used as injected.
 	clock *clock.Clock
+	// name is the service's short name WithDefaults was given, starting Listen's errors.
+	name string
 }
 
 // WithDefaults is c with every zero value replaced by its default; name (the service's short
@@ -66,6 +68,7 @@ func (c Core) WithDefaults(name string) (Core, error) {
 	if c.Redis.URL == "" && len(c.Redis.ClusterAddrs) == 0 {
 		return c, errors.New(name + ": Options.Redis needs a URL or cluster addresses")
 	}
+	c.name = name
 	if c.GRPCAddr == "" {
 		c.GRPCAddr = "127.0.0.1:0"
 	}
@@ -108,6 +111,17 @@ func (c Core) Server(name string, store redis.UniversalClient) Options {
 		DrainTimeout: c.DrainTimeout, TLS: c.TLS, MaxInFlight: c.MaxInFlight,
 		Registerer: c.Registerer, Store: store, Clock: c.clock,
 	}
+}
+
+// Listen makes the service's gRPC server on the options c.Server gives (its health is
+// NOT_SERVING while store does not answer) and listens; the service registers its handlers on
+// GRPC before it serves. An error starts with the name c's WithDefaults was given.
+func (c Core) Listen(name string, store redis.UniversalClient) (*Server, error) {
+	srv, err := New(c.Server(name, store))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.name, err)
+	}
+	return srv, nil
 }
 
 // Build is the start every service's New shares: it connects to c.Redis, makes the service on

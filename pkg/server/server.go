@@ -85,6 +85,9 @@ type Server struct {
 	health   *health.Server
 	metrics  *grpcprom.ServerMetrics
 	gatherer prometheus.Gatherer
+	// stopping ends when the drain starts (see Stopping).
+	stopping context.Context
+	stop     context.CancelFunc
 }
 
 // metrics are the collectors a server registers. Servers sharing a Registerer (the all-in-one
@@ -186,6 +189,7 @@ func New(o Options) (*Server, error) {
 	}
 	opts = append(opts, tracing.ServerOptions()...)
 	s := &Server{o: o, lis: lis, grpc: grpc.NewServer(opts...), health: health.NewServer(), metrics: m.server, gatherer: gatherer}
+	s.stopping, s.stop = context.WithCancel(context.Background())
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
 	return s, nil
@@ -219,11 +223,17 @@ func (s *Server) Addr() net.Addr { return s.lis.Addr() }
 // is down.
 func (s *Server) Health() *health.Server { return s.health }
 
+// Stopping ends when Serve starts to drain (or returns). Long streams watch it to end at once
+// with UNAVAILABLE, so that their clients resume on another replica and the drain does not
+// wait on them.
+func (s *Server) Stopping() context.Context { return s.stopping }
+
 // Serve serves until ctx ends, running each background task (alarm schedulers, for example)
 // beside the server. Then it drains: health answers NOT_SERVING, background tasks stop, and
 // in-flight calls get DrainTimeout to finish before they are cut. It returns the first error
 // of the server or a task; nil after a clean drain.
 func (s *Server) Serve(ctx context.Context, background ...func(ctx context.Context) error) error {
+	defer s.stop()
 	s.metrics.InitializeMetrics(s.grpc)
 	s.setServing(healthpb.HealthCheckResponse_SERVING)
 	s.o.Logger.Info("serving", "event", "start", "service", s.o.Name, "grpc", s.lis.Addr().String(), "metrics", s.o.MetricsAddr)
@@ -276,6 +286,7 @@ func (s *Server) Serve(ctx context.Context, background ...func(ctx context.Conte
 }
 
 func (s *Server) drain() {
+	s.stop()
 	s.health.Shutdown() // every service NOT_SERVING, so balancers stop sending new calls
 	s.o.Logger.Info("draining", "event", "drain", "service", s.o.Name, "deadline", s.o.DrainTimeout.String())
 	done := make(chan struct{})

@@ -173,3 +173,24 @@ func TestDrainDeadlineCutsCalls(t *testing.T) {
 		t.Fatalf("call cut by the drain deadline = %v, want UNAVAILABLE", err)
 	}
 }
+
+// TestStoppingEndsWhenDrainStarts: the context long streams watch is open while the server
+// serves and ends once Serve's context ends, before Serve returns.
+func TestStoppingEndsWhenDrainStarts(t *testing.T) {
+	t.Parallel()
+	s, err := New(Options{Name: "vigil.test.Probe", Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx) }()
+	if err := s.Stopping().Err(); err != nil {
+		t.Fatalf("Stopping().Err() while serving = %v, want nil", err)
+	}
+	cancel()
+	<-s.Stopping().Done()
+	if err := <-served; err != nil {
+		t.Fatalf("Serve = %v, want nil", err)
+	}
+}

@@ -4,7 +4,6 @@ package service
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"time"
 
@@ -58,8 +57,6 @@ type Service struct {
 	rdb  redis.UniversalClient
 	feed *store.Feed
 	srv  *server.Server
-	// stop ends the open Connect streams when Serve's context ends.
-	stop context.CancelFunc
 }
 
 // New connects to Redis, builds the service and listens; calls are answered once Serve runs.
@@ -75,14 +72,12 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		}
 		feed := store.NewFeed(st, o.StreamBuffer, o.Logger)
 		a := app.New(st, feed, app.Options{Now: o.Now, JoinLimit: o.HistoryOnJoin, Lease: o.PresenceLease, Logger: o.Logger})
-		// health is NOT_SERVING while Redis does not answer
-		srv, err := server.New(o.Server("vigil.chat.v1.ChatService", rdb))
+		srv, err := o.Listen("vigil.chat.v1.ChatService", rdb)
 		if err != nil {
-			return nil, fmt.Errorf("chat: %w", err)
+			return nil, err
 		}
-		stopping, stop := context.WithCancel(context.Background())
-		chatv1.RegisterChatServiceServer(srv.GRPC(), transport.NewServer(a, o.Logger, stopping))
-		return &Service{rdb: rdb, feed: feed, srv: srv, stop: stop}, nil
+		chatv1.RegisterChatServiceServer(srv.GRPC(), transport.NewServer(a, o.Logger, srv.Stopping()))
+		return &Service{rdb: rdb, feed: feed, srv: srv}, nil
 	})
 }
 
@@ -94,10 +89,5 @@ func (s *Service) Addr() net.Addr { return s.srv.Addr() }
 // closes.
 func (s *Service) Serve(ctx context.Context) error {
 	defer s.rdb.Close()
-	defer s.stop()
-	return s.srv.Serve(ctx, s.feed.Run, func(ctx context.Context) error {
-		<-ctx.Done()
-		s.stop()
-		return nil
-	})
+	return s.srv.Serve(ctx, s.feed.Run)
 }

@@ -68,10 +68,9 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		if err != nil {
 			return nil, fmt.Errorf("lobby: metrics: %w", err)
 		}
-		so := o.Server("vigil.lobby.v1.LobbyService", rdb) // health is NOT_SERVING while Redis does not answer
-		srv, err := server.New(so)
+		srv, err := o.Listen("vigil.lobby.v1.LobbyService", rdb)
 		if err != nil {
-			return nil, fmt.Errorf("lobby: %w", err)
+			return nil, err
 		}
 		lobbyv1.RegisterLobbyServiceServer(srv.GRPC(), countOccupancy(transport.NewServer(a, o.Logger), updates))
 		return &Service{rdb: rdb, srv: srv}, nil

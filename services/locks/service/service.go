@@ -67,8 +67,6 @@ type Service struct {
 	st  *store.Store
 	app *app.App
 	srv *server.Server
-	// stop ends stopping, the context open sessions watch, when Serve's context ends.
-	stop context.CancelFunc
 }
 
 // New connects to Redis, builds the service and listens; calls are answered once Serve runs.
@@ -112,18 +110,16 @@ func build(ctx context.Context, rdb redis.UniversalClient, o Options) (*Service,
 	if err := st.Subscribe(ctx); err != nil {
 		return nil, fmt.Errorf("locks: %w", err)
 	}
-	// health is NOT_SERVING while Redis does not answer
-	srv, err := server.New(o.Server("vigil.locks.v1.LockService", rdb))
+	srv, err := o.Listen("vigil.locks.v1.LockService", rdb)
 	if err != nil {
-		return nil, fmt.Errorf("locks: %w", err)
+		return nil, err
 	}
 	m := app.NewMetrics(o.Registerer)
 	a := app.New(st, app.Options{Logger: o.Logger, Now: o.Now, Metrics: m})
-	stopping, stop := context.WithCancel(context.Background())
-	ls := transport.NewServer(a, o.Logger, stopping, m)
+	ls := transport.NewServer(a, o.Logger, srv.Stopping(), m)
 	locksv1.RegisterLockServiceServer(srv.GRPC(), ls)
 	alarmadmin.Register(srv.GRPC(), q, lockLookup(ls), o.Logger)
-	return &Service{rdb: rdb, q: q, st: st, app: a, srv: srv, stop: stop}, nil
+	return &Service{rdb: rdb, q: q, st: st, app: a, srv: srv}, nil
 }
 
 // Addr is the gRPC address the service listens on.
@@ -133,10 +129,5 @@ func (s *Service) Addr() net.Addr { return s.srv.Addr() }
 // sessions end, waiting calls leave their queues, and the Redis connection closes.
 func (s *Service) Serve(ctx context.Context) error {
 	defer s.rdb.Close()
-	defer s.stop()
-	return s.srv.Serve(ctx,
-		s.st.Listen,
-		func(ctx context.Context) error { return s.q.Run(ctx, s.app) },
-		func(ctx context.Context) error { <-ctx.Done(); s.stop(); return nil },
-	)
+	return s.srv.Serve(ctx, s.st.Listen, func(ctx context.Context) error { return s.q.Run(ctx, s.app) })
 }

@@ -4,7 +4,6 @@ package service
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"time"
@@ -78,10 +77,9 @@ func New(ctx context.Context, o Options) (*Service, error) {
 			return nil, err
 		}
 		a := app.New(st, app.Options{Now: o.Now, Replay: o.Replay, Logger: o.Logger, AlarmLog: o.AlarmLog})
-		// health is NOT_SERVING while Redis does not answer
-		srv, err := server.New(o.Server("vigil.reservations.v1.ReservationService", rdb))
+		srv, err := o.Listen("vigil.reservations.v1.ReservationService", rdb)
 		if err != nil {
-			return nil, fmt.Errorf("reservations: %w", err)
+			return nil, err
 		}
 		rs := transport.NewServer(a, o.Logger)
 		reservationsv1.RegisterReservationServiceServer(srv.GRPC(), rs)

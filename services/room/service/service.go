@@ -97,8 +97,6 @@ type Service struct {
 	srv    *server.Server
 	bg     context.Context
 	stopBg context.CancelFunc
-	// stop ends the context open Join streams watch, when Serve's context ends.
-	stop context.CancelFunc
 }
 
 // New connects to Redis and the Lobby, builds the replica and listens; calls are answered
@@ -132,17 +130,15 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		h := hub.New(st.Feed(bg, o.Logger), o.SessionBuffer, transport.DecodeFrame, o.Logger)
 		link := lobbylink.New(bg, lobby, st.Occupancy, o.Logger)
 		a := app.New(st, h, link, lobbylink.NewClient(lobby), transport.Codec{}, app.Options{IdleTTL: o.IdleTTL, SessionLease: o.SessionLease, Now: o.Now, Logger: o.Logger})
-		// health is NOT_SERVING while Redis does not answer
-		srv, err := server.New(o.Server("vigil.room.v1.RoomService", rdb))
+		srv, err := o.Listen("vigil.room.v1.RoomService", rdb)
 		if err != nil {
 			stopBg()
 			_ = conn.Close()
-			return nil, fmt.Errorf("room: %w", err)
+			return nil, err
 		}
-		stopping, stop := context.WithCancel(context.Background())
-		roomv1.RegisterRoomServiceServer(srv.GRPC(), transport.NewServer(a, o.Logger, stopping))
+		roomv1.RegisterRoomServiceServer(srv.GRPC(), transport.NewServer(a, o.Logger, srv.Stopping()))
 		alarmadmin.Register(srv.GRPC(), q, roomLookup(lobby), o.Logger)
-		return &Service{rdb: rdb, conn: conn, q: q, hub: h, link: link, app: a, srv: srv, bg: bg, stopBg: stopBg, stop: stop}, nil
+		return &Service{rdb: rdb, conn: conn, q: q, hub: h, link: link, app: a, srv: srv, bg: bg, stopBg: stopBg}, nil
 	})
 }
 
@@ -156,13 +152,11 @@ func (s *Service) Serve(ctx context.Context) error {
 	defer s.rdb.Close()
 	defer s.conn.Close()
 	defer s.stopBg()
-	defer s.stop()
 	var g errgroup.Group
 	g.Go(func() error { return s.hub.Run(s.bg) })
 	err := s.srv.Serve(ctx,
 		func(ctx context.Context) error { return s.q.Run(ctx, alarm.HandlerFunc(s.app.HandleAlarm)) },
 		s.app.RenewLeases,
-		func(ctx context.Context) error { <-ctx.Done(); s.stop(); return nil },
 	)
 	s.link.Wait()
 	s.stopBg()
