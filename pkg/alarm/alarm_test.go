@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/vigil-dev/vigil/pkg/clock/clocktest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/wait"
 )
@@ -68,8 +67,7 @@ func TestSetReplacesGetAndDelete(t *testing.T) {
 func TestReplacedAlarmFiresOnceAtItsNewTime(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := clocktest.New(t0)
-	q, _ := testQueue(t, Options{Shards: 2, MaxSleep: 10 * time.Millisecond, Now: clock.Now})
+	q, _, clock := clockedQueue(t, Options{Shards: 2, MaxSleep: 10 * time.Millisecond})
 	rec := newRecorder(nil)
 	run(t, q, rec.handler())
 
@@ -103,9 +101,8 @@ func TestReplacedAlarmFiresOnceAtItsNewTime(t *testing.T) {
 func TestClaimLeasesOnlyDueAlarms(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := clocktest.New(t0)
 	const lease = 5 * time.Second
-	q, rdb := testQueue(t, Options{Shards: 1, Lease: lease, Now: clock.Now})
+	q, rdb, clock := clockedQueue(t, Options{Shards: 1, Lease: lease})
 	due := t0.Add(10 * time.Millisecond)
 	if err := q.Set(ctx, "a", due); err != nil {
 		t.Fatalf("Set: %v", err)
@@ -183,8 +180,7 @@ func TestClaimBatchLargerThanLuaUnpackLimit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	const n = 5000
-	clock := clocktest.New(t0)
-	q, rdb := testQueue(t, Options{Shards: 1, BatchSize: n, Now: clock.Now})
+	q, rdb, _ := clockedQueue(t, Options{Shards: 1, BatchSize: n})
 	members := make([]redis.Z, n)
 	for i := range members {
 		members[i] = redis.Z{Score: float64(t0.UnixMilli()), Member: "id" + strconv.Itoa(i)}
@@ -266,9 +262,8 @@ func TestAckTouchesOnlyItsOwnBatch(t *testing.T) {
 func TestAttemptCountsStartAtTheSecondClaim(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := clocktest.New(t0)
 	const lease = 5 * time.Second
-	q, rdb := testQueue(t, Options{Shards: 1, Lease: lease, Now: clock.Now})
+	q, rdb, clock := clockedQueue(t, Options{Shards: 1, Lease: lease})
 	attempts := q.Keys(0).Attempts
 	rdb.HSet(ctx, attempts, "b", 5) // left behind by an earlier round of b's alarm
 	for _, id := range []string{"a", "b"} {
@@ -307,9 +302,8 @@ func TestAttemptCountsStartAtTheSecondClaim(t *testing.T) {
 func TestInFlightCountFollowsEveryFlight(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := clocktest.New(t0)
 	const lease = 5 * time.Second
-	q, rdb := testQueue(t, Options{Shards: 1, Lease: lease, MaxRetries: 1, RetryBase: time.Second, Now: clock.Now})
+	q, rdb, clock := clockedQueue(t, Options{Shards: 1, Lease: lease, MaxRetries: 1, RetryBase: time.Second})
 	k := q.Keys(0)
 	inFlight := func(step string, want int64) {
 		t.Helper()
@@ -413,8 +407,7 @@ func TestInFlightCountFollowsEveryFlight(t *testing.T) {
 func TestDomainScriptsUseTheContract(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := clocktest.New(t0)
-	q, rdb := testQueue(t, Options{Shards: 1, Now: clock.Now})
+	q, rdb, _ := clockedQueue(t, Options{Shards: 1})
 	arm := NewScript("arm.lua", `
 if not alarm_int(ARGV[2]) then return redis.error_reply('ERR arm.lua: want an integer due time') end
 redis.call('SET', KEYS[1], 'armed')

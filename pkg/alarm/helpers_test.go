@@ -10,11 +10,21 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vigil-dev/vigil/pkg/clock/clocktest"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
+
+// clockedQueue is testQueue on a test clock that reads t0 until the test moves it.
+func clockedQueue(t *testing.T, o Options) (*Queue, redis.UniversalClient, *clocktest.Manual) {
+	t.Helper()
+	clock := clocktest.New(t0)
+	o.Now = clock.Now
+	q, rdb := testQueue(t, o)
+	return q, rdb, clock
+}
 
 // testQueue is a Queue on the shared test Redis under this test's own prefix. Its namespace is
 // the prefix too, so the package-wide Prometheus counters are per test.

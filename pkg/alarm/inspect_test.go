@@ -13,7 +13,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/vigil-dev/vigil/pkg/clock/clocktest"
 	"github.com/vigil-dev/vigil/pkg/tracing"
 )
 
@@ -22,8 +21,7 @@ import (
 func TestInspectFollowsAnAlarmToTheDeadLetters(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := clocktest.New(t0)
-	q, _ := testQueue(t, Options{Shards: 2, Lease: 10 * time.Second, MaxRetries: 1, Now: clock.Now})
+	q, _, clock := clockedQueue(t, Options{Shards: 2, Lease: 10 * time.Second, MaxRetries: 1})
 
 	for id, due := range map[string]time.Time{"late": t0.Add(-5 * time.Second), "soon": t0.Add(time.Second), "later": t0.Add(time.Hour)} {
 		if err := q.Set(ctx, id, due); err != nil {

@@ -25,6 +25,16 @@ func client(t *testing.T, s *Store) *redis.Client {
 	return c
 }
 
+// startEmbedded opens an embedded store on dir and a client of it; the caller closes the store.
+func startEmbedded(t *testing.T, ctx context.Context, dir string) (*Store, *redis.Client) {
+	t.Helper()
+	s, err := Open(ctx, Options{DataDir: dir, Kind: Embedded})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, client(t, s)
+}
+
 // TestEmbeddedStoreSurvivesACrash writes every kind of key Vigil uses, waits for the periodic
 // save (no Close: the process "crashes"), and opens a second store on a copy of what was left on
 // disk: every key is back, and a TTL keeps what was left of it.
@@ -32,15 +42,11 @@ func TestEmbeddedStoreSurvivesACrash(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := Open(ctx, Options{DataDir: dir, Kind: Embedded})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, c := startEmbedded(t, ctx, dir)
 	t.Cleanup(func() { _ = s.Close() })
 	if !strings.Contains(s.Detail, "a crash loses at most the last 1s") {
 		t.Errorf("Detail = %q, want it to say what a crash can lose", s.Detail)
 	}
-	c := client(t, s)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -71,12 +77,8 @@ func TestEmbeddedStoreSurvivesACrash(t *testing.T) {
 	must(err)
 	must(os.WriteFile(filepath.Join(crashed, SnapshotFile), data, 0o644))
 
-	s2, err := Open(ctx, Options{DataDir: crashed, Kind: Embedded})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s2, c2 := startEmbedded(t, ctx, crashed)
 	t.Cleanup(func() { _ = s2.Close() })
-	c2 := client(t, s2)
 	if v, err := c2.Get(ctx, "str").Result(); v != "hello {world}" {
 		t.Errorf("GET str = %q, %v", v, err)
 	}
@@ -109,11 +111,7 @@ func TestEmbeddedStoreDropsKeysThatExpiredWhileStopped(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := Open(ctx, Options{DataDir: dir, Kind: Embedded})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := client(t, s)
+	s, c := startEmbedded(t, ctx, dir)
 	if err := c.Set(ctx, "lease", "owner", 200*time.Millisecond).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -128,12 +126,8 @@ func TestEmbeddedStoreDropsKeysThatExpiredWhileStopped(t *testing.T) {
 		info, err := os.Stat(filepath.Join(dir, SnapshotFile))
 		return err == nil && time.Since(info.ModTime()) > 300*time.Millisecond
 	})
-	s2, err := Open(ctx, Options{DataDir: dir, Kind: Embedded})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s2, c2 := startEmbedded(t, ctx, dir)
 	defer s2.Close()
-	c2 := client(t, s2)
 	if n := c2.Exists(ctx, "lease").Val(); n != 0 {
 		t.Errorf("lease exists after its TTL ran out while stopped")
 	}

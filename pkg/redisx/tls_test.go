@@ -17,10 +17,12 @@ import (
 
 const testPassword = "s3cret-redis-pass"
 
-// startTLSRedis runs a Redis that speaks only redisx.TLS (client certificates required when
-// clientCerts) and wants a password, and returns its host:port.
-func startTLSRedis(t *testing.T, pki tlstest.Files, clientCerts bool) string {
+// startTLSRedis runs a Redis that speaks only redisx.TLS with a new test PKI (client
+// certificates required when clientCerts) and wants a password, and returns the PKI and its
+// host:port.
+func startTLSRedis(t *testing.T, clientCerts bool) (tlstest.Files, string) {
 	t.Helper()
+	pki := tlstest.New(t)
 	ctx := context.Background()
 	auth := "no"
 	if clientCerts {
@@ -52,7 +54,17 @@ func startTLSRedis(t *testing.T, pki tlstest.Files, clientCerts bool) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return "127.0.0.1:" + port.Port()
+	return pki, "127.0.0.1:" + port.Port()
+}
+
+// connects opens cfg, which the Redis must accept, and closes the connection again.
+func connects(t *testing.T, ctx context.Context, what string, cfg redisx.Config) {
+	t.Helper()
+	c, err := redisx.Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Open(%s) = %v, want connected", what, err)
+	}
+	_ = c.Close()
 }
 
 // TestRedisOverTLSWithPassword connects to a redisx.TLS-only Redis with a rediss:// URL, a test CA
@@ -60,8 +72,7 @@ func startTLSRedis(t *testing.T, pki tlstest.Files, clientCerts bool) string {
 // the wrong password are refused, and no error quotes the password.
 func TestRedisOverTLSWithPassword(t *testing.T) {
 	t.Parallel()
-	pki := tlstest.New(t)
-	addr := startTLSRedis(t, pki, false)
+	pki, addr := startTLSRedis(t, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -76,11 +87,7 @@ func TestRedisOverTLSWithPassword(t *testing.T) {
 	_ = c.Close()
 
 	// The password may come from redisx.Config (or VIGIL_REDIS_PASSWORD) instead of the URL.
-	c, err = redisx.Open(ctx, redisx.Config{URL: "rediss://" + addr + "/0", Password: testPassword, TLS: redisx.TLS{CAFile: pki.CA}})
-	if err != nil {
-		t.Fatalf("Open(password from redisx.Config) = %v, want connected", err)
-	}
-	_ = c.Close()
+	connects(t, ctx, "password from redisx.Config", redisx.Config{URL: "rediss://" + addr + "/0", Password: testPassword, TLS: redisx.TLS{CAFile: pki.CA}})
 
 	refused := map[string]redisx.Config{
 		"plaintext":          {URL: fmt.Sprintf("redis://:%s@%s/0", testPassword, addr)},
@@ -108,16 +115,11 @@ func TestRedisOverTLSWithPassword(t *testing.T) {
 // refused without it.
 func TestRedisMutualTLS(t *testing.T) {
 	t.Parallel()
-	pki := tlstest.New(t)
-	addr := startTLSRedis(t, pki, true)
+	pki, addr := startTLSRedis(t, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	url := fmt.Sprintf("rediss://:%s@%s/0", testPassword, addr)
-	c, err := redisx.Open(ctx, redisx.Config{URL: url, TLS: redisx.TLS{CAFile: pki.CA, CertFile: pki.ClientCert, KeyFile: pki.ClientKey}})
-	if err != nil {
-		t.Fatalf("Open with a client certificate = %v, want connected", err)
-	}
-	_ = c.Close()
+	connects(t, ctx, "with a client certificate", redisx.Config{URL: url, TLS: redisx.TLS{CAFile: pki.CA, CertFile: pki.ClientCert, KeyFile: pki.ClientKey}})
 	short, cancel2 := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel2()
 	if c, err := redisx.Open(short, redisx.Config{URL: url, TLS: redisx.TLS{CAFile: pki.CA}}); err == nil {

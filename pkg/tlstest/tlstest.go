@@ -53,15 +53,10 @@ func New(t testing.TB) Files {
 func authority(t testing.TB, name string) (*x509.Certificate, *ecdsa.PrivateKey) {
 	t.Helper()
 	key := newKey(t)
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(t),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
+	tmpl := template(t, name)
+	tmpl.IsCA = true
+	tmpl.BasicConstraintsValid = true
+	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		t.Fatal(err)
@@ -76,14 +71,9 @@ func authority(t testing.TB, name string) (*x509.Certificate, *ecdsa.PrivateKey)
 func leaf(t testing.TB, dir, name string, ca *x509.Certificate, caKey *ecdsa.PrivateKey, server bool) (certFile, keyFile string) {
 	t.Helper()
 	key := newKey(t)
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(t),
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
+	tmpl := template(t, name)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
 	if server {
 		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageServerAuth)
 		tmpl.DNSNames = []string{"localhost"}
@@ -102,6 +92,17 @@ func leaf(t testing.TB, dir, name string, ca *x509.Certificate, caKey *ecdsa.Pri
 	}
 	writePEM(t, keyFile, "PRIVATE KEY", kb)
 	return certFile, keyFile
+}
+
+// template is what every certificate here shares: a fresh serial, the common name, valid from
+// an hour ago for a day.
+func template(t testing.TB, name string) *x509.Certificate {
+	return &x509.Certificate{
+		SerialNumber: serial(t),
+		Subject:      pkix.Name{CommonName: name},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+	}
 }
 
 func newKey(t testing.TB) *ecdsa.PrivateKey {

@@ -41,16 +41,7 @@ func TestLostNoticeFoundAfterResubscribe(t *testing.T) {
 	defer stop()
 	go func() { _ = s.Listen(lctx) }()
 
-	if a, err := s.Acquire(ctx, "mailbox", "holder", 30*time.Second, 0); err != nil || !a.OK {
-		t.Fatalf("Acquire(mailbox, holder) = %+v, %v", a, err)
-	}
-	got := make(chan domain.Acquired, 1)
-	go func() {
-		a, _ := s.Acquire(ctx, "mailbox", "waiter", 30*time.Second, 30*time.Second)
-		got <- a
-	}()
-	k := keysOf(q, "mailbox")
-	wait.Until(t, "waiter queued", func() bool { n, _ := shared.LLen(ctx, k.queue).Result(); return n == 1 })
+	got, k := waitBehindHolder(t, ctx, s, q, shared, "mailbox")
 	// Redirect the waiter's notice to a channel nobody listens on.
 	entry, _ := shared.LIndex(ctx, k.queue, 0).Result()
 	shared.LSet(ctx, k.queue, 0, strings.Replace(entry, s.channel, s.channel+"-lost", 1))
@@ -77,6 +68,24 @@ func TestLostNoticeFoundAfterResubscribe(t *testing.T) {
 	case <-time.After(wait.Deadline):
 		t.Fatalf("waiting Acquire did not find its grant within %v of the resubscribe", wait.Deadline)
 	}
+}
+
+// waitBehindHolder has "holder" take resource on s and starts "waiter"'s waiting Acquire of it;
+// once rdb shows the waiter queued it returns the channel the waiter's answer comes on and the
+// resource's keys.
+func waitBehindHolder(t *testing.T, ctx context.Context, s *Store, q *alarm.Queue, rdb redis.Cmdable, resource string) (<-chan domain.Acquired, lockKeys) {
+	t.Helper()
+	if a, err := s.Acquire(ctx, resource, "holder", 30*time.Second, 0); err != nil || !a.OK {
+		t.Fatalf("Acquire(%s, holder) = %+v, %v", resource, a, err)
+	}
+	got := make(chan domain.Acquired, 1)
+	go func() {
+		a, _ := s.Acquire(ctx, resource, "waiter", 30*time.Second, 30*time.Second)
+		got <- a
+	}()
+	k := keysOf(q, resource)
+	wait.Until(t, "waiter queued", func() bool { n, _ := rdb.LLen(ctx, k.queue).Result(); return n == 1 })
+	return got, k
 }
 
 func killSubscriber(t *testing.T, c *redis.Client, name string) {
@@ -163,16 +172,7 @@ func TestLocalHandoffSkipsPubSub(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, q, rdb, _ := newStore(t)
-	if a, _ := s.Acquire(ctx, "relay", "holder", 30*time.Second, 0); !a.OK {
-		t.Fatal("Acquire(relay, holder) refused")
-	}
-	got := make(chan domain.Acquired, 1)
-	go func() {
-		a, _ := s.Acquire(ctx, "relay", "waiter", 30*time.Second, 30*time.Second)
-		got <- a
-	}()
-	k := keysOf(q, "relay")
-	wait.Until(t, "waiter queued", func() bool { n, _ := rdb.LLen(ctx, k.queue).Result(); return n == 1 })
+	got, _ := waitBehindHolder(t, ctx, s, q, rdb, "relay")
 	// No Listen runs here: only the release's own answer can wake the waiter.
 	if ok, _ := s.Release(ctx, "relay", "holder", 0); !ok {
 		t.Fatal("Release(relay, holder) = false")
