@@ -124,17 +124,28 @@ func (c Core) Listen(name string, store redis.UniversalClient) (*Server, error) 
 	return srv, nil
 }
 
-// Build is the start every service's New shares: it connects to c.Redis, makes the service on
-// that connection with build, and closes the connection again when build fails, so that no
-// failed start leaks it. name starts the connection's error; build's errors are returned as
-// they are.
-func Build[S any](ctx context.Context, c Core, name string, build func(rdb redis.UniversalClient) (S, error)) (S, error) {
+// ServiceOptions is what Build needs of a service's Options: the Core it embeds.
+type ServiceOptions interface{ core() Core }
+
+func (c Core) core() Core { return c }
+
+// Build is the start every service's New shares: it applies the service's defaults to o,
+// connects to o's Redis, makes the service on that connection with build, and closes the
+// connection again when build fails, so that no failed start leaks it. The connection's error
+// starts with the service's short name (WithDefaults's); defaults' and build's errors are
+// returned as they are.
+func Build[O ServiceOptions, S any](ctx context.Context, o O, defaults func(O) (O, error), build func(o O, rdb redis.UniversalClient) (S, error)) (S, error) {
+	var none S
+	o, err := defaults(o)
+	if err != nil {
+		return none, err
+	}
+	c := o.core()
 	rdb, err := redisx.Open(ctx, c.Redis)
 	if err != nil {
-		var none S
-		return none, fmt.Errorf("%s: %w", name, err)
+		return none, fmt.Errorf("%s: %w", c.name, err)
 	}
-	s, err := build(rdb)
+	s, err := build(o, rdb)
 	if err != nil {
 		_ = rdb.Close()
 	}

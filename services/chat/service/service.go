@@ -61,11 +61,7 @@ type Service struct {
 
 // New connects to Redis, builds the service and listens; calls are answered once Serve runs.
 func New(ctx context.Context, o Options) (*Service, error) {
-	o, err := o.withDefaults()
-	if err != nil {
-		return nil, err
-	}
-	return server.Build(ctx, o.Core, "chat", func(rdb redis.UniversalClient) (*Service, error) {
+	return server.Build(ctx, o, Options.withDefaults, func(o Options, rdb redis.UniversalClient) (*Service, error) {
 		st := store.New(rdb, store.Options{Prefix: o.Prefix, Keep: o.HistoryKeep, PostIDTTL: o.PostIDTTL})
 		if o.HistoryOnJoin > st.Keep() {
 			o.HistoryOnJoin = st.Keep()

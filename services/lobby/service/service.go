@@ -54,11 +54,7 @@ type Service struct {
 
 // New connects to Redis, builds the service and listens; calls are answered once Serve runs.
 func New(ctx context.Context, o Options) (*Service, error) {
-	o, err := o.withDefaults()
-	if err != nil {
-		return nil, err
-	}
-	return server.Build(ctx, o.Core, "lobby", func(rdb redis.UniversalClient) (*Service, error) {
+	return server.Build(ctx, o, Options.withDefaults, func(o Options, rdb redis.UniversalClient) (*Service, error) {
 		st, err := store.New(rdb, store.Options{Prefix: o.Prefix})
 		if err != nil {
 			return nil, fmt.Errorf("lobby: %w", err)

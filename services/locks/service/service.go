@@ -71,11 +71,7 @@ type Service struct {
 
 // New connects to Redis, builds the service and listens; calls are answered once Serve runs.
 func New(ctx context.Context, o Options) (*Service, error) {
-	o, err := o.withDefaults()
-	if err != nil {
-		return nil, err
-	}
-	return server.Build(ctx, o.Core, "locks", func(rdb redis.UniversalClient) (*Service, error) {
+	return server.Build(ctx, o, Options.withDefaults, func(o Options, rdb redis.UniversalClient) (*Service, error) {
 		return build(ctx, rdb, o)
 	})
 }

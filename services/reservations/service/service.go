@@ -60,11 +60,7 @@ type Service struct {
 // o.GRPCAddr. Serve runs it; a Service that is never served still needs its context ended
 // (or Serve called) to close its Redis connection, so callers Serve what they create.
 func New(ctx context.Context, o Options) (*Service, error) {
-	o, err := o.withDefaults()
-	if err != nil {
-		return nil, err
-	}
-	return server.Build(ctx, o.Core, "reservations", func(rdb redis.UniversalClient) (*Service, error) {
+	return server.Build(ctx, o, Options.withDefaults, func(o Options, rdb redis.UniversalClient) (*Service, error) {
 		q, err := alarm.New(rdb, alarm.Options{
 			Prefix: o.Prefix, Namespace: "reservations", Shards: o.Shards, Lease: o.Lease,
 			Now: o.Now, Logger: o.Logger, Metrics: o.Registerer,

@@ -249,6 +249,17 @@ func serveGRPC(t *testing.T, register func(*grpc.Server)) string {
 	return lis.Addr().String()
 }
 
+// leaderAndTwoViewers creates a room and joins its leader ("lead") and two viewers ("v1",
+// "v2") on e's first replica.
+func (e *env) leaderAndTwoViewers() (code string, l, v1, v2 *member) {
+	e.t.Helper()
+	code, token := e.createRoom()
+	l = join(e.t, e.room, code, leader, "lead", token)
+	v1 = join(e.t, e.room, code, viewer, "v1", "")
+	v2 = join(e.t, e.room, code, viewer, "v2", "")
+	return code, l, v1, v2
+}
+
 // createRoom opens a room in the Lobby and returns its code and leader token.
 func (e *env) createRoom() (string, string) {
 	e.t.Helper()

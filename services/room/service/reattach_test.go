@@ -215,10 +215,7 @@ func TestControlRefs(t *testing.T) {
 func TestNormalLeaveIsNotAnError(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, settings{})
-	code, token := e.createRoom()
-	l := join(t, e.room, code, leader, "lead", token)
-	v1 := join(t, e.room, code, viewer, "v1", "")
-	v2 := join(t, e.room, code, viewer, "v2", "")
+	code, l, v1, v2 := e.leaderAndTwoViewers()
 	l.send(syncFrame(true, 1000))
 	v1.await("sync", func(f *roomv1.JoinResponse) bool { return f.GetSync() != nil })
 	v1.leave()

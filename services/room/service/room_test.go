@@ -76,10 +76,7 @@ func TestSyncReachesEveryViewerAndLateJoinerGetsState(t *testing.T) {
 func TestOccupancyReachesLobbyAndRoom(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, settings{})
-	code, token := e.createRoom()
-	l := join(t, e.room, code, leader, "lead", token)
-	v1 := join(t, e.room, code, viewer, "v1", "")
-	v2 := join(t, e.room, code, viewer, "v2", "")
+	code, l, v1, v2 := e.leaderAndTwoViewers()
 	wait.Until(t, "lobby shows 2 viewers and the leader", viewers(e, code, 2, true))
 	l.await("occupancy 2", func(f *roomv1.JoinResponse) bool { return f.GetOccupancy().GetViewers() == 2 })
 

@@ -102,11 +102,7 @@ type Service struct {
 // New connects to Redis and the Lobby, builds the replica and listens; calls are answered
 // once Serve runs.
 func New(ctx context.Context, o Options) (*Service, error) {
-	o, err := o.withDefaults()
-	if err != nil {
-		return nil, err
-	}
-	return server.Build(ctx, o.Core, "room", func(rdb redis.UniversalClient) (*Service, error) {
+	return server.Build(ctx, o, Options.withDefaults, func(o Options, rdb redis.UniversalClient) (*Service, error) {
 		q, err := alarm.New(rdb, alarm.Options{
 			Prefix: o.Prefix, Namespace: "room", Shards: o.Shards, Lease: o.AlarmLease,
 			RetryBase: o.AlarmRetryBase, MaxRetries: o.AlarmMaxRetries, Now: o.Now, Logger: o.Logger, Metrics: o.Registerer,
