@@ -65,6 +65,13 @@ type env struct {
 func startLocks(t *testing.T, edit ...func(*service.Options)) *env {
 	t.Helper()
 	rdb, prefix := redistest.Client(t)
+	addr := run(t, replicaOptions(t, prefix, edit...))
+	return &env{addr: addr, conn: servertest.Dial(t, addr), locks: locksv1.NewLockServiceClient(servertest.Dial(t, addr)), rdb: rdb, prefix: prefix}
+}
+
+// replicaOptions are a replica's options on the test Redis under prefix, logging to the test,
+// with 4 shards; edit, when given, adjusts them.
+func replicaOptions(t *testing.T, prefix string, edit ...func(*service.Options)) service.Options {
 	o := service.Options{
 		Core:   server.Core{Redis: redisx.Config{URL: redistest.URL(t), Timeout: testRedisTimeout}, Prefix: prefix, Logger: testLogger(t)},
 		Shards: 4,
@@ -72,8 +79,14 @@ func startLocks(t *testing.T, edit ...func(*service.Options)) *env {
 	for _, e := range edit {
 		e(&o)
 	}
-	addr := run(t, o)
-	return &env{addr: addr, conn: servertest.Dial(t, addr), locks: locksv1.NewLockServiceClient(servertest.Dial(t, addr)), rdb: rdb, prefix: prefix}
+	return o
+}
+
+// stoppableReplica starts another replica on e's keys (edit adjusts its options); stop ends it
+// and waits for its drain, while e's replica stays.
+func (e *env) stoppableReplica(t *testing.T, edit ...func(*service.Options)) (addr string, stop func()) {
+	t.Helper()
+	return runStoppable(t, replicaOptions(t, e.prefix, edit...))
 }
 
 // run starts the service with o and stops it (waiting for its drain) when the test ends.

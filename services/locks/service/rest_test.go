@@ -17,9 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vigil-dev/vigil/gateway"
-	"github.com/vigil-dev/vigil/pkg/redistest"
-	"github.com/vigil-dev/vigil/pkg/redisx"
-	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	"github.com/vigil-dev/vigil/services/locks/service"
 )
@@ -234,9 +231,7 @@ func TestRESTNamesInPaths(t *testing.T) {
 func TestLockWritesSurviveADrain(t *testing.T) {
 	t.Parallel()
 	e := startLocks(t) // replica B, which stays
-	o := service.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t), Timeout: testRedisTimeout}, Prefix: e.prefix, Logger: testLogger(t), Registerer: prometheus.NewRegistry()}, Shards: 4,
-		Replica: "drainer"}
-	addrA, stopA := runStoppable(t, o)
+	addrA, stopA := e.stoppableReplica(t, func(o *service.Options) { o.Registerer, o.Replica = prometheus.NewRegistry(), "drainer" })
 	t.Cleanup(stopA)
 	g, err := gateway.New(context.Background(), gateway.Options{Backends: gateway.Backends{Locks: addrA + "," + e.addr}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {

@@ -13,12 +13,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
-	"github.com/vigil-dev/vigil/pkg/redistest"
-	"github.com/vigil-dev/vigil/pkg/redisx"
-	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
-	"github.com/vigil-dev/vigil/services/locks/service"
 )
 
 // rawSession drives a LockService.Session stream by hand: requests by id, answers by id.
@@ -334,8 +330,7 @@ func TestSessionWaitersServedInArrivalOrder(t *testing.T) {
 func TestDrainingReplicaEndsSessions(t *testing.T) {
 	t.Parallel()
 	e := startLocks(t) // a second replica on the same keys, which outlives the first
-	o := service.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t), Timeout: testRedisTimeout}, Prefix: e.prefix, Logger: testLogger(t)}, Shards: 4}
-	addr, stop := runStoppable(t, o)
+	addr, stop := e.stoppableReplica(t)
 	acquire(t, e.locks, "drain-session", "holder", 30000, 0)
 	s := openSession(t, locksv1.NewLockServiceClient(servertest.Dial(t, addr)))
 	if a := s.do(t, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Acquire{Acquire: &locksv1.AcquireRequest{Resource: "drain-ran", Owner: "w"}}}); !a.GetAcquire().GetAcquired() {

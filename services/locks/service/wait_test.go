@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -12,9 +11,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
-	"github.com/vigil-dev/vigil/pkg/redistest"
-	"github.com/vigil-dev/vigil/pkg/redisx"
-	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	"github.com/vigil-dev/vigil/services/locks/service"
@@ -163,8 +159,7 @@ func TestWaiterGetsLockAtExpiry(t *testing.T) {
 func TestDrainingReplicaSendsWaitersAway(t *testing.T) {
 	t.Parallel()
 	rdbEnv := startLocks(t) // a second replica on the same keys, which outlives the first
-	o := service.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t), Timeout: testRedisTimeout}, Prefix: rdbEnv.prefix, Logger: slog.New(slog.DiscardHandler)}, Shards: 4}
-	addr, stop := runStoppable(t, o)
+	addr, stop := rdbEnv.stoppableReplica(t)
 	c := locksv1.NewLockServiceClient(servertest.Dial(t, addr))
 	acquire(t, rdbEnv.locks, "drain", "holder", 30000, 0)
 
