@@ -12,7 +12,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/vigil-dev/vigil/pkg/alarm"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 )
@@ -28,10 +27,7 @@ import (
 func BenchmarkScriptPair(b *testing.B) {
 	ctx := context.Background()
 	rdb, prefix := redistest.Universal(b)
-	q, err := alarm.New(rdb, alarm.Options{Prefix: prefix, Namespace: "locks", Shards: 4, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
+	q := testQueue(b, rdb, prefix, nil)
 	s := mustNew(b, rdb, Options{Alarms: q, Prefix: prefix, Logger: slog.New(slog.DiscardHandler)})
 	acquire := redisx.NewScript("raw_acquire.lua", `if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end return 0`)
 	release := redisx.NewScript("raw_release.lua", `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)

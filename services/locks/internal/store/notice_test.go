@@ -29,10 +29,7 @@ func TestLostNoticeFoundAfterResubscribe(t *testing.T) {
 	rdb := redis.NewClient(opt)
 	defer rdb.Close()
 	log := slog.New(slog.DiscardHandler)
-	q, err := alarm.New(rdb, alarm.Options{Prefix: prefix, Namespace: "locks", Shards: 4, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := testQueue(t, rdb, prefix, nil)
 	s := mustNew(t, rdb, Options{Alarms: q, Prefix: prefix, Logger: log})
 	if err := s.Subscribe(ctx); err != nil {
 		t.Fatal(err)

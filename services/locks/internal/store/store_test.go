@@ -20,13 +20,20 @@ func newStore(t *testing.T) (*Store, *alarm.Queue, redis.UniversalClient, *clock
 	t.Helper()
 	rdb, prefix := redistest.Universal(t) // a Redis Cluster when VIGIL_TEST_REDIS_CLUSTER is set
 	clk := clocktest.New(time.UnixMilli(1_800_000_000_000))
-	log := slog.New(slog.DiscardHandler)
-	q, err := alarm.New(rdb, alarm.Options{Prefix: prefix, Namespace: "locks", Shards: 4, Now: clk.Now, Logger: log})
+	q := testQueue(t, rdb, prefix, clk.Now)
+	s := mustNew(t, rdb, Options{Alarms: q, Prefix: prefix, Now: clk.Now, Logger: slog.New(slog.DiscardHandler)})
+	return s, q, rdb, clk
+}
+
+// testQueue is the locks' alarm queue on rdb under prefix: 4 shards, silent, reading now (nil:
+// the local clock).
+func testQueue(t testing.TB, rdb redis.UniversalClient, prefix string, now func() time.Time) *alarm.Queue {
+	t.Helper()
+	q, err := alarm.New(rdb, alarm.Options{Prefix: prefix, Namespace: "locks", Shards: 4, Now: now, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := mustNew(t, rdb, Options{Alarms: q, Prefix: prefix, Now: clk.Now, Logger: log})
-	return s, q, rdb, clk
+	return q
 }
 
 func TestExpiredLockIsFreeBeforeItsAlarmFires(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigil-dev/vigil/pkg/alarm"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 )
@@ -18,10 +17,7 @@ func TestWaitersPerLockAreBounded(t *testing.T) {
 	ctx := context.Background()
 	rdb, prefix := redistest.Client(t)
 	log := slog.New(slog.DiscardHandler)
-	q, err := alarm.New(rdb, alarm.Options{Prefix: prefix, Namespace: "locks", Shards: 4, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := testQueue(t, rdb, prefix, nil)
 	s := mustNew(t, rdb, Options{Alarms: q, Prefix: prefix, Logger: log, MaxWaitersPerLock: 2})
 	if a, err := s.Acquire(ctx, "printer", "alice", time.Minute, 0); err != nil || !a.OK {
 		t.Fatalf("Acquire(alice) = %+v, %v; want acquired", a, err)
