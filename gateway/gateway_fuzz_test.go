@@ -26,8 +26,6 @@ import (
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
-	"github.com/vigil-dev/vigil/pkg/redisx"
-	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	chatservice "github.com/vigil-dev/vigil/services/chat/service"
 	lobbyservice "github.com/vigil-dev/vigil/services/lobby/service"
@@ -101,11 +99,11 @@ func fuzzStack(tb testing.TB) http.Handler {
 	_, prefix := redistest.Client(tb)
 	rurl := redistest.URL(tb)
 	log := testLogger(nil)
-	res := servertest.Start(tb, "reservations", servertest.Serve(reservationservice.New, reservationservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-r", Logger: log}, Replay: true})).Addr
-	locks := servertest.Start(tb, "locks", servertest.Serve(locksservice.New, locksservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-k", Logger: log}})).Addr
-	chat := servertest.Start(tb, "chat", servertest.Serve(chatservice.New, chatservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-c", Logger: log}})).Addr
-	lobby := servertest.Start(tb, "lobby", servertest.Serve(lobbyservice.New, lobbyservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-l", Logger: log}})).Addr
-	room := servertest.Start(tb, "room", servertest.Serve(roomservice.New, roomservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-m", Logger: log}, LobbyAddr: lobby, Shards: 2})).Addr
+	res := servertest.Start(tb, "reservations", servertest.Serve(reservationservice.New, reservationservice.Options{Core: testCore(rurl, prefix+"-r", log), Replay: true})).Addr
+	locks := servertest.Start(tb, "locks", servertest.Serve(locksservice.New, locksservice.Options{Core: testCore(rurl, prefix+"-k", log)})).Addr
+	chat := servertest.Start(tb, "chat", servertest.Serve(chatservice.New, chatservice.Options{Core: testCore(rurl, prefix+"-c", log)})).Addr
+	lobby := servertest.Start(tb, "lobby", servertest.Serve(lobbyservice.New, lobbyservice.Options{Core: testCore(rurl, prefix+"-l", log)})).Addr
+	room := servertest.Start(tb, "room", servertest.Serve(roomservice.New, roomservice.Options{Core: testCore(rurl, prefix+"-m", log), LobbyAddr: lobby, Shards: 2})).Addr
 	g, err := New(context.Background(), Options{Backends: Backends{Reservations: res, Locks: locks, Chat: chat, Lobby: lobby, Room: room}, Logger: log})
 	if err != nil {
 		tb.Fatal(err)

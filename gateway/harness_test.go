@@ -127,6 +127,12 @@ var routeScopes = func() map[string]string {
 	return m
 }()
 
+// testCore is a service's Core on the Redis at url under prefix, logging to log (nil: the
+// service's default).
+func testCore(url, prefix string, log *slog.Logger) server.Core {
+	return server.Core{Redis: redisx.Config{URL: url}, Prefix: prefix, Logger: log}
+}
+
 // chatEnv is a Redis prefix shared by a test's chat replicas.
 type chatEnv struct {
 	url, prefix string
@@ -154,11 +160,11 @@ func startRoomStack(t *testing.T, idleTTL time.Duration) string {
 	_, prefix := redistest.Client(t) // removes the prefix's keys at the end
 	url := redistest.URL(t)
 	lobby := servertest.Start(t, "lobby", servertest.Serve(lobbyservice.New, lobbyservice.Options{
-		Core:    server.Core{Redis: redisx.Config{URL: url}, Prefix: prefix + "-lobby", Logger: testLogger(t)},
+		Core:    testCore(url, prefix+"-lobby", testLogger(t)),
 		IdleTTL: idleTTL, PruneGrace: time.Second,
 	}))
 	room := servertest.Start(t, "room", servertest.Serve(roomservice.New, roomservice.Options{
-		Core:   server.Core{Redis: redisx.Config{URL: url}, Prefix: prefix + "-room", Logger: testLogger(t)},
+		Core:   testCore(url, prefix+"-room", testLogger(t)),
 		Shards: 4, LobbyAddr: lobby.Addr,
 		IdleTTL: idleTTL, SessionLease: 3 * time.Second,
 	}))
@@ -186,7 +192,7 @@ func newRoomStack(t *testing.T, lease time.Duration) *roomStack {
 	s := &roomStack{url: redistest.URL(t), prefix: prefix, roomAddr: servertest.FreeAddr(t), lease: lease, logs: &servertest.LogBuffer{}}
 	s.log = slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	lobby := servertest.Start(t, "lobby", servertest.Serve(lobbyservice.New, lobbyservice.Options{
-		Core:    server.Core{Redis: redisx.Config{URL: s.url}, Prefix: prefix + "-lobby", Logger: s.log.With("service", "lobby")},
+		Core:    testCore(s.url, prefix+"-lobby", s.log.With("service", "lobby")),
 		IdleTTL: time.Hour, PruneGrace: time.Second,
 	}))
 	s.lobbyAddr = lobby.Addr

@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/vigil-dev/vigil/pkg/redistest"
-	"github.com/vigil-dev/vigil/pkg/redisx"
-	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	lobby "github.com/vigil-dev/vigil/services/lobby/service"
@@ -19,8 +17,8 @@ func TestHealthzNamesTheBackendWhoseStoreIsDown(t *testing.T) {
 	t.Parallel()
 	_, prefix := redistest.Client(t)
 	own := redistest.Start(t)
-	res := startReservations(t, service.Options{Core: server.Core{Redis: redisx.Config{URL: own.URL(t)}, Prefix: prefix}})
-	lb := servertest.Start(t, "lobby", servertest.Serve(lobby.New, lobby.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Logger: testLogger(t)}}))
+	res := startReservations(t, service.Options{Core: testCore(own.URL(t), prefix, nil)})
+	lb := servertest.Start(t, "lobby", servertest.Serve(lobby.New, lobby.Options{Core: testCore(redistest.URL(t), prefix, testLogger(t))}))
 	gw := startGateway(t, Backends{Reservations: res.Addr, Lobby: lb.Addr})
 
 	wait.For(t, "/healthz 200 with every store up", func() error {

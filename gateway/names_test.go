@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/vigil-dev/vigil/pkg/redistest"
-	"github.com/vigil-dev/vigil/pkg/redisx"
-	"github.com/vigil-dev/vigil/pkg/server"
 	locksservice "github.com/vigil-dev/vigil/services/locks/service"
 	"github.com/vigil-dev/vigil/services/reservations/service"
 )
@@ -18,8 +16,8 @@ func TestNamesInPaths(t *testing.T) {
 	t.Parallel()
 	rurl, prefix := redistest.URL(t), redistest.Prefix(t)
 	log := testLogger(t)
-	res := startReservations(t, service.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-r"}})
-	locks := startLocks(t, locksservice.Options{Core: server.Core{Redis: redisx.Config{URL: rurl}, Prefix: prefix + "-k", Logger: log}})
+	res := startReservations(t, service.Options{Core: testCore(rurl, prefix+"-r", nil)})
+	locks := startLocks(t, locksservice.Options{Core: testCore(rurl, prefix+"-k", log)})
 	chat := newChatEnv(t).startChat(t, "", log)
 	srv := startGateway(t, Backends{Reservations: res.Addr, Locks: locks.Addr, Chat: chat.Addr}).URL
 

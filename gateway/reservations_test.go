@@ -120,7 +120,7 @@ func TestReservationTransitions(t *testing.T) {
 	t.Parallel()
 	c, prefix := redistest.Client(t)
 	_ = c
-	svc := startReservations(t, service.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix}, Replay: true})
+	svc := startReservations(t, service.Options{Core: testCore(redistest.URL(t), prefix, nil), Replay: true})
 	gw := startGateway(t, Backends{Reservations: svc.Addr})
 
 	missing := call(t, "GET", gw.URL+"/reservations/never-made", "")
@@ -160,7 +160,7 @@ func TestReservationTransitions(t *testing.T) {
 func TestReservationBadInput(t *testing.T) {
 	t.Parallel()
 	_, prefix := redistest.Client(t)
-	svc := startReservations(t, service.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix}, Replay: true})
+	svc := startReservations(t, service.Options{Core: testCore(redistest.URL(t), prefix, nil), Replay: true})
 	gw := startGateway(t, Backends{Reservations: svc.Addr})
 
 	const (
@@ -226,7 +226,7 @@ func TestReservationBadInput(t *testing.T) {
 func TestReplayDisabledByDefault(t *testing.T) {
 	t.Parallel()
 	_, prefix := redistest.Client(t)
-	svc := startReservations(t, service.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix}})
+	svc := startReservations(t, service.Options{Core: testCore(redistest.URL(t), prefix, nil)})
 	gw := startGateway(t, Backends{Reservations: svc.Addr})
 	r := call(t, "POST", gw.URL+"/reservations/abc/replay-alarm", `{"now": 5}`)
 	if r.code != 404 || !strings.Contains(fmt.Sprint(r.body["error"]), "replay is disabled") {
@@ -237,7 +237,7 @@ func TestReplayDisabledByDefault(t *testing.T) {
 func TestOperationalRoutes(t *testing.T) {
 	t.Parallel()
 	_, prefix := redistest.Client(t)
-	svc := startReservations(t, service.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix}})
+	svc := startReservations(t, service.Options{Core: testCore(redistest.URL(t), prefix, nil)})
 	gw := startGateway(t, Backends{Reservations: svc.Addr})
 
 	root := call(t, "GET", gw.URL+"/", "")

@@ -11,8 +11,6 @@ import (
 
 	"github.com/vigil-dev/vigil/gateway/auth"
 	"github.com/vigil-dev/vigil/pkg/redistest"
-	"github.com/vigil-dev/vigil/pkg/redisx"
-	"github.com/vigil-dev/vigil/pkg/server"
 	locksservice "github.com/vigil-dev/vigil/services/locks/service"
 	"github.com/vigil-dev/vigil/services/reservations/service"
 )
@@ -146,8 +144,8 @@ func TestReplayInNamesNeedsNoAdmin(t *testing.T) {
 	t.Parallel()
 	url, prefix := redistest.URL(t), redistest.Prefix(t)
 	log := testLogger(t)
-	res := startReservations(t, service.Options{Core: server.Core{Redis: redisx.Config{URL: url}, Prefix: prefix + "-r"}, Replay: true})
-	locks := startLocks(t, locksservice.Options{Core: server.Core{Redis: redisx.Config{URL: url}, Prefix: prefix + "-k", Logger: log}})
+	res := startReservations(t, service.Options{Core: testCore(url, prefix+"-r", nil), Replay: true})
+	locks := startLocks(t, locksservice.Options{Core: testCore(url, prefix+"-k", log)})
 	chat := newChatEnv(t).startChat(t, "", log)
 	keys, k := testKeys(t, map[string]string{"writer": "reservations:write locks:write chat:write"})
 	g, err := New(context.Background(), Options{Backends: Backends{Reservations: res.Addr, Locks: locks.Addr, Chat: chat.Addr},

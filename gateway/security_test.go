@@ -21,7 +21,6 @@ import (
 	"github.com/vigil-dev/vigil/gateway/socket"
 	"github.com/vigil-dev/vigil/pkg/clock/clocktest"
 	"github.com/vigil-dev/vigil/pkg/redistest"
-	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/tlstest"
@@ -116,7 +115,7 @@ func dialWS(t *testing.T, url string, header ...string) (*websocket.Conn, int, e
 func TestAuthScopesThroughTheGateway(t *testing.T) {
 	t.Parallel()
 	_, prefix := redistest.Client(t)
-	svc := startReservations(t, service.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix}, Replay: true})
+	svc := startReservations(t, service.Options{Core: testCore(redistest.URL(t), prefix, nil), Replay: true})
 	keys, k := testKeys(t, map[string]string{
 		"writer": "reservations:write", "reader": "reservations:read", "ops": "admin",
 		"locker": "locks", "domain": "reservations",
