@@ -42,8 +42,7 @@ func historyFrame(entries []chatEntry) []byte {
 	return append(f, "]}"...)
 }
 
-// addMember waits for the room's first history, then sends m its history frame and makes it
-// a member, atomically with respect to live messages: nothing is missed or repeated.
+// errorFrame is the error frame a member gets for a message the gateway refused.
 func errorFrame(msg string) []byte {
 	b, _ := json.Marshal(struct {
 		Type  string `json:"type"`
