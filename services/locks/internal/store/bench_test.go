@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -27,8 +26,7 @@ import (
 func BenchmarkScriptPair(b *testing.B) {
 	ctx := context.Background()
 	rdb, prefix := redistest.Universal(b)
-	q := testQueue(b, rdb, prefix, nil)
-	s := mustNew(b, rdb, Options{Alarms: q, Prefix: prefix, Logger: slog.New(slog.DiscardHandler)})
+	s := testStore(b, rdb, prefix, Options{})
 	acquire := redisx.NewScript("raw_acquire.lua", `if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end return 0`)
 	release := redisx.NewScript("raw_release.lua", `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
 	for _, sc := range []*redisx.Script{acquire, release} {

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/vigil-dev/vigil/pkg/alarm"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/wait"
@@ -28,9 +26,7 @@ func TestLostNoticeFoundAfterResubscribe(t *testing.T) {
 	opt.ClientName = "locks-" + prefix // names the subscriber connection, to kill it below
 	rdb := redis.NewClient(opt)
 	defer rdb.Close()
-	log := slog.New(slog.DiscardHandler)
-	q := testQueue(t, rdb, prefix, nil)
-	s := mustNew(t, rdb, Options{Alarms: q, Prefix: prefix, Logger: log})
+	s := testStore(t, rdb, prefix, Options{})
 	if err := s.Subscribe(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -38,12 +34,12 @@ func TestLostNoticeFoundAfterResubscribe(t *testing.T) {
 	defer stop()
 	go func() { _ = s.Listen(lctx) }()
 
-	got, k := waitBehindHolder(t, ctx, s, q, shared, "mailbox")
+	got, k := waitBehindHolder(t, ctx, s, shared, "mailbox")
 	// Redirect the waiter's notice to a channel nobody listens on.
 	entry, _ := shared.LIndex(ctx, k.queue, 0).Result()
 	shared.LSet(ctx, k.queue, 0, strings.Replace(entry, s.channel, s.channel+"-lost", 1))
 	// Another replica releases, so the grant can only reach the waiter through Redis.
-	other := mustNew(t, rdb, Options{Alarms: q, Prefix: prefix, Logger: log})
+	other := testStore(t, rdb, prefix, Options{Alarms: s.q})
 	if ok, err := other.Release(ctx, "mailbox", "holder", 0); err != nil || !ok {
 		t.Fatalf("Release(mailbox, holder) = %v, %v", ok, err)
 	}
@@ -70,7 +66,7 @@ func TestLostNoticeFoundAfterResubscribe(t *testing.T) {
 // waitBehindHolder has "holder" take resource on s and starts "waiter"'s waiting Acquire of it;
 // once rdb shows the waiter queued it returns the channel the waiter's answer comes on and the
 // resource's keys.
-func waitBehindHolder(t *testing.T, ctx context.Context, s *Store, q *alarm.Queue, rdb redis.Cmdable, resource string) (<-chan domain.Acquired, lockKeys) {
+func waitBehindHolder(t *testing.T, ctx context.Context, s *Store, rdb redis.Cmdable, resource string) (<-chan domain.Acquired, lockKeys) {
 	t.Helper()
 	if a, err := s.Acquire(ctx, resource, "holder", 30*time.Second, 0); err != nil || !a.OK {
 		t.Fatalf("Acquire(%s, holder) = %+v, %v", resource, a, err)
@@ -80,7 +76,7 @@ func waitBehindHolder(t *testing.T, ctx context.Context, s *Store, q *alarm.Queu
 		a, _ := s.Acquire(ctx, resource, "waiter", 30*time.Second, 30*time.Second)
 		got <- a
 	}()
-	k := keysOf(q, resource)
+	k := keysOf(s.q, resource)
 	wait.Until(t, "waiter queued", func() bool { n, _ := rdb.LLen(ctx, k.queue).Result(); return n == 1 })
 	return got, k
 }
@@ -168,8 +164,8 @@ func TestPipelineSurvivesAFlushAfterItsLoad(t *testing.T) {
 func TestLocalHandoffSkipsPubSub(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, q, rdb, _ := newStore(t)
-	got, _ := waitBehindHolder(t, ctx, s, q, rdb, "relay")
+	s, _, rdb, _ := newStore(t)
+	got, _ := waitBehindHolder(t, ctx, s, rdb, "relay")
 	// No Listen runs here: only the release's own answer can wake the waiter.
 	if ok, _ := s.Release(ctx, "relay", "holder", 0); !ok {
 		t.Fatal("Release(relay, holder) = false")

@@ -20,20 +20,31 @@ func newStore(t *testing.T) (*Store, *alarm.Queue, redis.UniversalClient, *clock
 	t.Helper()
 	rdb, prefix := redistest.Universal(t) // a Redis Cluster when VIGIL_TEST_REDIS_CLUSTER is set
 	clk := clocktest.New(time.UnixMilli(1_800_000_000_000))
-	q := testQueue(t, rdb, prefix, clk.Now)
-	s := mustNew(t, rdb, Options{Alarms: q, Prefix: prefix, Now: clk.Now, Logger: slog.New(slog.DiscardHandler)})
-	return s, q, rdb, clk
+	s := testStore(t, rdb, prefix, Options{Now: clk.Now})
+	return s, s.q, rdb, clk
 }
 
-// testQueue is the locks' alarm queue on rdb under prefix: 4 shards, silent, reading now (nil:
-// the local clock).
-func testQueue(t testing.TB, rdb redis.UniversalClient, prefix string, now func() time.Time) *alarm.Queue {
+// testStore is a store on rdb under prefix with o's settings, silent unless o names a logger.
+// Unless o names a queue, its alarms go to a new one: the locks' queue under prefix, 4 shards,
+// silent, reading o.Now (nil: the local clock).
+func testStore(t testing.TB, rdb redis.UniversalClient, prefix string, o Options) *Store {
 	t.Helper()
-	q, err := alarm.New(rdb, alarm.Options{Prefix: prefix, Namespace: "locks", Shards: 4, Now: now, Logger: slog.New(slog.DiscardHandler)})
+	o.Prefix = prefix
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Alarms == nil {
+		q, err := alarm.New(rdb, alarm.Options{Prefix: prefix, Namespace: "locks", Shards: 4, Now: o.Now, Logger: o.Logger})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Alarms = q
+	}
+	s, err := New(rdb, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return q
+	return s
 }
 
 func TestExpiredLockIsFreeBeforeItsAlarmFires(t *testing.T) {
@@ -194,11 +205,40 @@ func TestWaiterGrantedByExpiry(t *testing.T) {
 	}
 }
 
-func mustNew(t testing.TB, rdb redis.UniversalClient, o Options) *Store {
-	t.Helper()
-	s, err := New(rdb, o)
-	if err != nil {
-		t.Fatal(err)
+// TestWaitersPerLockAreBounded: with MaxWaitersPerLock 2, two callers queue for a held lock and a
+// third is refused at once (acquired false, the holder named) instead of queueing.
+func TestWaitersPerLockAreBounded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := redistest.Client(t)
+	s := testStore(t, rdb, prefix, Options{MaxWaitersPerLock: 2})
+	if a, err := s.Acquire(ctx, "printer", "alice", time.Minute, 0); err != nil || !a.OK {
+		t.Fatalf("Acquire(alice) = %+v, %v; want acquired", a, err)
 	}
-	return s
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 2)
+	for _, who := range []string{"bob", "carol"} {
+		go func() {
+			_, err := s.Acquire(wctx, "printer", who, time.Minute, 30*time.Second)
+			done <- err
+		}()
+	}
+	k := keysOf(s.q, "printer")
+	wait.Until(t, "two waiters queued", func() bool { n, _ := rdb.LLen(ctx, k.queue).Result(); return n == 2 })
+	// dave asks to wait longer than the test's deadline: only a refusal without queueing can
+	// answer him in time.
+	d, err := s.Acquire(ctx, "printer", "dave", time.Minute, time.Minute)
+	if err != nil || d.OK || d.Holder != "alice" {
+		t.Fatalf("Acquire(dave) with a full queue = %+v, %v; want refused, holder alice", d, err)
+	}
+	if n, _ := rdb.LLen(ctx, k.queue).Result(); n != 2 {
+		t.Fatalf("queue length after the refusal = %d, want 2", n)
+	}
+	cancel()
+	for range 2 {
+		if err := <-done; err == nil {
+			t.Error("a cancelled waiter returned no error")
+		}
+	}
 }
