@@ -10,8 +10,6 @@ import (
 
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
-	"github.com/vigil-dev/vigil/pkg/redisx"
-	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/services/locks/service"
 )
@@ -38,10 +36,10 @@ func TestSkewedReplicaGrantsNoLockEarly(t *testing.T) {
 	const slack = 50 * time.Millisecond
 	for _, skew := range []time.Duration{30 * time.Second, -30 * time.Second} {
 		replica := func(base func() time.Time) locksv1.LockServiceClient {
-			addr := run(t, service.Options{Core: server.Core{
-				Redis: redisx.Config{URL: redistest.URL(t), Timeout: testRedisTimeout}, Prefix: prefix,
-				Logger: testLogger(t), Registerer: prometheus.NewRegistry(), Now: base, DisciplineClock: true,
-			}, Shards: 4, AlarmMaxSleep: 20 * time.Millisecond})
+			addr := run(t, replicaOptions(t, prefix, func(o *service.Options) {
+				o.Registerer, o.Now, o.DisciplineClock = prometheus.NewRegistry(), base, true
+				o.AlarmMaxSleep = 20 * time.Millisecond
+			}))
 			return locksv1.NewLockServiceClient(servertest.Dial(t, addr))
 		}
 		inStep := replica(time.Now)

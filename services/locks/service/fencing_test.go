@@ -65,9 +65,9 @@ func TestDelayedReleaseLeavesTheOwnersLaterHold(t *testing.T) {
 // owner (taken here by a raw call) finds ErrNotHeld on Unlock and leaves that hold alone.
 func TestLockClientUnlockIsFenced(t *testing.T) {
 	t.Parallel()
-	e := startLocks(t)
+	e, c := startClient(t)
 	ctx := context.Background()
-	m := lockclient.New(e.conn).Mutex("press", lockclient.MutexOptions{Owner: "worker"})
+	m := c.Mutex("press", lockclient.MutexOptions{Owner: "worker"})
 	if err := m.TryLock(ctx); err != nil {
 		t.Fatalf("TryLock = %v", err)
 	}

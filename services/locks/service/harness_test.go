@@ -14,6 +14,7 @@ import (
 
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
 	"github.com/vigil-dev/vigil/pkg/clock/clocktest"
+	"github.com/vigil-dev/vigil/pkg/lockclient"
 	"github.com/vigil-dev/vigil/pkg/prom/promtest"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
@@ -67,6 +68,16 @@ func startLocks(t *testing.T, edit ...func(*service.Options)) *env {
 	rdb, prefix := redistest.Client(t)
 	addr := run(t, replicaOptions(t, prefix, edit...))
 	return &env{addr: addr, conn: servertest.Dial(t, addr), locks: locksv1.NewLockServiceClient(servertest.Dial(t, addr)), rdb: rdb, prefix: prefix}
+}
+
+// startClient runs the service (startLocks) with a lockclient.Client on its connection, closed
+// when the test ends.
+func startClient(t *testing.T) (*env, *lockclient.Client) {
+	t.Helper()
+	e := startLocks(t)
+	c := lockclient.New(e.conn)
+	t.Cleanup(func() { _ = c.Close() })
+	return e, c
 }
 
 // replicaOptions are a replica's options on the test Redis under prefix, logging to the test,

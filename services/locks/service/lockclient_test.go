@@ -16,9 +16,8 @@ import (
 
 func TestLockClientMutex(t *testing.T) {
 	t.Parallel()
-	e := startLocks(t)
+	e, c := startClient(t)
 	ctx := context.Background()
-	c := lockclient.New(e.conn)
 	m1 := c.Mutex("mutex", lockclient.MutexOptions{Owner: "one"})
 	m2 := c.Mutex("mutex", lockclient.MutexOptions{Owner: "two"})
 
@@ -65,11 +64,11 @@ func TestLockClientMutex(t *testing.T) {
 
 func TestLockClientRenewsWhileHeld(t *testing.T) {
 	t.Parallel()
-	e := startLocks(t)
+	e, c := startClient(t)
 	ctx := context.Background()
 	// The lease is short enough to need renewal during the test and long enough (renewed every
 	// second) that a busy machine does not lose it.
-	m := lockclient.New(e.conn).Mutex("renewed", lockclient.MutexOptions{Owner: "keeper", TTL: 3 * time.Second})
+	m := c.Mutex("renewed", lockclient.MutexOptions{Owner: "keeper", TTL: 3 * time.Second})
 	if err := m.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -95,9 +94,9 @@ func TestLockClientRenewsWhileHeld(t *testing.T) {
 
 func TestLockClientNoticesLoss(t *testing.T) {
 	t.Parallel()
-	e := startLocks(t)
+	e, c := startClient(t)
 	ctx := context.Background()
-	m := lockclient.New(e.conn).Mutex("taken", lockclient.MutexOptions{Owner: "victim", TTL: 300 * time.Millisecond})
+	m := c.Mutex("taken", lockclient.MutexOptions{Owner: "victim", TTL: 300 * time.Millisecond})
 	if err := m.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -127,9 +126,8 @@ func TestLockClientNoticesLoss(t *testing.T) {
 // leaves held locks held (their lease bounds them), while its waiting Lock leaves the queue.
 func TestLockClientCloseEndsItsSession(t *testing.T) {
 	t.Parallel()
-	e := startLocks(t)
+	e, c := startClient(t)
 	ctx := context.Background()
-	c := lockclient.New(e.conn)
 	held := c.Mutex("closing-held", lockclient.MutexOptions{Owner: "closer"})
 	if err := held.Lock(ctx); err != nil {
 		t.Fatalf("Lock(closing-held) = %v", err)
@@ -159,10 +157,8 @@ func TestLockClientCloseEndsItsSession(t *testing.T) {
 // and the same statuses when the caller's context ends or the request is bad.
 func TestLockClientUnaryCalls(t *testing.T) {
 	t.Parallel()
-	e := startLocks(t)
+	e, c := startClient(t)
 	ctx := context.Background()
-	c := lockclient.New(e.conn)
-	t.Cleanup(func() { _ = c.Close() })
 	ttl := int64(30000)
 	const timed = "vigil_lock_session_call_seconds"
 	okBefore := histogramCount(t, timed, "call", "acquire", "grpc_code", "OK")

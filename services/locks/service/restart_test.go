@@ -2,13 +2,10 @@ package service_test
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
-	"github.com/vigil-dev/vigil/pkg/redisx"
-	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/services/locks/service"
 )
@@ -17,7 +14,7 @@ func TestTokensAndLocksSurviveRedisRestart(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t) // a Redis of this test's own, AOF on
 	opts := func() service.Options {
-		return service.Options{Core: server.Core{Redis: redisx.Config{URL: srv.URL(t), Timeout: testRedisTimeout}, Prefix: "restart", Logger: slog.New(slog.DiscardHandler)}, Shards: 4}
+		return replicaOptions(t, "restart", func(o *service.Options) { o.Redis.URL = srv.URL(t) })
 	}
 	addr, stop := runStoppable(t, opts())
 	c := locksv1.NewLockServiceClient(servertest.Dial(t, addr))
