@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -30,7 +29,7 @@ func start(t *testing.T, prefix string, o Options) *servertest.Running {
 	o.Redis = redisx.Config{URL: redistest.URL(t)}
 	o.Prefix = prefix
 	if o.Logger == nil {
-		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return servertest.StartService(t, "chat", New, o)
 }

@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"testing"
 	"time"
@@ -31,7 +30,7 @@ func TestSkewedReplicaExpiresNoHoldEarly(t *testing.T) {
 			replica := func(base func() time.Time) reservationsv1.ReservationServiceClient {
 				return client(t, start(t, Options{Core: server.Core{
 					Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Registerer: prometheus.NewRegistry(),
-					Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: base, DisciplineClock: true,
+					Logger: slog.New(slog.DiscardHandler), Now: base, DisciplineClock: true,
 				}, Shards: 2, Lease: 2 * time.Second}))
 			}
 			inStep := replica(time.Now)

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"testing"
 	"time"
@@ -20,7 +19,7 @@ func newApp(t *testing.T) (*App, context.Context) {
 	rdb, prefix := redistest.Client(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := slog.New(slog.DiscardHandler)
 	s := store.New(rdb, store.Options{Prefix: prefix, Keep: 100})
 	f := store.NewFeed(s, 64, log)
 	go func() { _ = f.Run(ctx) }()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"testing"
 	"time"
@@ -141,7 +140,7 @@ func TestPresenceChangesArePublished(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s, _ := newStore(t, 10)
-	f := NewFeed(s, 64, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	f := NewFeed(s, 64, slog.New(slog.DiscardHandler))
 	go func() { _ = f.Run(ctx) }()
 	sub, err := f.Subscribe(ctx, "r 日")
 	if err != nil {

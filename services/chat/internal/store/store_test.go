@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"testing"
 	"time"
@@ -121,7 +120,7 @@ func TestFeedDeliversInOrder(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s, _ := newStore(t, 100)
-	f := NewFeed(s, 16, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	f := NewFeed(s, 16, slog.New(slog.DiscardHandler))
 	go func() { _ = f.Run(ctx) }()
 	sub, err := f.Subscribe(ctx, "room-a")
 	if err != nil {
