@@ -9,9 +9,6 @@ import (
 
 	adminv1 "github.com/vigil-dev/vigil/pkg/api/vigil/admin/v1"
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
-	"github.com/vigil-dev/vigil/pkg/redistest"
-	"github.com/vigil-dev/vigil/pkg/redisx"
-	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/server/servertest"
 )
 
@@ -19,10 +16,8 @@ import (
 // registers: a hold is found with its alarm at its expiry, a missing one is not found.
 func TestAdminLooksUpAReservationAndItsAlarm(t *testing.T) {
 	t.Parallel()
-	_, prefix := redistest.Universal(t)
-	url, cluster := redistest.Target(t) // a Redis Cluster when VIGIL_TEST_REDIS_CLUSTER is set
 	ctx := context.Background()
-	conn := servertest.Dial(t, start(t, Options{Core: server.Core{Redis: redisx.Config{URL: url, ClusterAddrs: cluster}, Prefix: prefix}}))
+	conn := servertest.Dial(t, start(t, Options{Core: testCore(t)}))
 
 	created, err := reservationsv1.NewReservationServiceClient(conn).CreateReservation(ctx,
 		&reservationsv1.CreateReservationRequest{ReservationId: "seat-1", TtlSeconds: 60})

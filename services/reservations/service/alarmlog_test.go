@@ -13,9 +13,6 @@ import (
 
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
 	"github.com/vigil-dev/vigil/pkg/clock/clocktest"
-	"github.com/vigil-dev/vigil/pkg/redistest"
-	"github.com/vigil-dev/vigil/pkg/redisx"
-	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 )
@@ -26,12 +23,12 @@ import (
 // state changed (done only) and the delay from the due time on the service's clock.
 func TestAlarmLogLines(t *testing.T) {
 	t.Parallel()
-	_, prefix := redistest.Universal(t)
-	url, cluster := redistest.Target(t)
 	t0 := time.UnixMilli(1_900_000_000_000)
 	clk := clocktest.New(t0)
 	var log servertest.LogBuffer
-	addr := start(t, Options{Core: server.Core{Redis: redisx.Config{URL: url, ClusterAddrs: cluster}, Prefix: prefix, Now: clk.Now}, AlarmLog: &log})
+	core := testCore(t)
+	core.Now = clk.Now
+	addr := start(t, Options{Core: core, AlarmLog: &log})
 	rs := client(t, addr)
 	ctx := context.Background()
 	if _, err := rs.CreateReservation(ctx, &reservationsv1.CreateReservationRequest{ReservationId: "seat-12a", TtlSeconds: 5}); err != nil {
@@ -77,9 +74,7 @@ func TestAlarmLogLines(t *testing.T) {
 // sentence, never Unavailable, and nothing stored.
 func TestReplayRefusesUnsafeTimes(t *testing.T) {
 	t.Parallel()
-	_, prefix := redistest.Universal(t)
-	url, cluster := redistest.Target(t)
-	rs := client(t, start(t, Options{Core: server.Core{Redis: redisx.Config{URL: url, ClusterAddrs: cluster}, Prefix: prefix}, Replay: true}))
+	rs := client(t, start(t, Options{Core: testCore(t), Replay: true}))
 	ctx := context.Background()
 	if _, err := rs.CreateReservation(ctx, &reservationsv1.CreateReservationRequest{ReservationId: "seat-1", TtlSeconds: 5}); err != nil {
 		t.Fatal(err)
@@ -110,10 +105,10 @@ func TestReplayRefusesUnsafeTimes(t *testing.T) {
 // alarm and gRPC metrics land there, so two services in one process never collide.
 func TestMetricsOnTheRegistererGiven(t *testing.T) {
 	t.Parallel()
-	_, prefix := redistest.Universal(t)
-	url, cluster := redistest.Target(t)
 	reg := prometheus.NewRegistry()
-	rs := client(t, start(t, Options{Core: server.Core{Redis: redisx.Config{URL: url, ClusterAddrs: cluster}, Prefix: prefix, Registerer: reg}}))
+	core := testCore(t)
+	core.Registerer = reg
+	rs := client(t, start(t, Options{Core: core}))
 	if _, err := rs.CreateReservation(context.Background(), &reservationsv1.CreateReservationRequest{ReservationId: "seat-1", TtlSeconds: 5}); err != nil {
 		t.Fatal(err)
 	}

@@ -130,17 +130,15 @@ func TestKilledReplicaExpiresEachHoldOnce(t *testing.T) {
 	t.Parallel()
 	const holds = 10_000
 	const holdTTL = 15 // seconds
-	_, prefix := redistest.Universal(t)
-	url, cluster := redistest.Target(t) // a Redis Cluster when VIGIL_TEST_REDIS_CLUSTER is set
-	cfg := redisx.Config{URL: url, ClusterAddrs: cluster}
+	core := testCore(t)
 	addr := servertest.FreeAddr(t)
 
 	// Replica A: a child process with a short lease, so its unfinished claims come back soon.
 	a := &firings{first: make(chan struct{}), hung: make(chan struct{}), ready: make(chan struct{})}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=1", "CHILD_ADDR="+addr, "CHILD_REDIS="+cfg.URL,
-		"CHILD_REDIS_CLUSTER="+strings.Join(cfg.ClusterAddrs, ","),
-		"CHILD_PREFIX="+prefix, "CHILD_LEASE=1s")
+	cmd.Env = append(os.Environ(), childEnv+"=1", "CHILD_ADDR="+addr, "CHILD_REDIS="+core.Redis.URL,
+		"CHILD_REDIS_CLUSTER="+strings.Join(core.Redis.ClusterAddrs, ","),
+		"CHILD_PREFIX="+core.Prefix, "CHILD_LEASE=1s")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -207,7 +205,7 @@ func TestKilledReplicaExpiresEachHoldOnce(t *testing.T) {
 
 	// Replica B finishes the work, retrying what A had claimed once A's leases run out.
 	b := &firings{first: make(chan struct{}), hung: make(chan struct{}), ready: make(chan struct{})}
-	bclient := client(t, start(t, Options{Core: server.Core{Redis: cfg, Prefix: prefix}, AlarmLog: b}))
+	bclient := client(t, start(t, Options{Core: core, AlarmLog: b}))
 
 	i := 0
 	wait.Within(t, 5*time.Minute, "every hold to expire", func() error {

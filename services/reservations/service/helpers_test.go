@@ -8,6 +8,8 @@ import (
 
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
 	"github.com/vigil-dev/vigil/pkg/prom/promtest"
+	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/server/servertest"
 )
@@ -20,6 +22,15 @@ func start(t *testing.T, o Options) string {
 		o.AlarmLog = io.Discard
 	}
 	return servertest.StartService(t, "reservations", New, o).Addr
+}
+
+// testCore is a Core on the test Redis (a Redis Cluster when VIGIL_TEST_REDIS_CLUSTER is set)
+// under a key prefix of the test's own, whose keys are deleted when the test ends.
+func testCore(t *testing.T) server.Core {
+	t.Helper()
+	_, prefix := redistest.Universal(t)
+	url, cluster := redistest.Target(t)
+	return server.Core{Redis: redisx.Config{URL: url, ClusterAddrs: cluster}, Prefix: prefix}
 }
 
 // client is a client of the service at addr, closed when the test ends.
