@@ -269,12 +269,7 @@ func TestBrokenSessionLeavesQueuesAndKeepsHolds(t *testing.T) {
 		s.start(t, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Acquire{Acquire: &locksv1.AcquireRequest{Resource: "gate", Owner: o, WaitMs: ms(60000)}}})
 	}
 	wait.Until(t, "both session waiters queued", func() bool { return e.queueLen(t, "gate") == 2 })
-	stays := make(chan *locksv1.AcquireResponse, 1)
-	go func() {
-		res, _ := e.locks.Acquire(context.Background(), &locksv1.AcquireRequest{Resource: "gate", Owner: "unary-waiter", WaitMs: ms(60000)})
-		stays <- res
-	}()
-	wait.Until(t, "the unary waiter queued behind them", func() bool { return e.queueLen(t, "gate") == 3 })
+	stays := e.enqueue(t, &locksv1.AcquireRequest{Resource: "gate", Owner: "unary-waiter", WaitMs: ms(60000)}, 3)
 
 	s.cancel() // the client goes away
 	if err := <-s.ended; status.Code(err) != codes.Canceled {

@@ -97,12 +97,7 @@ func TestCancelledWaiterLeaves(t *testing.T) {
 		gone <- err
 	}()
 	wait.Until(t, "quitter queued", func() bool { return e.queueLen(t, "door") == 1 })
-	stays := make(chan *locksv1.AcquireResponse, 1)
-	go func() {
-		res, _ := e.locks.Acquire(context.Background(), &locksv1.AcquireRequest{Resource: "door", Owner: "stayer", WaitMs: ms(30000)})
-		stays <- res
-	}()
-	wait.Until(t, "stayer queued", func() bool { return e.queueLen(t, "door") == 2 })
+	stays := e.enqueue(t, &locksv1.AcquireRequest{Resource: "door", Owner: "stayer", WaitMs: ms(30000)}, 2)
 
 	cancel()
 	if err := <-gone; status.Code(err) != codes.Canceled && !errors.Is(err, context.Canceled) {
@@ -186,10 +181,7 @@ func TestWaitingCallsAreBounded(t *testing.T) {
 	t.Parallel()
 	e := startLocks(t, func(o *service.Options) { o.MaxWaiting = 1 })
 	acquire(t, e.locks, "bounded", "holder", 30000, 0)
-	go func() {
-		_, _ = e.locks.Acquire(context.Background(), &locksv1.AcquireRequest{Resource: "bounded", Owner: "first", WaitMs: ms(20000)})
-	}()
-	wait.Until(t, "first waiter queued", func() bool { return e.queueLen(t, "bounded") == 1 })
+	e.enqueue(t, &locksv1.AcquireRequest{Resource: "bounded", Owner: "first", WaitMs: ms(20000)}, 1)
 
 	_, err := e.locks.Acquire(context.Background(), &locksv1.AcquireRequest{Resource: "bounded", Owner: "second", WaitMs: ms(20000)})
 	if status.Code(err) != codes.ResourceExhausted {
@@ -206,4 +198,17 @@ func TestWaitingCallsAreBounded(t *testing.T) {
 		g, err := e.locks.Get(context.Background(), &locksv1.GetRequest{Resource: "bounded"})
 		return err == nil && g.GetOwner() == "first"
 	})
+}
+
+// enqueue sends req, a waiting Acquire, in the background and returns once resource's queue
+// holds n waiters; the answer (nil when the call failed) comes on the channel.
+func (e *env) enqueue(t *testing.T, req *locksv1.AcquireRequest, n int64) <-chan *locksv1.AcquireResponse {
+	t.Helper()
+	got := make(chan *locksv1.AcquireResponse, 1)
+	go func() {
+		res, _ := e.locks.Acquire(context.Background(), req)
+		got <- res
+	}()
+	wait.Until(t, req.GetOwner()+" queued", func() bool { return e.queueLen(t, req.GetResource()) == n })
+	return got
 }
