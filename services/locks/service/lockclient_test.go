@@ -213,3 +213,28 @@ func TestLockClientUnaryCalls(t *testing.T) {
 		t.Errorf("second Release = %v, %v; want not released", r, err)
 	}
 }
+
+// lockclient fences what it sends: a Mutex whose hold was replaced by a later hold of the same
+// owner (taken here by a raw call) finds ErrNotHeld on Unlock and leaves that hold alone.
+func TestLockClientUnlockIsFenced(t *testing.T) {
+	t.Parallel()
+	e, c := startClient(t)
+	ctx := context.Background()
+	m := c.Mutex("press", lockclient.MutexOptions{Owner: "worker"})
+	if err := m.TryLock(ctx); err != nil {
+		t.Fatalf("TryLock = %v", err)
+	}
+	old := m.FencingToken()
+	// The owner's hold is given back and taken again behind the Mutex's back.
+	if !release(t, e.locks, "press", "worker") {
+		t.Fatal("raw Release(press, worker) = false")
+	}
+	later := acquire(t, e.locks, "press", "worker", 30000, 0)
+	if err := m.Unlock(ctx); !errors.Is(err, lockclient.ErrNotHeld) {
+		t.Errorf("Unlock of hold %d after the owner's hold %d was taken = %v, want ErrNotHeld", old, later.GetFencingToken(), err)
+	}
+	g, err := e.locks.Get(ctx, &locksv1.GetRequest{Resource: "press"})
+	if err != nil || !g.GetHeld() || g.GetFencingToken() != later.GetFencingToken() {
+		t.Errorf("Get(press) = %v, %v; want the later hold %d still held", g, err, later.GetFencingToken())
+	}
+}
