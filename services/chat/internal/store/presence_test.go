@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -137,11 +136,7 @@ func TestPresenceLeasesAndHolders(t *testing.T) {
 // once, at consecutive versions, with the member's fields.
 func TestPresenceChangesArePublished(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	s, _ := newStore(t, 10)
-	f := NewFeed(s, 64, slog.New(slog.DiscardHandler))
-	go func() { _ = f.Run(ctx) }()
+	ctx, s, f := runFeed(t, 10, 64)
 	sub, err := f.Subscribe(ctx, "r 日")
 	if err != nil {
 		t.Fatal(err)

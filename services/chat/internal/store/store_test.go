@@ -22,6 +22,18 @@ func newStore(t *testing.T, keep int) (*Store, redis.UniversalClient) {
 	return New(rdb, Options{Prefix: prefix, Keep: keep}), rdb
 }
 
+// runFeed runs a feed of a new store (newStore, keeping keep messages a room) with buffer
+// messages a subscriber until the test ends; ctx ends then too.
+func runFeed(t *testing.T, keep, buffer int) (context.Context, *Store, *Feed) {
+	t.Helper()
+	s, _ := newStore(t, keep)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	f := NewFeed(s, buffer, slog.New(slog.DiscardHandler))
+	go func() { _ = f.Run(ctx) }()
+	return ctx, s, f
+}
+
 func post(room string, i int) domain.Post {
 	return domain.Post{Room: room, UserID: "u1", User: "Ann", Body: fmt.Sprintf("m%d", i)}
 }
@@ -117,11 +129,7 @@ func TestCodecRoundTrip(t *testing.T) {
 
 func TestFeedDeliversInOrder(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	s, _ := newStore(t, 100)
-	f := NewFeed(s, 16, slog.New(slog.DiscardHandler))
-	go func() { _ = f.Run(ctx) }()
+	ctx, s, f := runFeed(t, 100, 16)
 	sub, err := f.Subscribe(ctx, "room-a")
 	if err != nil {
 		t.Fatalf("Subscribe = %v", err)
