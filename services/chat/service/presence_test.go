@@ -129,8 +129,7 @@ func expectChange(t *testing.T, s *pstream, want string) {
 // stream the client closes (CloseSend) exits the sessions it holds.
 func TestPresenceJoinsAndLeaves(t *testing.T) {
 	t.Parallel()
-	r := start(t, redistest.Prefix(t), Options{})
-	c := client(t, r.Addr)
+	c := replicaClient(t, Options{})
 	obs, h, _ := attach(t, c, "lobby 1", true)
 	if p := h.GetPresence(); p == nil || p.GetVersion() != 0 || len(p.GetMembers()) != 0 {
 		t.Fatalf("History.presence of an empty room = %v, want none at v0", p)
@@ -177,8 +176,7 @@ func TestPresenceJoinsAndLeaves(t *testing.T) {
 // nothing; the stream stays open. A bad room name is INVALID_ARGUMENT.
 func TestPresenceBadInput(t *testing.T) {
 	t.Parallel()
-	r := start(t, redistest.Prefix(t), Options{})
-	c := client(t, r.Addr)
+	c := replicaClient(t, Options{})
 	gw, _, _ := attach(t, c, "r", true)
 	for _, tc := range []struct{ id, user, name, want string }{
 		{"", "u1", "Ann", "sessionId must be 1 to 128 characters of letters, digits, '_', '.', ':' or '-'."},
@@ -298,8 +296,7 @@ func TestPresenceKilledGatewayLeavesAtLeaseEnd(t *testing.T) {
 func TestPresenceRenewalKeepsSessions(t *testing.T) {
 	t.Parallel()
 	const lease = 600 * time.Millisecond
-	r := start(t, redistest.Prefix(t), Options{PresenceLease: lease})
-	c := client(t, r.Addr)
+	c := replicaClient(t, Options{PresenceLease: lease})
 	gw, _, _ := attach(t, c, "r", false)
 	enterOn(t, gw, "g.1", "u1", "Ann")
 	until := time.Now().Add(5 * lease)
@@ -318,8 +315,7 @@ func TestPresenceRenewalKeepsSessions(t *testing.T) {
 // nothing else.
 func TestConnectPing(t *testing.T) {
 	t.Parallel()
-	r := start(t, redistest.Prefix(t), Options{})
-	s, _, _ := attach(t, client(t, r.Addr), "r", false)
+	s, _, _ := attach(t, replicaClient(t, Options{}), "r", false)
 	for _, n := range []int64{1, 2, -7} {
 		if err := s.Send(&chatv1.ConnectRequest{Kind: &chatv1.ConnectRequest_Ping{Ping: n}}); err != nil {
 			t.Fatal(err)
@@ -335,8 +331,7 @@ func TestConnectPing(t *testing.T) {
 func TestPresenceRenewalKeepsLargeRooms(t *testing.T) {
 	t.Parallel()
 	const lease = 3 * time.Second
-	r := start(t, redistest.Prefix(t), Options{PresenceLease: lease})
-	c := client(t, r.Addr)
+	c := replicaClient(t, Options{PresenceLease: lease})
 	gw, _, _ := attach(t, c, "big", false)
 	n := 2*app.RenewBatch + 1
 	for i := range n {

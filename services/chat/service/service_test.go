@@ -39,6 +39,12 @@ func client(t *testing.T, addr string) chatv1.ChatServiceClient {
 	return chatv1.NewChatServiceClient(servertest.Dial(t, addr))
 }
 
+// replicaClient is a client of a new replica (start) on a key prefix of the test's own.
+func replicaClient(t *testing.T, o Options) chatv1.ChatServiceClient {
+	t.Helper()
+	return client(t, start(t, redistest.Prefix(t), o).Addr)
+}
+
 // Every metric family the service documents (docs/OPERATIONS.md) is registered on the
 // Registerer it is given, none on the process's default registry only.
 func TestEveryMetricOnTheGivenRegisterer(t *testing.T) {
@@ -109,8 +115,7 @@ func postOn(t *testing.T, s chatv1.ChatService_ConnectClient, ref, body string) 
 
 func TestConnectPostsAndHistory(t *testing.T) {
 	t.Parallel()
-	r := start(t, redistest.Prefix(t), Options{})
-	c := client(t, r.Addr)
+	c := replicaClient(t, Options{})
 	s, h := connect(t, c, "room-a", nil)
 	if len(h.GetMessages()) != 0 || h.GetLastId() != 0 || h.GetJoinLimit() != 50 {
 		t.Fatalf("history of a new room = %v, want empty, last 0, join limit 50", h)
@@ -161,8 +166,7 @@ func TestConnectPostsAndHistory(t *testing.T) {
 
 func TestConnectRules(t *testing.T) {
 	t.Parallel()
-	r := start(t, redistest.Prefix(t), Options{})
-	c := client(t, r.Addr)
+	c := replicaClient(t, Options{})
 	ctx := context.Background()
 	s, err := c.Connect(ctx)
 	if err != nil {
@@ -225,8 +229,7 @@ func TestConnectRules(t *testing.T) {
 
 func TestResumeSince(t *testing.T) {
 	t.Parallel()
-	r := start(t, redistest.Prefix(t), Options{HistoryKeep: 10, HistoryOnJoin: 3})
-	c := client(t, r.Addr)
+	c := replicaClient(t, Options{HistoryKeep: 10, HistoryOnJoin: 3})
 	ctx := context.Background()
 	for i := 1; i <= 12; i++ {
 		if _, err := c.PostMessage(ctx, &chatv1.PostMessageRequest{Room: "room-a", UserId: "u", Body: fmt.Sprint(i)}); err != nil {
