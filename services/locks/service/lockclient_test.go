@@ -62,16 +62,24 @@ func TestLockClientMutex(t *testing.T) {
 	}
 }
 
+// locked is c's Mutex on resource, locked (Lock, waiting if need be); the test fails when it
+// cannot be.
+func locked(t *testing.T, c *lockclient.Client, resource string, o lockclient.MutexOptions) *lockclient.Mutex {
+	t.Helper()
+	m := c.Mutex(resource, o)
+	if err := m.Lock(context.Background()); err != nil {
+		t.Fatalf("Lock(%s) = %v", resource, err)
+	}
+	return m
+}
+
 func TestLockClientRenewsWhileHeld(t *testing.T) {
 	t.Parallel()
 	e, c := startClient(t)
 	ctx := context.Background()
 	// The lease is short enough to need renewal during the test and long enough (renewed every
 	// second) that a busy machine does not lose it.
-	m := c.Mutex("renewed", lockclient.MutexOptions{Owner: "keeper", TTL: 3 * time.Second})
-	if err := m.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	m := locked(t, c, "renewed", lockclient.MutexOptions{Owner: "keeper", TTL: 3 * time.Second})
 	defer m.Unlock(ctx)
 	first, err := e.locks.Get(ctx, &locksv1.GetRequest{Resource: "renewed"})
 	if err != nil {
@@ -96,10 +104,7 @@ func TestLockClientNoticesLoss(t *testing.T) {
 	t.Parallel()
 	e, c := startClient(t)
 	ctx := context.Background()
-	m := c.Mutex("taken", lockclient.MutexOptions{Owner: "victim", TTL: 300 * time.Millisecond})
-	if err := m.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	m := locked(t, c, "taken", lockclient.MutexOptions{Owner: "victim", TTL: 300 * time.Millisecond})
 	// Someone releases it under the owner's name and another owner takes it: the next renewal is
 	// refused and the mutex reports the loss.
 	if !release(t, e.locks, "taken", "victim") {
@@ -128,10 +133,7 @@ func TestLockClientCloseEndsItsSession(t *testing.T) {
 	t.Parallel()
 	e, c := startClient(t)
 	ctx := context.Background()
-	held := c.Mutex("closing-held", lockclient.MutexOptions{Owner: "closer"})
-	if err := held.Lock(ctx); err != nil {
-		t.Fatalf("Lock(closing-held) = %v", err)
-	}
+	locked(t, c, "closing-held", lockclient.MutexOptions{Owner: "closer"})
 	acquire(t, e.locks, "closing-busy", "someone", 30000, 0)
 	waiting := c.Mutex("closing-busy", lockclient.MutexOptions{Owner: "closer"})
 	locked := make(chan error, 1)
