@@ -27,12 +27,7 @@ func TestLostNoticeFoundAfterResubscribe(t *testing.T) {
 	rdb := redis.NewClient(opt)
 	defer rdb.Close()
 	s := testStore(t, rdb, prefix, Options{})
-	if err := s.Subscribe(ctx); err != nil {
-		t.Fatal(err)
-	}
-	lctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go func() { _ = s.Listen(lctx) }()
+	listen(t, s)
 
 	got, k := waitBehindHolder(t, ctx, s, shared, "mailbox")
 	// Redirect the waiter's notice to a channel nobody listens on.

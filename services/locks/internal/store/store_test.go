@@ -24,6 +24,17 @@ func newStore(t *testing.T) (*Store, *alarm.Queue, redis.UniversalClient, *clock
 	return s, s.q, rdb, clk
 }
 
+// listen subscribes s to its grant notices and runs its Listen until the test ends.
+func listen(t *testing.T, s *Store) {
+	t.Helper()
+	if err := s.Subscribe(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	go func() { _ = s.Listen(ctx) }()
+}
+
 // testStore is a store on rdb under prefix with o's settings, silent unless o names a logger.
 // Unless o names a queue, its alarms go to a new one: the locks' queue under prefix, 4 shards,
 // silent, reading o.Now (nil: the local clock).
@@ -171,12 +182,7 @@ func TestWaiterGrantedByExpiry(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, q, _, clk := newStore(t)
-	if err := s.Subscribe(ctx); err != nil {
-		t.Fatal(err)
-	}
-	lctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go func() { _ = s.Listen(lctx) }()
+	listen(t, s)
 
 	a, _ := s.Acquire(ctx, "gate", "alice", time.Second, 0)
 	got := make(chan struct {
