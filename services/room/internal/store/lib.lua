@@ -27,14 +27,19 @@ if type(ARGV[1]) ~= 'string' or type(ARGV[2]) ~= 'string' or not int(ARGV[3]) or
 end
 
 -- rearm sets the room's one alarm to the earlier of its inactivity deadline and its first
--- session lease end; returns 1 when that alarm is now its shard's head (wake the scheduler).
+-- session lease end; returns its due time (ms) when that alarm is now its shard's head, else 0:
+-- the caller wakes the scheduler only for a head due soon (a later one is found by the
+-- scheduler's capped sleep anyway). The scripts return it as their `head`.
 local function rearm()
   local due = tonumber(redis.call('HGET', KEYS[1], 'lastActivity')) + tonumber(ARGV[4])
   local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
   if first[2] and tonumber(first[2]) < due then
     due = tonumber(first[2])
   end
-  return alarm_set(KEYS[6], ARGV[1], string.format('%d', due))
+  if alarm_set(KEYS[6], ARGV[1], string.format('%d', due)) == 1 then
+    return due
+  end
+  return 0
 end
 
 -- ended returns the room's end reason, or nil while it is open.

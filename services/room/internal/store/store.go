@@ -80,14 +80,17 @@ type Store struct {
 	q       *alarm.Queue
 	prefix  string
 	idleTTL int64 // ms
-	init    *redisx.Script
-	join    *redisx.Script
-	leave   *redisx.Script
-	act     *redisx.Script
-	renew   *redisx.Script
-	sweep   *redisx.Script
-	end     *redisx.Script
-	finish  *redisx.Script
+	// wakeWithin (ms): a script that makes a room's alarm its shard's head wakes the shard's
+	// scheduler only when that alarm is due this soon.
+	wakeWithin int64
+	init       *redisx.Script
+	join       *redisx.Script
+	leave      *redisx.Script
+	act        *redisx.Script
+	renew      *redisx.Script
+	sweep      *redisx.Script
+	end        *redisx.Script
+	finish     *redisx.Script
 }
 
 // Options configure a Store. Every zero value has the default given in its comment.
@@ -99,6 +102,10 @@ type Options struct {
 	Prefix string
 	// IdleTTL: a room with no leader action for this long expires. Default 1h.
 	IdleTTL time.Duration
+	// WakeWithin: a script that makes a room's alarm its shard's earliest wakes the shard's
+	// scheduler only when the alarm is due within this time; a later one is found by the
+	// scheduler's capped sleep anyway. Set it to the queue's MaxSleep. Default 2s.
+	WakeWithin time.Duration
 }
 
 // New returns the store over rdb.
@@ -112,9 +119,12 @@ func New(rdb redis.UniversalClient, o Options) (*Store, error) {
 	if o.IdleTTL <= 0 {
 		o.IdleTTL = time.Hour
 	}
+	if o.WakeWithin <= 0 {
+		o.WakeWithin = 2 * time.Second
+	}
 	s := func(name, src string) *redisx.Script { return alarm.NewScript(name, libLua+src) }
 	return &Store{
-		rdb: rdb, q: o.Alarms, prefix: o.Prefix, idleTTL: o.IdleTTL.Milliseconds(),
+		rdb: rdb, q: o.Alarms, prefix: o.Prefix, idleTTL: o.IdleTTL.Milliseconds(), wakeWithin: o.WakeWithin.Milliseconds(),
 		init: s("init.lua", initLua), join: s("join.lua", joinLua), leave: s("leave.lua", leaveLua), act: s("act.lua", actLua),
 		renew: s("renew.lua", renewLua), sweep: s("sweep.lua", sweepLua), end: s("end.lua", endLua), finish: s("finish.lua", finishLua),
 	}, nil
@@ -126,8 +136,12 @@ func (s *Store) run(ctx context.Context, script *redisx.Script, code string, now
 	return script.Run(ctx, s.rdb, s.keys(code), args...)
 }
 
-func (s *Store) wakeIf(ctx context.Context, code string, head int64) {
-	if head == 1 {
+// wakeIf wakes the scheduler of code's shard when a script made the room's alarm the shard's
+// head (head is its due time in ms, 0 when it is not the head) due within wakeWithin of now.
+// Under churn every join and leave re-arms the alarm, nearly always to a lease end seconds
+// away: waking for those cost a publish and a claim of nothing per change.
+func (s *Store) wakeIf(ctx context.Context, code string, head int64, now time.Time) {
+	if head > 0 && head < now.UnixMilli()+s.wakeWithin {
 		s.q.Wake(ctx, s.q.ShardOf(code))
 	}
 }
@@ -135,14 +149,16 @@ func (s *Store) wakeIf(ctx context.Context, code string, head int64) {
 // Init creates a room's state from its Lobby entry unless it exists; ErrTombstoned when the
 // room was deleted.
 func (s *Store) Init(ctx context.Context, code string, seed Seed, now time.Time) error {
-	n, err := s.run(ctx, s.init, code, now, seed.LastActivity.UnixMilli(), seed.CreatedAt.UnixMilli(), seed.Title, seed.DurationMs).Int64()
+	res, err := s.run(ctx, s.init, code, now, seed.LastActivity.UnixMilli(), seed.CreatedAt.UnixMilli(), seed.Title, seed.DurationMs).Slice()
 	if err != nil {
 		return fmt.Errorf("init room: %w", err)
 	}
-	if n < 0 {
+	switch toInt(res[0]) {
+	case -1:
 		return ErrTombstoned
+	case 1:
+		s.wakeIf(ctx, code, toInt(res[1]), now)
 	}
-	s.wakeIf(ctx, code, n-1)
 	return nil
 }
 
@@ -161,7 +177,7 @@ func (s *Store) Join(ctx context.Context, code string, ss Session, now, leaseUnt
 	if toInt(res[0]) == -3 {
 		return Joined{}, ErrSessionTaken
 	}
-	s.wakeIf(ctx, code, toInt(res[1]))
+	s.wakeIf(ctx, code, toInt(res[1]), now)
 	ch := Change{Seq: toInt(res[2]), ViewersDelta: int32(toInt(res[3])), LeadersDelta: int32(toInt(res[4]))}
 	f, _ := res[5].([]any)
 	if len(f) != 14 || len(res) != 11 {
@@ -205,7 +221,7 @@ func (s *Store) Leave(ctx context.Context, code, id, attachment string, now time
 	if toInt(res[0]) == 0 {
 		return Change{}, nil
 	}
-	s.wakeIf(ctx, code, toInt(res[1]))
+	s.wakeIf(ctx, code, toInt(res[1]), now)
 	return Change{Seq: toInt(res[2]), ViewersDelta: int32(toInt(res[3])), LeadersDelta: int32(toInt(res[4]))}, nil
 }
 
@@ -231,7 +247,7 @@ func (s *Store) Act(ctx context.Context, code string, a Action, now time.Time) (
 	case 2:
 		return false, nil
 	}
-	s.wakeIf(ctx, code, toInt(res[1]))
+	s.wakeIf(ctx, code, toInt(res[1]), now)
 	return true, nil
 }
 
@@ -263,7 +279,7 @@ func (s *Store) RenewAll(ctx context.Context, renewals []Renewal, now, leaseUnti
 		if r.Err = status(res); r.Err != nil {
 			continue
 		}
-		s.wakeIf(ctx, r.Code, toInt(res[1]))
+		s.wakeIf(ctx, r.Code, toInt(res[1]), now)
 		raw, _ := res[2].([]any)
 		for _, m := range raw {
 			r.Missing = append(r.Missing, toStr(m))
@@ -287,7 +303,7 @@ func (s *Store) Sweep(ctx context.Context, code string, now time.Time) (SweepOut
 	case 3:
 		return Ending, domain.ReasonExpired, Change{Seq: toInt(res[1]), ViewersDelta: int32(toInt(res[2])), LeadersDelta: int32(toInt(res[3]))}, nil
 	}
-	s.wakeIf(ctx, code, toInt(res[1]))
+	s.wakeIf(ctx, code, toInt(res[1]), now)
 	return Active, "", Change{Seq: toInt(res[2]), ViewersDelta: int32(toInt(res[3])), LeadersDelta: int32(toInt(res[4]))}, nil
 }
 
