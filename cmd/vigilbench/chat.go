@@ -332,8 +332,32 @@ func runChatRate(t *benchTable, senders, all []*client, rate int, warm, dur time
 			}
 		})
 	})
-	time.Sleep(warm) // a benchmark's warm-up, not a test's wait
+	got, perDelivery, elapsed := measure(all, warm, dur, memURL)
+	var fromStore []time.Duration
 	for _, c := range all {
+		c.mu.Lock()
+		fromStore = append(fromStore, c.fromStore...)
+		c.mu.Unlock()
+	}
+	slices.Sort(fromStore)
+	close(stop)
+	wg.Wait()
+	q, closed := got.summary(all)
+	storeP50 := time.Duration(0)
+	if len(fromStore) > 0 {
+		storeP50 = fromStore[len(fromStore)/2].Round(time.Millisecond)
+	}
+	t.row(strconv.Itoa(rate)+" msg/s", float64(rate), float64(got.n)/elapsed.Seconds(), ms(q(0.50)), ms(q(0.99)), ms(q(1)),
+		ms(storeP50), float64(perDelivery), float64(closed))
+	// Let the room drain before the next rate.
+	time.Sleep(2 * time.Second)
+}
+
+// measure waits warm (the senders' warm-up), then records what clients receive for dur. It
+// returns what they received, the server's CPU per delivery meanwhile, and how long it recorded.
+func measure(clients []*client, warm, dur time.Duration, memURL string) (got delivered, perDelivery, elapsed time.Duration) {
+	time.Sleep(warm) // a benchmark's warm-up, not a test's wait
+	for _, c := range clients {
 		c.mu.Lock()
 		c.lat = c.lat[:0]
 		c.fromStore = c.fromStore[:0]
@@ -345,26 +369,12 @@ func runChatRate(t *benchTable, senders, all []*client, rate int, warm, dur time
 	start := time.Now()
 	time.Sleep(dur)
 	cpu1, _ := readMem(memURL + "?gc=0")
-	got := gather(all)
-	var fromStore []time.Duration
-	for _, c := range all {
-		c.mu.Lock()
-		fromStore = append(fromStore, c.fromStore...)
-		c.mu.Unlock()
+	got = gather(clients)
+	elapsed = time.Since(start)
+	if got.n > 0 {
+		perDelivery = time.Duration((cpu1.CPUNanos - cpu0.CPUNanos) / uint64(got.n))
 	}
-	slices.Sort(fromStore)
-	elapsed := time.Since(start)
-	close(stop)
-	wg.Wait()
-	q, perDelivery, closed := got.summary(cpu0, cpu1, all)
-	storeP50 := time.Duration(0)
-	if len(fromStore) > 0 {
-		storeP50 = fromStore[len(fromStore)/2].Round(time.Millisecond)
-	}
-	t.row(strconv.Itoa(rate)+" msg/s", float64(rate), float64(got.n)/elapsed.Seconds(), ms(q(0.50)), ms(q(0.99)), ms(q(1)),
-		ms(storeP50), float64(perDelivery), float64(closed))
-	// Let the room drain before the next rate.
-	time.Sleep(2 * time.Second)
+	return got, perDelivery, elapsed
 }
 
 // delivered is what the sockets of a room received while recording, during one measured rate.
@@ -387,24 +397,21 @@ func gather(clients []*client) delivered {
 	return d
 }
 
-// summary is the latency quantile function of d, the server's CPU per delivery between two
-// readings, and how many of clients were closed as slow consumers.
-func (d delivered) summary(cpu0, cpu1 memStats, clients []*client) (q func(p float64) time.Duration, perDelivery time.Duration, closed int) {
+// summary is the latency quantile function of d and how many of clients were closed as slow
+// consumers.
+func (d delivered) summary(clients []*client) (q func(p float64) time.Duration, closed int) {
 	q = func(p float64) time.Duration {
 		if len(d.lat) == 0 {
 			return 0
 		}
 		return d.lat[min(len(d.lat)-1, int(p*float64(len(d.lat))))].Round(10 * time.Microsecond)
 	}
-	if d.n > 0 {
-		perDelivery = time.Duration((cpu1.CPUNanos - cpu0.CPUNanos) / uint64(d.n))
-	}
 	for _, c := range clients {
 		if c.closed.Load() {
 			closed++
 		}
 	}
-	return q, perDelivery, closed
+	return q, closed
 }
 
 // atRate calls f(0), f(1), ... rate times a second until stop closes or ctx ends.

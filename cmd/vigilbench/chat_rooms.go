@@ -137,35 +137,15 @@ func runLeader(t *benchTable, leader *client, viewers []*client, sent *sendTimes
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(time.Second / time.Duration(rate))
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				i := sent.add(time.Now())
-				_ = leader.write(opText, []byte(`{"type":"sync","playing":true,"positionMs":`+strconv.Itoa(i)+`}`))
-			}
-		}
+		atRate(context.Background(), rate, stop, func(int) {
+			i := sent.add(time.Now())
+			_ = leader.write(opText, []byte(`{"type":"sync","playing":true,"positionMs":`+strconv.Itoa(i)+`}`))
+		})
 	}()
-	time.Sleep(warm) // a benchmark's warm-up, not a test's wait
-	for _, c := range viewers {
-		c.mu.Lock()
-		c.lat = c.lat[:0]
-		c.mu.Unlock()
-		c.delivered.Store(0)
-		c.record.Store(true)
-	}
-	cpu0, _ := readMem(memURL + "?gc=0")
-	start := time.Now()
-	time.Sleep(dur)
-	cpu1, _ := readMem(memURL + "?gc=0")
-	got := gather(viewers)
-	elapsed := time.Since(start)
+	got, perDelivery, elapsed := measure(viewers, warm, dur, memURL)
 	close(stop)
 	<-done
-	q, perDelivery, closed := got.summary(cpu0, cpu1, viewers)
+	q, closed := got.summary(viewers)
 	t.row(strconv.Itoa(rate)+" frames/s", float64(rate), float64(got.n)/elapsed.Seconds(), ms(q(0.50)), ms(q(0.99)), ms(q(1)),
 		float64(perDelivery), float64(closed))
 	time.Sleep(2 * time.Second) // let the room drain before the next rate

@@ -4,39 +4,28 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 )
-
-// freeAddr is a loopback address nothing listens on (chat-server takes fixed addresses, as
-// the client process must know them).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lis.Close()
-	return lis.Addr().String()
-}
 
 // TestChatAndRoomsAgainstARunningChatServer runs the two-process design in one test: a
 // chat-server on a real Redis (services and gateway), then chat and rooms as its clients. Every
 // socket receives the messages (none closed as a slow consumer) and the idle memory is read
 // from the server's /mem. Nothing here judges speed.
 func TestChatAndRoomsAgainstARunningChatServer(t *testing.T) {
-	gw, stats := freeAddr(t), freeAddr(t)
+	// chat-server takes fixed addresses, as the client processes must know them.
+	gw, stats := servertest.FreeAddr(t), servertest.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
 		served <- runHarness(ctx, "chat-server", benchmarks["chat-server"], []string{
 			"-redis", redistest.URL(t), "-addr", gw, "-stats", stats,
-			"-chat", freeAddr(t), "-lobby", freeAddr(t), "-room", freeAddr(t),
+			"-chat", servertest.FreeAddr(t), "-lobby", servertest.FreeAddr(t), "-room", servertest.FreeAddr(t),
 		}, io.Discard)
 	}()
 	t.Cleanup(func() {

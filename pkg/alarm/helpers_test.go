@@ -107,6 +107,17 @@ func (r *recorder) handler() Handler {
 	})
 }
 
+// none fails the test if a firing is waiting: call it once the alarms that were due are
+// acknowledged, so any firing still queued is one too many.
+func (r *recorder) none(t *testing.T, what string) {
+	t.Helper()
+	select {
+	case f := <-r.ch:
+		t.Fatalf("%s: %+v", what, f)
+	default:
+	}
+}
+
 // next waits for the next firing (at most wait.Deadline: only a broken queue takes that long).
 func (r *recorder) next(t *testing.T) fired {
 	t.Helper()
