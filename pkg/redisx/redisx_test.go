@@ -2,13 +2,18 @@ package redisx_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/usererr"
 )
+
+// TestMain stops the shared Redis (or Redis Cluster) the tests started.
+func TestMain(m *testing.M) { redistest.Main(m) }
 
 // TestPipelinedResendsOnlyNoScript queues a loaded script and one Redis has never seen: the
 // loaded one must run once (on a cluster, the rest of a pipeline has already run on other nodes
@@ -65,5 +70,30 @@ func TestPipelinedSurvivesAFlushAfterItsLoad(t *testing.T) {
 	}
 	if v := rdb.Get(ctx, key).Val(); v != "10" {
 		t.Fatalf("%s = %s, want 10: the script ran %s times", key, v, v)
+	}
+}
+
+func TestArgErrTurnsAGuardRefusalIntoInvalid(t *testing.T) {
+	rdb, _ := redistest.Client(t)
+	guard := redisx.NewScript("guard.lua", "if tonumber(ARGV[1]) == nil then return redis.error_reply('ERR guard.lua: want a number') end\nreturn 1")
+	err := guard.Run(context.Background(), rdb, []string{"k"}, "x").Err()
+	if !redisx.Refused(err) {
+		t.Fatalf("Refused(%v) = false, want true", err)
+	}
+	if got := redisx.ArgErr(err); !errors.Is(got, usererr.ErrInvalid) {
+		t.Errorf("ArgErr(%v) = %v, want ErrInvalid", err, got)
+	}
+	other := redisx.NewScript("boom.lua", "return redis.error_reply('ERR something else')")
+	err = other.Run(context.Background(), rdb, []string{"k"}).Err()
+	if redisx.Refused(err) || errors.Is(redisx.ArgErr(err), usererr.ErrInvalid) {
+		t.Errorf("a non-guard error %v was taken for a refusal", err)
+	}
+}
+
+func TestServerCPUReadsInfo(t *testing.T) {
+	rdb, _ := redistest.Client(t)
+	cpu, err := redisx.ServerCPU(context.Background(), rdb)
+	if err != nil || cpu <= 0 {
+		t.Fatalf("ServerCPU = %v, %v; want a positive time", cpu, err)
 	}
 }
