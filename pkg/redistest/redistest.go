@@ -260,3 +260,14 @@ func dockerAvailable() bool {
 	defer p.Close()
 	return p.Health(context.Background()) == nil
 }
+
+// Time is rdb's TIME: the shared clock the services discipline theirs to. It fails the test
+// when Redis does not answer.
+func Time(t testing.TB, rdb redis.Cmdable) time.Time {
+	t.Helper()
+	now, err := rdb.Time(context.Background()).Result()
+	if err != nil {
+		t.Fatalf("Redis TIME: %v", err)
+	}
+	return now
+}

@@ -54,10 +54,7 @@ func TestCoreDisciplinesNowOnlyWhenAsked(t *testing.T) {
 			continue
 		}
 		before := c.Now()
-		shared, err := rdb.Time(context.Background()).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
+		shared := redistest.Time(t, rdb)
 		after := c.Now()
 		slack := c.clock.Status().Error + time.Microsecond
 		if c.clock == nil || shared.Before(before.Add(-slack)) || shared.After(after.Add(slack)) {
