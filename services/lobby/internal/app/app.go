@@ -218,7 +218,8 @@ type PageRequest struct {
 
 // Page is one page of the lobby.
 type Page struct {
-	Rooms []domain.Room
+	// Rooms are the index's own (immutable: read them, never change them), not copies.
+	Rooms []*domain.Room
 	// Next is the next page's token; "" on the last page.
 	Next string
 	// Version is the lobby's version the page reflects.
@@ -262,13 +263,9 @@ func (a *App) ListPage(ctx context.Context, req PageRequest) (Page, error) {
 		return Page{}, err
 	}
 	found, more := list.Page(after, int(size), index.Query{Match: q, Joinable: req.Joinable})
-	out := make([]domain.Room, len(found))
-	for i, r := range found {
-		out[i] = *r
-	}
-	page := Page{Rooms: out, Version: version}
+	page := Page{Rooms: found, Version: version}
 	if more {
-		last := out[len(out)-1]
+		last := found[len(found)-1]
 		page.Next = domain.EncodePageToken(key, domain.Position{LastActivity: last.LastActivity, Code: last.Code}, filter, a.now().Add(domain.PageTokenTTL))
 	}
 	return page, nil

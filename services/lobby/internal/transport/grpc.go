@@ -131,11 +131,11 @@ func (s *Server) toStatus(ctx context.Context, err error) error {
 
 func toProto(r domain.Room) *lobbyv1.Room {
 	p, v := &lobbyv1.Room{}, &lobbyv1.Video{}
-	fill(p, v, r)
+	fill(p, v, &r)
 	return p
 }
 
-func fill(p *lobbyv1.Room, v *lobbyv1.Video, r domain.Room) {
+func fill(p *lobbyv1.Room, v *lobbyv1.Video, r *domain.Room) {
 	v.Title, v.DurationMs = r.Video.Title, r.Video.DurationMs
 	p.Code, p.Name, p.Video = r.Code, r.Name, v
 	p.Viewers, p.LeaderPresent = r.Viewers, r.LeaderPresent
