@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/vigil-dev/vigil/pkg/alarmadmin"
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
@@ -27,19 +27,14 @@ func adminBackend(t *testing.T, ns string) (*alarm.Queue, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := grpc.NewServer()
-	alarmadmin.Register(s, q, func(_ context.Context, id string) (proto.Message, error) {
-		if id == "seat-1" {
-			return &reservationsv1.Reservation{ReservationId: id, Status: "held"}, nil
-		}
-		return nil, nil
-	}, testLogger(t))
-	go func() { _ = s.Serve(lis) }()
-	t.Cleanup(s.Stop)
+	addr := servertest.ServeGRPC(t, func(s *grpc.Server) {
+		alarmadmin.Register(s, q, func(_ context.Context, id string) (proto.Message, error) {
+			if id == "seat-1" {
+				return &reservationsv1.Reservation{ReservationId: id, Status: "held"}, nil
+			}
+			return nil, nil
+		}, testLogger(t))
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -47,20 +42,13 @@ func adminBackend(t *testing.T, ns string) (*alarm.Queue, string) {
 		_ = q.Run(ctx, alarm.HandlerFunc(func(context.Context, alarm.Firing) error { return errors.New("card declined") }))
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	return q, lis.Addr().String()
+	return q, addr
 }
 
 // bareBackend is a gRPC server without the admin service, like a domain that keeps no alarms.
 func bareBackend(t *testing.T) string {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := grpc.NewServer()
-	go func() { _ = s.Serve(lis) }()
-	t.Cleanup(s.Stop)
-	return lis.Addr().String()
+	return servertest.ServeGRPC(t, func(*grpc.Server) {})
 }
 
 func TestAdminRoutes(t *testing.T) {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -49,15 +48,8 @@ func startStack(t *testing.T) (flags []string, prefix, url string, roomQueue *al
 	if err != nil {
 		t.Fatal(err)
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := grpc.NewServer()
-	alarmadmin.Register(s, q, nil, quiet)
-	go func() { _ = s.Serve(lis) }()
-	t.Cleanup(s.Stop)
-	flags = []string{"--reservations-addr", res, "--locks-addr", lk, "--lobby-addr", lb, "--room-addr", lis.Addr().String()}
+	room := servertest.ServeGRPC(t, func(s *grpc.Server) { alarmadmin.Register(s, q, nil, quiet) })
+	flags = []string{"--reservations-addr", res, "--locks-addr", lk, "--lobby-addr", lb, "--room-addr", room}
 	return flags, prefix, url, q
 }
 

@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -19,6 +17,7 @@ import (
 	adminv1 "github.com/vigil-dev/vigil/pkg/api/vigil/admin/v1"
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
@@ -43,20 +42,8 @@ func setup(t *testing.T, o alarm.Options, known map[string]proto.Message) (*alar
 		}
 		return known[id], nil
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := grpc.NewServer()
-	Register(s, q, lookup, nil)
-	go func() { _ = s.Serve(lis) }()
-	t.Cleanup(s.Stop)
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return q, adminv1.NewAlarmAdminServiceClient(conn)
+	addr := servertest.ServeGRPC(t, func(s *grpc.Server) { Register(s, q, lookup, nil) })
+	return q, adminv1.NewAlarmAdminServiceClient(servertest.Dial(t, addr))
 }
 
 func wantCode(t *testing.T, call string, err error, want codes.Code) {

@@ -2,7 +2,6 @@ package lockclient
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	locksv1 "github.com/vigil-dev/vigil/pkg/api/vigil/locks/v1"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 )
 
 // silentLocks is a lock service that reads session requests and answers only when the test
@@ -44,16 +44,9 @@ func (s *silentLocks) Session(stream locksv1.LockService_SessionServer) error {
 
 func startSilent(t *testing.T) (*silentLocks, *Client) {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := &silentLocks{reqs: make(chan *locksv1.SessionRequest, 16), answers: make(chan *locksv1.SessionResponse)}
-	srv := grpc.NewServer()
-	locksv1.RegisterLockServiceServer(srv, s)
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	c, err := Dial(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	addr := servertest.ServeGRPC(t, func(srv *grpc.Server) { locksv1.RegisterLockServiceServer(srv, s) })
+	c, err := Dial(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,6 +52,22 @@ func Dial(t testing.TB, addr string) *grpc.ClientConn {
 	return conn
 }
 
+// ServeGRPC serves a bare gRPC server, with what register adds to it, on a free loopback port
+// until the test ends, and returns its address: a stand-in backend, or one piece of a
+// service served alone.
+func ServeGRPC(t testing.TB, register func(*grpc.Server)) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	register(s)
+	go func() { _ = s.Serve(lis) }()
+	t.Cleanup(s.Stop)
+	return lis.Addr().String()
+}
+
 // FreeAddr is a loopback address whose port was free when FreeAddr returned: where to tell a
 // process the test starts (a service's command) to listen.
 func FreeAddr(t testing.TB) string {
