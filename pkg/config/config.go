@@ -117,43 +117,37 @@ func String(fs *flag.FlagSet, name, key, def, usage string) *string {
 // Int defines an int flag whose default comes from env var key, else def. An env value that is
 // not a whole number is reported by Check.
 func Int(fs *flag.FlagSet, name, key string, def int, usage string) *int {
-	v := def
-	if s := os.Getenv(key); s != "" {
-		if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil {
-			v = n
-		} else {
-			badEnv(fs, name, key, s, "a whole number")
-		}
-	}
+	v := envDefault(fs, name, key, def, strconv.Atoi, "a whole number")
 	return fs.Int(name, v, fmt.Sprintf("%s (env %s)", usage, key))
 }
 
 // Bool defines a bool flag whose default comes from env var key, else def. An env value that is
 // not true or false (or 1, 0, t, f) is reported by Check.
 func Bool(fs *flag.FlagSet, name, key string, def bool, usage string) *bool {
-	v := def
-	if s := os.Getenv(key); s != "" {
-		if b, err := strconv.ParseBool(strings.TrimSpace(s)); err == nil {
-			v = b
-		} else {
-			badEnv(fs, name, key, s, "true or false")
-		}
-	}
+	v := envDefault(fs, name, key, def, strconv.ParseBool, "true or false")
 	return fs.Bool(name, v, fmt.Sprintf("%s (env %s)", usage, key))
 }
 
 // Duration defines a duration flag whose default comes from env var key, else def. An env value
 // that is not a Go duration is reported by Check.
 func Duration(fs *flag.FlagSet, name, key string, def time.Duration, usage string) *time.Duration {
-	v := def
-	if s := os.Getenv(key); s != "" {
-		if d, err := time.ParseDuration(strings.TrimSpace(s)); err == nil {
-			v = d
-		} else {
-			badEnv(fs, name, key, s, "a duration such as 500ms or 10s")
-		}
-	}
+	v := envDefault(fs, name, key, def, time.ParseDuration, "a duration such as 500ms or 10s")
 	return fs.Duration(name, v, fmt.Sprintf("%s (env %s)", usage, key))
+}
+
+// envDefault is flag name's default: env var key read with parse when set, else def. A value
+// parse refuses is recorded for Check, saying the flag wants want, and def stays.
+func envDefault[T any](fs *flag.FlagSet, name, key string, def T, parse func(string) (T, error), want string) T {
+	s := os.Getenv(key)
+	if s == "" {
+		return def
+	}
+	v, err := parse(strings.TrimSpace(s))
+	if err != nil {
+		badEnv(fs, name, key, s, want)
+		return def
+	}
+	return v
 }
 
 // LogSettings checks a log format and level as Logger reads them.

@@ -57,29 +57,30 @@ var (
 // Invalid is an ErrInvalid with a formatted sentence.
 func Invalid(format string, args ...any) error { return New(ErrInvalid, format, args...) }
 
+// kindCodes is the gRPC code of each shared kind, and of a context's end, in the order Code
+// tries them.
+var kindCodes = []struct {
+	kind error
+	code codes.Code
+}{
+	{ErrInvalid, codes.InvalidArgument},
+	{ErrNotFound, codes.NotFound},
+	{ErrConflict, codes.FailedPrecondition},
+	{ErrExists, codes.AlreadyExists},
+	{ErrExhausted, codes.ResourceExhausted},
+	{ErrDenied, codes.PermissionDenied},
+	{ErrUnauthenticated, codes.Unauthenticated},
+	{ErrUnavailable, codes.Unavailable},
+	{context.Canceled, codes.Canceled},
+	{context.DeadlineExceeded, codes.DeadlineExceeded},
+}
+
 // Code is the gRPC code for err's kind, and false when err has none of the shared kinds.
 func Code(err error) (codes.Code, bool) {
-	switch {
-	case errors.Is(err, ErrInvalid):
-		return codes.InvalidArgument, true
-	case errors.Is(err, ErrNotFound):
-		return codes.NotFound, true
-	case errors.Is(err, ErrConflict):
-		return codes.FailedPrecondition, true
-	case errors.Is(err, ErrExists):
-		return codes.AlreadyExists, true
-	case errors.Is(err, ErrExhausted):
-		return codes.ResourceExhausted, true
-	case errors.Is(err, ErrDenied):
-		return codes.PermissionDenied, true
-	case errors.Is(err, ErrUnauthenticated):
-		return codes.Unauthenticated, true
-	case errors.Is(err, ErrUnavailable):
-		return codes.Unavailable, true
-	case errors.Is(err, context.Canceled):
-		return codes.Canceled, true
-	case errors.Is(err, context.DeadlineExceeded):
-		return codes.DeadlineExceeded, true
+	for _, k := range kindCodes {
+		if errors.Is(err, k.kind) {
+			return k.code, true
+		}
 	}
 	return codes.Unknown, false
 }
