@@ -112,17 +112,9 @@ func (s *Server) ListDeadLetters(ctx context.Context, _ *adminv1.ListDeadLetters
 // ReplayDeadLetter implements the RPC.
 func (s *Server) ReplayDeadLetter(ctx context.Context, req *adminv1.ReplayDeadLetterRequest) (*adminv1.ReplayDeadLetterResponse, error) {
 	id := req.GetId()
-	if err := validateID(id); err != nil {
-		return nil, s.toStatus(ctx, err)
+	if err := s.onDeadLetter(ctx, id, s.q.ReplayDead, "dead letter replayed", "alarm_replayed"); err != nil {
+		return nil, err
 	}
-	ok, err := s.q.ReplayDead(ctx, id)
-	if err == nil && !ok {
-		err = errNoDead
-	}
-	if err != nil {
-		return nil, s.toStatus(ctx, err)
-	}
-	s.log.InfoContext(ctx, "dead letter replayed", "event", "alarm_replayed", "ns", s.q.Namespace(), "id", id)
 	res := &adminv1.ReplayDeadLetterResponse{}
 	// The alarm may already be claimed (or even done) by the time we read it back.
 	if a, ok, err := s.q.Alarm(ctx, id); err == nil && ok {
@@ -133,19 +125,28 @@ func (s *Server) ReplayDeadLetter(ctx context.Context, req *adminv1.ReplayDeadLe
 
 // DiscardDeadLetter implements the RPC.
 func (s *Server) DiscardDeadLetter(ctx context.Context, req *adminv1.DiscardDeadLetterRequest) (*adminv1.DiscardDeadLetterResponse, error) {
-	id := req.GetId()
-	if err := validateID(id); err != nil {
-		return nil, s.toStatus(ctx, err)
+	if err := s.onDeadLetter(ctx, req.GetId(), s.q.DiscardDead, "dead letter discarded", "alarm_discarded"); err != nil {
+		return nil, err
 	}
-	ok, err := s.q.DiscardDead(ctx, id)
+	return &adminv1.DiscardDeadLetterResponse{}, nil
+}
+
+// onDeadLetter applies op (the queue's ReplayDead or DiscardDead) to object id's dead letter and
+// logs msg with event when it did. It returns the status for the client: a bad id, no dead
+// letter (NotFound), or the queue's failure.
+func (s *Server) onDeadLetter(ctx context.Context, id string, op func(context.Context, string) (bool, error), msg, event string) error {
+	if err := validateID(id); err != nil {
+		return s.toStatus(ctx, err)
+	}
+	ok, err := op(ctx, id)
 	if err == nil && !ok {
 		err = errNoDead
 	}
 	if err != nil {
-		return nil, s.toStatus(ctx, err)
+		return s.toStatus(ctx, err)
 	}
-	s.log.InfoContext(ctx, "dead letter discarded", "event", "alarm_discarded", "ns", s.q.Namespace(), "id", id)
-	return &adminv1.DiscardDeadLetterResponse{}, nil
+	s.log.InfoContext(ctx, msg, "event", event, "ns", s.q.Namespace(), "id", id)
+	return nil
 }
 
 // LookupObject implements the RPC.
