@@ -105,7 +105,7 @@ func (a *App) List(ctx context.Context) (*index.List, int64, error) {
 	var poll *store.Poll
 	if loaded {
 		// One round trip: the version and, when it moved, the changes since the cached list.
-		p, err := a.st.Poll(ctx, cur)
+		p, err := a.st.Poll(ctx, cur, a.cutoff())
 		if err != nil {
 			return nil, 0, err
 		}
@@ -173,18 +173,16 @@ func (a *App) refresh(ctx context.Context, poll *store.Poll) (listed, error) {
 	complete := false
 	if loaded {
 		if poll == nil || poll.From != cur {
-			p, err := a.st.Poll(ctx, cur)
+			p, err := a.st.Poll(ctx, cur, cutoff)
 			if err != nil {
 				return listed{}, err
 			}
 			poll = &p
 		}
 		if poll.Complete {
-			changed, err := a.st.Rooms(ctx, poll.Codes, cutoff)
-			if err != nil {
-				return listed{}, err
-			}
-			rooms, cur, complete = a.idx.Apply(poll.Codes, changed, cutoff.UnixMilli()), poll.Next, true
+			// The poll read the changed rooms too (one round trip); Apply drops any of them
+			// idle past this refresh's cutoff.
+			rooms, cur, complete = a.idx.Apply(poll.Codes, poll.Rooms, cutoff.UnixMilli()), poll.Next, true
 		}
 	}
 	if !complete {

@@ -10,7 +10,7 @@ import (
 // holds, a script answers or refuses, and never faults halfway through its writes.
 func FuzzLuaArguments(f *testing.F) {
 	redistest.FuzzScripts(f, redistest.LoadScripts(f, "",
-		map[string]int{"create.lua": 8, "delta.lua": 6, "snapshot.lua": 6, "prune.lua": 8, "remove.lua": 8, "touch.lua": 3},
+		map[string]int{"create.lua": 8, "delta.lua": 6, "snapshot.lua": 6, "prune.lua": 8, "remove.lua": 8, "touch.lua": 3, "poll.lua": 6},
 		map[string][][]string{
 			"create.lua":   {{"abc234", "1700000000000", "1700000000000\n1000\nname\ntitle", "hash"}},
 			"delta.lua":    {{"abc234", "1", "1", "0"}, {"abc234", "x", "1.5", "-1"}},
@@ -18,5 +18,6 @@ func FuzzLuaArguments(f *testing.F) {
 			"prune.lua":    {{"1700000000000", "100"}, {"x", "-1"}},
 			"remove.lua":   {{"abc234"}, {"abc234", "def567"}},
 			"touch.lua":    {{"abc234", "1700000000000"}, {"abc234", "nan"}},
+			"poll.lua":     {{"0-0", "0", "5000"}, {"1700000000000-0", "3", "1"}, {"x", "-1", "0"}},
 		})...)
 }

@@ -36,7 +36,7 @@ func TestPollReadsTheChangesAfterACursor(t *testing.T) {
 	if cur.Version != 3 {
 		t.Fatalf("List cursor = %+v, want version 3", cur)
 	}
-	p, err := s.Poll(ctx, cur)
+	p, err := s.Poll(ctx, cur, now.Add(-time.Hour))
 	if err != nil || p.Version != 3 || len(p.Codes) != 0 || !p.Complete || p.Next != cur || p.From != cur {
 		t.Fatalf("Poll(unchanged) = %+v, %v; want version 3, no codes, complete, the same cursor", p, err)
 	}
@@ -49,16 +49,30 @@ func TestPollReadsTheChangesAfterACursor(t *testing.T) {
 	if _, err := s.ApplyDelta(ctx, codes[2], 1, 1, 0); err != nil {
 		t.Fatal(err)
 	}
-	p, err = s.Poll(ctx, cur)
+	p, err = s.Poll(ctx, cur, now.Add(-time.Hour))
 	if err != nil || p.Version != 6 || !slices.Equal(p.Codes, []string{codes[1], codes[2]}) || !p.Complete || p.Next.Version != 6 {
 		t.Fatalf("Poll(after 3 changes) = %+v, %v; want version 6, codes %v once each, complete, next at version 6", p, err, codes[1:])
 	}
-	if again, err := s.Poll(ctx, p.Next); err != nil || len(again.Codes) != 0 || again.Next != p.Next {
-		t.Fatalf("Poll(from the end) = %+v, %v; want nothing new", again, err)
+	if len(p.Rooms) != 2 || p.Rooms[0].Code != codes[1] || p.Rooms[0].Viewers != 2 || !p.Rooms[0].LeaderPresent ||
+		p.Rooms[0].LastActivity != now.Add(time.Second).UnixMilli() || p.Rooms[0].Name != "Room "+codes[1] || p.Rooms[1].Viewers != 1 {
+		t.Fatalf("Poll(after 3 changes).Rooms = %+v; want %s (2 viewers, a leader, touched) and %s (1 viewer) as they are now", p.Rooms, codes[1], codes[2])
+	}
+	// A room removed and one idle past the cutoff are named as changed but not read.
+	if _, err := s.Remove(ctx, codes[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Touch(ctx, codes[0], now.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := s.Poll(ctx, cur, now.Add(2*time.Second)); err != nil || !slices.Equal(p.Codes, []string{codes[1], codes[2], codes[0]}) || len(p.Rooms) != 0 {
+		t.Fatalf("Poll(a removed room, the rest idle past the cutoff) = %+v, %v; want codes %v and no rooms", p, err, []string{codes[1], codes[2], codes[0]})
+	}
+	if again, err := s.Poll(ctx, p.Next, now.Add(-time.Hour)); err != nil || len(again.Codes) != 2 || again.Next.Version != 8 {
+		t.Fatalf("Poll(from the end of the first three) = %+v, %v; want the removal and the touch after it", again, err)
 	}
 	// A cursor whose next change is not in the log (a gap): the log cannot say what changed.
 	gap := Cursor{ID: cur.ID, Version: cur.Version - 1}
-	if p, err := s.Poll(ctx, gap); err != nil || p.Complete {
+	if p, err := s.Poll(ctx, gap, now.Add(-time.Hour)); err != nil || p.Complete {
 		t.Fatalf("Poll(a cursor before a gap) = %+v, %v; want incomplete", p, err)
 	}
 }

@@ -33,6 +33,8 @@ var (
 	snapshotLua string
 	//go:embed touch.lua
 	touchLua string
+	//go:embed poll.lua
+	pollLua string
 )
 
 // ErrCodeTaken is returned by Create when the code is already in use.
@@ -48,6 +50,7 @@ type Store struct {
 	delta    *redisx.Script
 	snapshot *redisx.Script
 	touch    *redisx.Script
+	poll     *redisx.Script
 }
 
 // Options configure a Store. Every zero value has the default given in its comment.
@@ -73,6 +76,7 @@ func New(rdb redis.UniversalClient, o Options) (*Store, error) {
 		delta:    redisx.NewScript("delta.lua", deltaLua),
 		snapshot: redisx.NewScript("snapshot.lua", snapshotLua),
 		touch:    redisx.NewScript("touch.lua", touchLua),
+		poll:     redisx.NewScript("poll.lua", pollLua),
 	}, nil
 }
 
@@ -214,85 +218,61 @@ type Poll struct {
 	// change read.
 	Codes []string
 	Next  Cursor
+	// Rooms are the changed rooms as they are now, read with the changes: those of Codes
+	// still in the lobby and active at or after the poll's cutoff (the others were removed or
+	// went idle).
+	Rooms []domain.Room
 	// Complete is false when the log cannot say (it was trimmed past From, or holds too many
 	// changes): the caller then reloads the whole list.
 	Complete bool
 }
 
-// Poll reads the lobby's version and the changes after cursor after in one round trip: an
-// unchanged lobby answers an empty range, a changed one the codes to re-read.
-func (s *Store) Poll(ctx context.Context, after Cursor) (Poll, error) {
-	var version *redis.StringCmd
-	var log *redis.XMessageSliceCmd
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		version = p.Get(ctx, s.k.version)
-		log = p.XRangeN(ctx, s.k.changes, "("+after.ID, "+", maxChanges)
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+// Poll reads the lobby's version, the changes after cursor after and the rooms they changed
+// in one round trip (poll.lua): an unchanged lobby answers an empty range, a changed one the
+// changed rooms, leaving out those last active before cutoffAt.
+func (s *Store) Poll(ctx context.Context, after Cursor, cutoffAt time.Time) (Poll, error) {
+	res, err := s.poll.Run(ctx, s.rdb, []string{s.k.version, s.k.changes, s.k.activity, s.k.info, s.k.viewers, s.k.leaders},
+		after.ID, after.Version, maxChanges).Slice()
+	if err != nil {
 		return Poll{}, fmt.Errorf("read lobby changes: %w", err)
 	}
-	out := Poll{From: after, Next: after, Complete: true}
-	if version.Err() == nil {
-		if out.Version, err = version.Int64(); err != nil {
+	if len(res) != 5 {
+		return Poll{}, fmt.Errorf("read lobby changes: poll.lua answered %d values, want 5", len(res))
+	}
+	out := Poll{From: after, Next: after}
+	if v := text(res[0]); v != "" {
+		if out.Version, err = strconv.ParseInt(v, 10, 64); err != nil {
 			return Poll{}, fmt.Errorf("read lobby version: %w", err)
 		}
 	}
-	msgs := log.Val()
-	if len(msgs) == 0 {
+	complete, _ := res[1].(int64)
+	out.Complete = complete == 1
+	if !out.Complete {
 		return out, nil
 	}
-	if cursorOf(msgs[0]).Version != after.Version+1 || len(msgs) == maxChanges {
-		out.Complete = false
-		return out, nil
+	out.Next.ID = text(res[2])
+	if out.Next.Version, err = strconv.ParseInt(text(res[3]), 10, 64); err != nil {
+		return Poll{}, fmt.Errorf("read lobby changes: version %q: %w", res[3], err)
 	}
-	seen := make(map[string]bool, len(msgs))
-	for _, m := range msgs {
-		for _, c := range strings.Fields(text(m.Values["c"])) {
-			if !seen[c] {
-				seen[c] = true
-				out.Codes = append(out.Codes, c)
-			}
-		}
-	}
-	out.Next = cursorOf(msgs[len(msgs)-1])
-	return out, nil
-}
-
-// Rooms reads the given rooms; missing ones and ones last active before cutoff are left out.
-func (s *Store) Rooms(ctx context.Context, codes []string, cutoffAt time.Time) ([]domain.Room, error) {
+	flat, _ := res[4].([]any)
 	cutoff := cutoffAt.UnixMilli()
-	if len(codes) == 0 {
-		return nil, nil
-	}
-	var scores *redis.FloatSliceCmd
-	var infos, viewers, leaders *redis.SliceCmd
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		scores = p.ZMScore(ctx, s.k.activity, codes...)
-		infos = p.HMGet(ctx, s.k.info, codes...)
-		viewers = p.HMGet(ctx, s.k.viewers, codes...)
-		leaders = p.HMGet(ctx, s.k.leaders, codes...)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read rooms: %w", err)
-	}
-	var out []domain.Room
-	for i, code := range codes {
-		raw, ok := infos.Val()[i].(string)
-		score := scores.Val()[i]
-		if !ok || score == 0 || int64(score) < cutoff {
-			continue
+	for i := 0; i+4 < len(flat); i += 5 {
+		code := text(flat[i])
+		out.Codes = append(out.Codes, code)
+		score, err := strconv.ParseFloat(text(flat[i+1]), 64)
+		raw := text(flat[i+2])
+		if err != nil || raw == "" || int64(score) < cutoff {
+			continue // removed, or idle past the cutoff
 		}
 		r, err := decodeInfo(code, raw)
 		if err != nil {
-			return nil, err
+			return Poll{}, err
 		}
 		r.LastActivity = int64(score)
-		v, _ := strconv.ParseInt(fmt.Sprint(viewers.Val()[i]), 10, 32)
-		l, _ := strconv.ParseInt(fmt.Sprint(leaders.Val()[i]), 10, 32)
+		v, _ := strconv.ParseInt(text(flat[i+3]), 10, 32)
+		l, _ := strconv.ParseInt(text(flat[i+4]), 10, 32)
 		r.Viewers, r.LeaderPresent = int32(v), l > 0
-		out = append(out, r)
+		out.Rooms = append(out.Rooms, r)
 	}
 	return out, nil
 }
