@@ -23,7 +23,6 @@ import (
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
-	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	lobby "github.com/vigil-dev/vigil/services/lobby/service"
@@ -39,11 +38,10 @@ func startStack(t *testing.T) (flags []string, prefix, url string, roomQueue *al
 	t.Helper()
 	rdb, prefix := redistest.Client(t)
 	url = redistest.URL(t)
-	rc := redisx.Config{URL: url}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	res := servertest.Start(t, "reservations", servertest.Serve(reservations.New, reservations.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: quiet}})).Addr
-	lk := servertest.Start(t, "locks", servertest.Serve(locks.New, locks.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: quiet}})).Addr
-	lb := servertest.Start(t, "lobby", servertest.Serve(lobby.New, lobby.Options{Core: server.Core{Redis: rc, Prefix: prefix, Logger: quiet}})).Addr
+	res := servertest.Start(t, "reservations", servertest.Serve(reservations.New, reservations.Options{Core: servertest.Core(t, prefix, quiet)})).Addr
+	lk := servertest.Start(t, "locks", servertest.Serve(locks.New, locks.Options{Core: servertest.Core(t, prefix, quiet)})).Addr
+	lb := servertest.Start(t, "lobby", servertest.Serve(lobby.New, lobby.Options{Core: servertest.Core(t, prefix, quiet)})).Addr
 	q, err := alarm.New(rdb, alarm.Options{Prefix: prefix, Namespace: "room", Shards: 4})
 	if err != nil {
 		t.Fatal(err)

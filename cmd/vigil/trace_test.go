@@ -19,8 +19,6 @@ import (
 
 	"github.com/vigil-dev/vigil/gateway"
 	"github.com/vigil-dev/vigil/pkg/redistest"
-	"github.com/vigil-dev/vigil/pkg/redisx"
-	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/tracing"
 	"github.com/vigil-dev/vigil/pkg/wait"
@@ -40,8 +38,10 @@ func TestTraceFollowsARequestAcrossServices(t *testing.T) {
 	_, prefix := redistest.Client(t)
 	logs := &servertest.LogBuffer{}
 	logger := slog.New(tracing.LogHandler(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	addr := servertest.Start(t, "reservations", servertest.Serve(reservations.New, reservations.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Logger: logger}})).Addr
-	locksAddr := servertest.Start(t, "locks", servertest.Serve(locks.New, locks.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Logger: logger, Registerer: prometheus.NewRegistry()}})).Addr
+	addr := servertest.Start(t, "reservations", servertest.Serve(reservations.New, reservations.Options{Core: servertest.Core(t, prefix, logger)})).Addr
+	locksCore := servertest.Core(t, prefix, logger)
+	locksCore.Registerer = prometheus.NewRegistry()
+	locksAddr := servertest.Start(t, "locks", servertest.Serve(locks.New, locks.Options{Core: locksCore})).Addr
 	g, err := gateway.New(context.Background(), gateway.Options{Backends: gateway.Backends{Reservations: addr, Locks: locksAddr}, Logger: logger})
 	if err != nil {
 		t.Fatal(err)

@@ -21,8 +21,6 @@ import (
 
 	"github.com/vigil-dev/vigil/gateway"
 	"github.com/vigil-dev/vigil/pkg/redistest"
-	"github.com/vigil-dev/vigil/pkg/redisx"
-	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	lobby "github.com/vigil-dev/vigil/services/lobby/service"
@@ -200,7 +198,7 @@ func wantLobby(gw, code string, viewers int64) func() error {
 func roomServiceReplaced(t *testing.T, sig syscall.Signal) {
 	const viewers = 50
 	url, prefix := redistest.URL(t), redistest.Prefix(t)
-	lobbyConn := start(t, servertest.Serve(lobby.New, lobby.Options{Core: server.Core{Redis: redisx.Config{URL: url}, Prefix: prefix + "-lobby", Logger: newEvents().Logger()}}))
+	lobbyConn := start(t, servertest.Serve(lobby.New, lobby.Options{Core: servertest.Core(t, prefix+"-lobby", newEvents().Logger())}))
 	lobbyAddr := lobbyConn.Target()
 	roomAddr := servertest.FreeAddr(t)
 	roomArgs := []string{"-redis-url", url, "-prefix", prefix + "-room", "-shards", "4", "-lobby-addr", lobbyAddr}

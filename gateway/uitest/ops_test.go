@@ -11,8 +11,6 @@ import (
 	"github.com/vigil-dev/vigil/gateway"
 	"github.com/vigil-dev/vigil/pkg/alarm"
 	"github.com/vigil-dev/vigil/pkg/redistest"
-	"github.com/vigil-dev/vigil/pkg/redisx"
-	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	lobby "github.com/vigil-dev/vigil/services/lobby/service"
 	reservations "github.com/vigil-dev/vigil/services/reservations/service"
@@ -36,7 +34,7 @@ func opsDeadLetter(t *testing.T, rdb *redis.Client, prefix, id, why string) {
 func startReservations(t *testing.T) (addr string, rdb *redis.Client, prefix string) {
 	t.Helper()
 	rdb, prefix = redistest.Client(t)
-	o := reservations.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Logger: quiet}}
+	o := reservations.Options{Core: servertest.Core(t, prefix, quiet)}
 	return servertest.Start(t, "reservations", servertest.Serve(reservations.New, o)).Addr, rdb, prefix
 }
 
@@ -46,7 +44,7 @@ func startReservations(t *testing.T) (addr string, rdb *redis.Client, prefix str
 func TestOpsPage(t *testing.T) {
 	t.Parallel()
 	resAddr, rdb, prefix := startReservations(t)
-	lobbyAddr := servertest.Start(t, "lobby", servertest.Serve(lobby.New, lobby.Options{Core: server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix + ":lobby", Logger: quiet}})).Addr
+	lobbyAddr := servertest.Start(t, "lobby", servertest.Serve(lobby.New, lobby.Options{Core: servertest.Core(t, prefix+":lobby", quiet)})).Addr
 	srv := serveGateway(t, gateway.Options{Backends: gateway.Backends{Reservations: resAddr, Lobby: lobbyAddr}, Logger: quiet})
 
 	postJSON(t, "POST", srv.URL+"/reservations/ops-seat-1", map[string]any{"ttlSeconds": 600}, nil, 201)

@@ -14,8 +14,6 @@ import (
 
 	"github.com/vigil-dev/vigil/gateway"
 	"github.com/vigil-dev/vigil/pkg/redistest"
-	"github.com/vigil-dev/vigil/pkg/redisx"
-	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	chat "github.com/vigil-dev/vigil/services/chat/service"
@@ -46,16 +44,15 @@ type stackOptions struct {
 // or New, and stops them when the test ends.
 func startStack(t *testing.T, opts ...stackOptions) *stack {
 	t.Helper()
-	rc := redisx.Config{URL: redistest.URL(t)}
 	prefix := redistest.Prefix(t)
 	var o stackOptions
 	if len(opts) > 0 {
 		o = opts[0]
 	}
 
-	chatAddr := servertest.Start(t, "chat", servertest.Serve(chat.New, chat.Options{Core: server.Core{Redis: rc, Prefix: prefix + ":chat", Logger: quiet}})).Addr
-	lobbyAddr := servertest.Start(t, "lobby", servertest.Serve(lobby.New, lobby.Options{Core: server.Core{Redis: rc, Prefix: prefix + ":lobby", Logger: quiet}, IdleTTL: o.idleTTL})).Addr
-	roomAddr := servertest.Start(t, "room", servertest.Serve(room.New, room.Options{Core: server.Core{Redis: rc, Prefix: prefix + ":room", Logger: quiet}, LobbyAddr: lobbyAddr, IdleTTL: o.idleTTL})).Addr
+	chatAddr := servertest.Start(t, "chat", servertest.Serve(chat.New, chat.Options{Core: servertest.Core(t, prefix+":chat", quiet)})).Addr
+	lobbyAddr := servertest.Start(t, "lobby", servertest.Serve(lobby.New, lobby.Options{Core: servertest.Core(t, prefix+":lobby", quiet), IdleTTL: o.idleTTL})).Addr
+	roomAddr := servertest.Start(t, "room", servertest.Serve(room.New, room.Options{Core: servertest.Core(t, prefix+":room", quiet), LobbyAddr: lobbyAddr, IdleTTL: o.idleTTL})).Addr
 	srv := serveGateway(t, gateway.Options{Backends: gateway.Backends{Chat: chatAddr, Lobby: lobbyAddr, Room: roomAddr}, Logger: quiet})
 	p := newBlipProxy(t, srv.Listener.Addr().String())
 	t.Cleanup(p.close)

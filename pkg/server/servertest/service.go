@@ -2,6 +2,7 @@ package servertest
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"strings"
 	"testing"
@@ -50,6 +51,12 @@ func Dial(t testing.TB, addr string) *grpc.ClientConn {
 	}
 	t.Cleanup(func() { _ = conn.Close() })
 	return conn
+}
+
+// Core is a service's Core on the test's shared Redis (redistest) under prefix, logging to log
+// (nil: the service's default); a test sets any other field on what it returns.
+func Core(t testing.TB, prefix string, log *slog.Logger) server.Core {
+	return server.Core{Redis: redisx.Config{URL: redistest.URL(t)}, Prefix: prefix, Logger: log}
 }
 
 // ServeGRPC serves a bare gRPC server, with what register adds to it, on a free loopback port
