@@ -16,6 +16,7 @@ import (
 
 	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
 	"github.com/vigil-dev/vigil/services/room/internal/domain"
+	"github.com/vigil-dev/vigil/services/room/internal/workers"
 )
 
 // callTimeout bounds one call to the Lobby.
@@ -34,6 +35,8 @@ type Link struct {
 	mu    sync.Mutex
 	boxes map[string]*box
 	wg    sync.WaitGroup
+	// work drains the outboxes: a push is a task of its own.
+	work *workers.Pool
 }
 
 type box struct {
@@ -44,7 +47,7 @@ type box struct {
 
 // New returns a link whose calls live as long as ctx.
 func New(ctx context.Context, lobby lobbyv1.LobbyServiceClient, read OccupancyReader, log *slog.Logger) *Link {
-	return &Link{ctx: ctx, lobby: lobby, read: read, log: log, boxes: map[string]*box{}}
+	return &Link{ctx: ctx, lobby: lobby, read: read, log: log, boxes: map[string]*box{}, work: workers.New(5 * time.Second)}
 }
 
 // Delta queues an occupancy change (nothing when ch.Seq is 0).
@@ -79,7 +82,7 @@ func (l *Link) queue(code string, add func(*box)) {
 	l.mu.Unlock()
 	if !running {
 		l.wg.Add(1)
-		go l.drain(code)
+		l.work.Go(func() { l.drain(code) })
 	}
 }
 

@@ -245,7 +245,7 @@ func (a *attachStream) hello(h *roomv1.Hello) {
 	a.mu.Lock()
 	a.members[id] = m
 	a.mu.Unlock()
-	go func() {
+	a.s.work.Go(func() {
 		defer a.inflight.Done()
 		sess, joined, err := a.s.app.Open(ctx, appHello(h, true))
 		a.mu.Lock()
@@ -269,7 +269,7 @@ func (a *attachStream) hello(h *roomv1.Hello) {
 		state.Resumed = joined.Resumed
 		a.send(&roomv1.AttachResponse{SessionId: id, Frame: &roomv1.JoinResponse{Frame: &roomv1.JoinResponse_State{State: state}}, Version: joined.State.Version})
 		go a.watch(id, m, sess)
-	}()
+	})
 }
 
 // watch tells the client when the service ends one session on its own: its lease lapsed, or
@@ -326,11 +326,11 @@ func (a *attachStream) detach(id string) {
 		return
 	}
 	a.mu.Unlock()
-	go func() {
+	a.s.work.Go(func() {
 		defer a.inflight.Done()
 		a.s.app.Close(m.sess)
 		a.send(&roomv1.AttachResponse{SessionId: id, End: &roomv1.SessionEnd{}})
-	}()
+	})
 }
 
 // control applies a leader's control frame, in order, and answers it like Join does.

@@ -23,6 +23,7 @@ import (
 	"github.com/vigil-dev/vigil/services/room/internal/app"
 	"github.com/vigil-dev/vigil/services/room/internal/domain"
 	"github.com/vigil-dev/vigil/services/room/internal/hub"
+	"github.com/vigil-dev/vigil/services/room/internal/workers"
 )
 
 // Server implements vigil.room.v1.RoomService.
@@ -31,13 +32,18 @@ type Server struct {
 	app      *app.App
 	log      *slog.Logger
 	stopping context.Context
+	// work runs each Attach stream's hellos and detaches (a join or a leave each).
+	work *workers.Pool
 }
 
 // NewServer serves a over gRPC. When stopping ends, open Join streams end with
 // UNAVAILABLE (clients reconnect to another replica) instead of holding up the drain.
 func NewServer(a *app.App, log *slog.Logger, stopping context.Context) *Server {
-	return &Server{app: a, log: log, stopping: stopping}
+	return &Server{app: a, log: log, stopping: stopping, work: workers.New(workerIdle)}
 }
+
+// workerIdle is how long a kept goroutine of the server's pool waits for its next task.
+const workerIdle = 5 * time.Second
 
 // DecodeFrame decodes a relayed frame as the store's scripts publish it.
 func DecodeFrame(b []byte) (any, error) {
