@@ -5,14 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,55 +19,12 @@ import (
 	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
-// roomBinary builds the Room service's command once per test binary.
-var roomBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "vigil-room-bin")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "room")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/vigil-dev/vigil/services/room/cmd/room").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build room: %v\n%s", err, out)
-	}
-	return bin, nil
-})
-
-// startRoomProcess runs the Room service as a child process on the stack's address, so the
-// test can SIGKILL it (no clean-up of any kind runs). It returns once the process listens.
-func (s *roomStack) startRoomProcess(t *testing.T) (kill func()) {
+// roomProcess runs the Room service as a child process on the stack's address, so the test
+// can SIGKILL or pause it. It returns once the process listens.
+func (s *roomStack) roomProcess(t *testing.T) *servertest.Process {
 	t.Helper()
-	kill, _ = s.roomProcess(t)
-	return kill
-}
-
-// roomProcess is startRoomProcess that also returns the process, to be paused (SIGSTOP).
-func (s *roomStack) roomProcess(t *testing.T) (kill func(), proc *os.Process) {
-	t.Helper()
-	bin, err := roomBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-grpc-addr", s.roomAddr, "-metrics-addr", "", "-redis-url", s.url,
-		"-prefix", s.prefix+"-room", "-shards", "4", "-lobby-addr", s.lobbyAddr, "-idle-ttl", "1h",
-		"-session-lease", s.lease.String(), "-log-level", "error")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start room process: %v", err)
-	}
-	kill = sync.OnceFunc(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	t.Cleanup(kill)
-	wait.For(t, "the room process listens", func() error {
-		c, err := net.Dial("tcp", s.roomAddr)
-		if err == nil {
-			_ = c.Close()
-		}
-		return err
-	})
-	return kill, cmd.Process
+	return servertest.StartProcess(t, "room", s.roomAddr, "-redis-url", s.url, "-prefix", s.prefix+"-room", "-shards", "4",
+		"-lobby-addr", s.lobbyAddr, "-idle-ttl", "1h", "-session-lease", s.lease.String())
 }
 
 func (s *roomStack) createRoom(t *testing.T) (code, token string) {
@@ -221,9 +175,9 @@ func (s *roomStack) assertNoErrors(t *testing.T) {
 func TestPracticeRoomSurvivesKill(t *testing.T) {
 	t.Parallel()
 	s := newRoomStack(t, 15*time.Second)
-	kill := s.startRoomProcess(t)
+	room := s.roomProcess(t)
 	s.startGateway(t)
-	roomReplaced(t, s, kill, func() { s.startRoomProcess(t) })
+	roomReplaced(t, s, func() { room.End(syscall.SIGKILL) }, func() { s.roomProcess(t) })
 }
 
 // nextWithin is next with a deadline of its own; typ "" takes any frame.

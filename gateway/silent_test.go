@@ -210,7 +210,7 @@ func TestPracticeRoomSurvivesAPausedReplica(t *testing.T) {
 	t.Parallel()
 	const viewers = 3
 	s := newRoomStack(t, 15*time.Second)
-	_, paused := s.roomProcess(t)
+	paused := s.roomProcess(t)
 	addrB := servertest.FreeAddr(t)
 	s.roomBackend = s.roomAddr + "," + addrB
 	s.startGateway(t) // only the first replica runs, so the room's stream is on it

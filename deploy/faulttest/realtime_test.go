@@ -6,11 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -31,65 +27,6 @@ import (
 // SIGKILLed and started again, and a chat room of 50 members while the chat service is
 // SIGKILLed and started again. The services run as child processes, as in the compose
 // deployment, so a SIGKILL runs no clean-up of any kind; Redis is a real container.
-
-// serviceBinary builds a service's command once per test binary.
-var serviceBinary = func() func(t *testing.T, name string) string {
-	var mu sync.Mutex
-	built := map[string]string{}
-	return func(t *testing.T, name string) string {
-		t.Helper()
-		mu.Lock()
-		defer mu.Unlock()
-		if bin, ok := built[name]; ok {
-			return bin
-		}
-		dir, err := os.MkdirTemp("", "vigil-faulttest-bin")
-		if err != nil {
-			t.Fatal(err)
-		}
-		bin := filepath.Join(dir, name)
-		out, err := exec.Command("go", "build", "-o", bin, "github.com/vigil-dev/vigil/services/"+name+"/cmd/"+name).CombinedOutput()
-		if err != nil {
-			t.Fatalf("go build %s: %v\n%s", name, err, out)
-		}
-		built[name] = bin
-		return bin
-	}
-}()
-
-// process is a service running as a child process on a fixed address.
-type process struct {
-	cmd  *exec.Cmd
-	once sync.Once
-}
-
-// startProcess runs a service's command with args and waits until it listens on addr.
-func startProcess(t *testing.T, name, addr string, args ...string) *process {
-	t.Helper()
-	cmd := exec.Command(serviceBinary(t, name), append([]string{"-grpc-addr", addr, "-metrics-addr", "", "-log-level", "error"}, args...)...)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	p := &process{cmd: cmd}
-	t.Cleanup(func() { p.signal(syscall.SIGKILL) })
-	wait.For(t, name+" listens on "+addr, func() error {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			_ = c.Close()
-		}
-		return err
-	})
-	return p
-}
-
-// signal sends sig and waits for the process to exit (once).
-func (p *process) signal(sig syscall.Signal) {
-	p.once.Do(func() {
-		_ = p.cmd.Process.Signal(sig)
-		_ = p.cmd.Wait()
-	})
-}
 
 // socket is a WebSocket whose frames a goroutine reads into frames; closed gets the error
 // that ended it.
@@ -202,7 +139,7 @@ func roomServiceReplaced(t *testing.T, sig syscall.Signal) {
 	lobbyAddr := lobbyConn.Target()
 	roomAddr := servertest.FreeAddr(t)
 	roomArgs := []string{"-redis-url", url, "-prefix", prefix + "-room", "-shards", "4", "-lobby-addr", lobbyAddr}
-	room := startProcess(t, "room", roomAddr, roomArgs...)
+	room := servertest.StartProcess(t, "room", roomAddr, roomArgs...)
 	gw := startGateway(t, gateway.Backends{Lobby: lobbyAddr, Room: roomAddr})
 
 	res, err := http.Post("http://"+gw+"/lobby/rooms", "application/json", strings.NewReader(`{"name": "Fault", "video": {"title": "Routine", "durationMs": 180000}}`))
@@ -243,8 +180,8 @@ func roomServiceReplaced(t *testing.T, sig syscall.Signal) {
 		}
 	}()
 
-	room.signal(sig)
-	startProcess(t, "room", roomAddr, roomArgs...)
+	room.End(sig)
+	servertest.StartProcess(t, "room", roomAddr, roomArgs...)
 	for _, s := range append([]*socket{lead}, vs...) {
 		s.next(t, "state") // re-attached: the socket gets the room's state again
 	}
@@ -296,7 +233,7 @@ func TestFaultChatServiceKilledUnderMembers(t *testing.T) {
 	url, prefix := redistest.URL(t), redistest.Prefix(t)
 	chatAddr := servertest.FreeAddr(t)
 	chatArgs := []string{"-redis-url", url, "-prefix", prefix}
-	chat := startProcess(t, "chat", chatAddr, chatArgs...)
+	chat := servertest.StartProcess(t, "chat", chatAddr, chatArgs...)
 	gw := startGateway(t, gateway.Backends{Chat: chatAddr})
 	var ms []*socket
 	for i := range members {
@@ -324,8 +261,8 @@ func TestFaultChatServiceKilledUnderMembers(t *testing.T) {
 		m.next(t, "message")
 	}
 
-	chat.signal(syscall.SIGKILL)
-	startProcess(t, "chat", chatAddr, chatArgs...)
+	chat.End(syscall.SIGKILL)
+	servertest.StartProcess(t, "chat", chatAddr, chatArgs...)
 	const after = 5
 	for i := range after {
 		post(fmt.Sprintf("after %d", i))
