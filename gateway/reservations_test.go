@@ -240,21 +240,7 @@ func TestOperationalRoutes(t *testing.T) {
 	svc := startReservations(t, service.Options{Core: testCore(redistest.URL(t), prefix, nil)})
 	gw := startGateway(t, Backends{Reservations: svc.Addr})
 
-	root := call(t, "GET", gw.URL+"/", "")
-	if root.code != 200 || root.body["service"] != "vigil" {
-		t.Fatalf("GET / = %d %s, want 200 {service: vigil}", root.code, root.raw)
-	}
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	req, _ := http.NewRequest("GET", gw.URL+"/", nil)
-	req.Header.Set("Accept", "text/html,application/xhtml+xml")
-	res, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusFound || res.Header.Get("Location") != "/ui/" {
-		t.Fatalf("browser GET / = %d Location %q, want 302 to /ui/", res.StatusCode, res.Header.Get("Location"))
-	}
+	// GET / (JSON for a program, the UI for a browser) is TestRootRedirectsBrowsers'.
 	if h := call(t, "GET", gw.URL+"/healthz", ""); h.code != 200 || h.body["status"] != "ok" {
 		t.Fatalf("GET /healthz = %d %s, want 200 ok", h.code, h.raw)
 	}

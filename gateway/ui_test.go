@@ -142,6 +142,10 @@ func TestUINoHTMLSinks(t *testing.T) {
 func TestRootRedirectsBrowsers(t *testing.T) {
 	t.Parallel()
 	srv := startGateway(t, Backends{})
+	root := call(t, "GET", srv.URL+"/", "")
+	if root.code != 200 || root.body["service"] != "vigil" {
+		t.Fatalf("GET / = %d %s, want 200 {service: vigil}", root.code, root.raw)
+	}
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	req, _ := http.NewRequest("GET", srv.URL+"/", nil)
 	req.Header.Set("Accept", "text/html,application/xhtml+xml")

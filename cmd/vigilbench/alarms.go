@@ -405,23 +405,14 @@ func steadyAlarms(ctx context.Context, b *benchRedis, prefix string, o alarmsBen
 // every 10 ms (its round trip). Both bound any alarm's lateness from below.
 func probeNoise(ctx context.Context, rdb redis.UniversalClient, timer, ping *benchLatencies) {
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(10 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
+	wg.Go(func() {
+		atRate(ctx, 100, nil, func(int) { // every 10 ms
 			start := time.Now()
 			if rdb.Ping(ctx).Err() == nil {
 				ping.add(time.Since(start))
 			}
-		}
-	}()
+		})
+	})
 	defer wg.Wait()
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()

@@ -414,7 +414,7 @@ func (d delivered) summary(clients []*client) (q func(p float64) time.Duration, 
 	return q, closed
 }
 
-// atRate calls f(0), f(1), ... rate times a second until stop closes or ctx ends.
+// atRate calls f(0), f(1), ... rate times a second until stop closes (nil: never) or ctx ends.
 func atRate(ctx context.Context, rate int, stop <-chan struct{}, f func(i int)) {
 	t := time.NewTicker(time.Second / time.Duration(rate))
 	defer t.Stop()

@@ -1,8 +1,6 @@
 package alarm
 
 import (
-	"github.com/vigil-dev/vigil/pkg/wait"
-
 	"context"
 	"errors"
 	"testing"
@@ -14,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/vigil-dev/vigil/pkg/tracing"
+	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
 // TestInspectFollowsAnAlarmToTheDeadLetters walks one alarm from overdue, to claimed, to a
