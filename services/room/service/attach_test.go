@@ -3,7 +3,6 @@ package service_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -14,12 +13,10 @@ import (
 
 // attachStream is a test's RoomService.Attach stream; a goroutine reads its responses.
 type attachStream struct {
-	t      *testing.T
-	s      roomv1.RoomService_AttachClient
-	cancel context.CancelFunc
-	mu     sync.Mutex
-	got    []*roomv1.AttachResponse
-	err    error
+	s         roomv1.RoomService_AttachClient
+	cancel    context.CancelFunc
+	streamEnd // mu also guards got
+	got       []*roomv1.AttachResponse
 }
 
 func openAttach(t *testing.T, c roomv1.RoomServiceClient) *attachStream {
@@ -30,7 +27,7 @@ func openAttach(t *testing.T, c roomv1.RoomServiceClient) *attachStream {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &attachStream{t: t, s: s, cancel: cancel}
+	a := &attachStream{streamEnd: streamEnd{t: t}, s: s, cancel: cancel}
 	go func() {
 		for {
 			resp, err := s.Recv()
@@ -97,18 +94,6 @@ func (a *attachStream) state(session string) *roomv1.AttachResponse {
 	return a.await("the State of "+session, func(r *roomv1.AttachResponse) bool {
 		return r.GetSessionId() == session && r.GetFrame().GetState() != nil
 	})
-}
-
-func (a *attachStream) streamErr() error {
-	a.t.Helper()
-	var err error
-	wait.Until(a.t, "the stream ends", func() bool {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		err = a.err
-		return err != nil
-	})
-	return err
 }
 
 // TestAttachCarriesManySessions: one Attach stream carries a leader and three viewers of one

@@ -302,15 +302,34 @@ func (e *env) listed(code string) bool {
 
 // member is one open Join stream with its frames collected in the background.
 type member struct {
-	t      *testing.T
 	stream roomv1.RoomService_JoinClient
 	cancel context.CancelFunc
 	state  *roomv1.State
 
-	mu     sync.Mutex
-	frames []*roomv1.JoinResponse
-	err    error // the stream's end: io.EOF after an Ended frame
-	wake   chan struct{}
+	streamEnd // mu also guards frames
+	frames    []*roomv1.JoinResponse
+	wake      chan struct{}
+}
+
+// streamEnd is how a test's stream (a Join or an Attach) ended, set by its reader goroutine:
+// err is nil while it is open, io.EOF after an Ended frame.
+type streamEnd struct {
+	t   *testing.T
+	mu  sync.Mutex
+	err error
+}
+
+// streamErr waits for the stream to end and returns how it ended.
+func (e *streamEnd) streamErr() error {
+	e.t.Helper()
+	var err error
+	wait.Until(e.t, "the stream ends", func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		err = e.err
+		return err != nil
+	})
+	return err
 }
 
 // join opens a session on client c; it fails the test unless the state arrives.
@@ -347,7 +366,7 @@ func tryHello(t *testing.T, c roomv1.RoomServiceClient, hello *roomv1.Hello) (*m
 		cancel()
 		return nil, err
 	}
-	m := &member{t: t, stream: stream, cancel: cancel, state: first.GetState(), wake: make(chan struct{}, 1)}
+	m := &member{streamEnd: streamEnd{t: t}, stream: stream, cancel: cancel, state: first.GetState(), wake: make(chan struct{}, 1)}
 	if m.state == nil {
 		cancel()
 		t.Fatalf("first frame = %v, want state", first)

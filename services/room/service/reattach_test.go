@@ -13,19 +13,6 @@ import (
 	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
-// streamErr waits for the member's stream to end and returns how it ended.
-func (m *member) streamErr() error {
-	m.t.Helper()
-	var err error
-	wait.Until(m.t, "the stream ends", func() bool {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		err = m.err
-		return err != nil
-	})
-	return err
-}
-
 func hello(code string, role roomv1.Role, clientID, token, session string) *roomv1.Hello {
 	return &roomv1.Hello{Code: code, Role: role, ClientId: clientID, LeaderToken: token, SessionId: session}
 }
