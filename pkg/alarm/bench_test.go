@@ -21,12 +21,7 @@ import (
 func BenchmarkClaimAndAck(b *testing.B) {
 	ctx := context.Background()
 	srv := redistest.Start(b)
-	opt, err := redis.ParseURL(srv.URL(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	rdb := redis.NewClient(opt)
-	defer rdb.Close()
+	rdb := srv.Client(b)
 	const perRound = 20_000
 	noop := HandlerFunc(func(context.Context, Firing) error { return nil })
 	var cpu time.Duration

@@ -149,6 +149,18 @@ func (s *Server) URL(t testing.TB) string {
 	return u
 }
 
+// Client is a client of the server at its current URL, closed when the test ends.
+func (s *Server) Client(t testing.TB) *redis.Client {
+	t.Helper()
+	opt, err := redis.ParseURL(s.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
 // Restart stops Redis (it writes its AOF on SIGTERM) and starts it again on the same data.
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
