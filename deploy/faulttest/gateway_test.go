@@ -20,8 +20,6 @@ import (
 	"github.com/vigil-dev/vigil/gateway"
 	chatv1 "github.com/vigil-dev/vigil/pkg/api/vigil/chat/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
-	"github.com/vigil-dev/vigil/pkg/redisx"
-	"github.com/vigil-dev/vigil/pkg/server"
 	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	chat "github.com/vigil-dev/vigil/services/chat/service"
@@ -128,9 +126,7 @@ func (c *chatClient) see(id int64) {
 func TestFaultGatewayRestartedUnderChatLoad(t *testing.T) {
 	t.Parallel()
 	const members, messages, restartAt = 20, 400, 150
-	prefix := redistest.Prefix(t)
-	url, _ := redistest.Target(t)
-	conn := start(t, servertest.Serve(chat.New, chat.Options{Core: server.Core{Redis: redisx.Config{URL: url}, Prefix: prefix, Logger: newEvents().Logger()}}))
+	conn := start(t, servertest.Serve(chat.New, chat.Options{Core: servertest.Core(t, redistest.Prefix(t), newEvents().Logger())}))
 	chatClientRPC := chatv1.NewChatServiceClient(conn)
 
 	// The gateway on a fixed port, so that clients reconnect to the same address.
