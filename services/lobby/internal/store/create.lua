@@ -13,8 +13,6 @@
 -- ARGV[4]  token hash
 -- Returns  1 when created, 0 when the code is taken (the caller draws another).
 -- Arguments are checked before the first write: a script that faults halfway keeps its writes.
-local function int(s) return type(s) == 'string' and #s <= 16 and (s == '0' or s:match('^%-?[1-9]%d*$') ~= nil) end
-local function nat(s) return int(s) and s:sub(1, 1) ~= '-' end
 if type(ARGV[1]) ~= 'string' or not int(ARGV[2]) or type(ARGV[3]) ~= 'string' or type(ARGV[4]) ~= 'string' then
   return redis.error_reply('ERR create.lua: want a code, a time, the info and the token hash')
 end

@@ -12,8 +12,6 @@
 -- ARGV[4]  leaders delta
 -- Returns  1 applied, 2 stale (already covered), 3 resync (a delta is missing), -1 no room.
 -- Arguments are checked before the first write: a script that faults halfway keeps its writes.
-local function int(s) return type(s) == 'string' and #s <= 16 and (s == '0' or s:match('^%-?[1-9]%d*$') ~= nil) end
-local function nat(s) return int(s) and s:sub(1, 1) ~= '-' end
 if type(ARGV[1]) ~= 'string' or not nat(ARGV[2]) or not int(ARGV[3]) or not int(ARGV[4]) then
   return redis.error_reply('ERR delta.lua: want a code, a sequence number, viewers and leaders')
 end

@@ -9,7 +9,7 @@ import (
 // FuzzLuaArguments fuzzes the lobby scripts' argument checks on real Redis: whatever ARGV
 // holds, a script answers or refuses, and never faults halfway through its writes.
 func FuzzLuaArguments(f *testing.F) {
-	redistest.FuzzScripts(f, redistest.LoadScripts(f, "",
+	redistest.FuzzScripts(f, redistest.LoadScripts(f, "lib.lua",
 		map[string]int{"create.lua": 8, "delta.lua": 6, "snapshot.lua": 6, "prune.lua": 8, "remove.lua": 8, "touch.lua": 3, "poll.lua": 6},
 		map[string][][]string{
 			"create.lua":   {{"abc234", "1700000000000", "1700000000000\n1000\nname\ntitle", "hash"}},

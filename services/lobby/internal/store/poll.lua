@@ -16,7 +16,6 @@
 --          then nothing else is read; next is the last change read (the cursor when none);
 --          rooms is, for each changed code once in the order of its first change, the flat
 --          code, activity score, info, viewers, leaders ('' for each one missing).
-local function int(s) return type(s) == 'string' and #s <= 16 and (s == '0' or s:match('^%-?[1-9]%d*$') ~= nil) end
 if type(ARGV[1]) ~= 'string' or #ARGV[1] > 41 or not ARGV[1]:match('^%d+%-%d+$') or not int(ARGV[2])
     or not int(ARGV[3]) or tonumber(ARGV[3]) < 1 then
   return redis.error_reply('ERR poll.lua: want a change id, a version and a count')

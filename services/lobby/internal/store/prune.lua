@@ -4,8 +4,6 @@
 -- ARGV[2]     the most rooms to prune in one call (the rest go on later calls)
 -- Returns     how many rooms it pruned.
 -- Arguments are checked before the first write: a script that faults halfway keeps its writes.
-local function int(s) return type(s) == 'string' and #s <= 16 and (s == '0' or s:match('^%-?[1-9]%d*$') ~= nil) end
-local function nat(s) return int(s) and s:sub(1, 1) ~= '-' end
 if not int(ARGV[1]) or not nat(ARGV[2]) then
   return redis.error_reply('ERR prune.lua: want a cutoff and a limit')
 end

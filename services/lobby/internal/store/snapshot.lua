@@ -11,8 +11,6 @@
 -- ARGV[4]  leaders
 -- Returns  1 applied, 0 stale, -1 no room.
 -- Arguments are checked before the first write: a script that faults halfway keeps its writes.
-local function int(s) return type(s) == 'string' and #s <= 16 and (s == '0' or s:match('^%-?[1-9]%d*$') ~= nil) end
-local function nat(s) return int(s) and s:sub(1, 1) ~= '-' end
 if type(ARGV[1]) ~= 'string' or not nat(ARGV[2]) or not int(ARGV[3]) or not int(ARGV[4]) then
   return redis.error_reply('ERR snapshot.lua: want a code, a sequence number, viewers and leaders')
 end

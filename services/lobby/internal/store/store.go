@@ -21,6 +21,8 @@ import (
 )
 
 var (
+	//go:embed lib.lua
+	libLua string
 	//go:embed create.lua
 	createLua string
 	//go:embed remove.lua
@@ -67,16 +69,17 @@ func New(rdb redis.UniversalClient, o Options) (*Store, error) {
 	if o.Prefix == "" {
 		o.Prefix = "vigil"
 	}
+	script := func(name, src string) *redisx.Script { return redisx.NewScript(name, libLua+src) }
 	return &Store{
 		rdb:      rdb,
 		k:        keysFor(o.Prefix),
-		create:   redisx.NewScript("create.lua", createLua),
-		remove:   redisx.NewScript("remove.lua", removeLua),
-		prune:    redisx.NewScript("prune.lua", pruneLua),
-		delta:    redisx.NewScript("delta.lua", deltaLua),
-		snapshot: redisx.NewScript("snapshot.lua", snapshotLua),
-		touch:    redisx.NewScript("touch.lua", touchLua),
-		poll:     redisx.NewScript("poll.lua", pollLua),
+		create:   script("create.lua", createLua),
+		remove:   script("remove.lua", removeLua),
+		prune:    script("prune.lua", pruneLua),
+		delta:    script("delta.lua", deltaLua),
+		snapshot: script("snapshot.lua", snapshotLua),
+		touch:    script("touch.lua", touchLua),
+		poll:     script("poll.lua", pollLua),
 	}, nil
 }
 

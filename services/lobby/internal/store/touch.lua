@@ -6,8 +6,6 @@
 -- ARGV[2]  activity time (ms)
 -- Returns  1 when the activity moved, else 0.
 -- Arguments are checked before the first write: a script that faults halfway keeps its writes.
-local function int(s) return type(s) == 'string' and #s <= 16 and (s == '0' or s:match('^%-?[1-9]%d*$') ~= nil) end
-local function nat(s) return int(s) and s:sub(1, 1) ~= '-' end
 if type(ARGV[1]) ~= 'string' or not int(ARGV[2]) then
   return redis.error_reply('ERR touch.lua: want a code and a time')
 end
