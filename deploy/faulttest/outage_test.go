@@ -141,9 +141,9 @@ func TestFaultRedisUnreachable(t *testing.T) {
 // service admits (MaxInFlight 16): the excess is refused at once with 429 and a sentence,
 // everything admitted succeeds, and memory stays flat instead of queueing the flood.
 func TestFaultOverloadIsShed(t *testing.T) {
-	prefix := redistest.Prefix(t)
-	url, _ := redistest.Target(t)
-	conn := start(t, servertest.Serve(reservations.New, reservations.Options{Core: server.Core{Redis: redisx.Config{URL: url}, Prefix: prefix, MaxInFlight: 16, Logger: newEvents().Logger()}}))
+	core := servertest.Core(t, redistest.Prefix(t), newEvents().Logger())
+	core.MaxInFlight = 16
+	conn := start(t, servertest.Serve(reservations.New, reservations.Options{Core: core}))
 	gwAddr := startGateway(t, gateway.Backends{Reservations: conn.Target()})
 
 	const clients, each = 256, 20
