@@ -3,7 +3,9 @@ package socket
 import (
 	"context"
 	"net"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -70,7 +72,8 @@ const (
 // Conn is one accepted WebSocket. One goroutine (the route's reader) calls Read and Allow;
 // Send, SendFrame, SendFrames and Close may be called from anywhere.
 //
-// It is built for many idle sockets: a writer goroutine exists only while frames are queued;
+// It is built for many idle sockets: a writer goroutine exists only while frames wait for a
+// full kernel buffer (a burst to a socket with room is written by the caller, see SendFrames);
 // pings run on a timer; the connection's buffers are small. And for fan-out: frames built
 // once (TextFrame) are shared by every socket, and a burst of queued frames leaves in one
 // writev.
@@ -151,6 +154,11 @@ func (s *Conn) SendFrame(f Frame) bool { return s.SendFrames([]Frame{f}) }
 
 // SendFrames queues several frames at once, in order (a burst: one queue append, one write).
 // Like SendFrame, it never blocks, and the frames are shared, not copied.
+//
+// On a socket with nothing queued the burst is written at once by the caller, as far as the
+// kernel's socket buffer takes it without waiting (one non-blocking writev): a room's fan-out
+// to idle sockets starts no goroutines. Only what the buffer does not take is queued for a
+// writer goroutine.
 func (s *Conn) SendFrames(fs []Frame) bool {
 	s.mu.Lock()
 	if s.closed {
@@ -165,17 +173,80 @@ func (s *Conn) SendFrames(fs []Frame) bool {
 		go s.close(TryAgainLater, "slow consumer: reconnect and resume with since")
 		return false
 	}
-	if s.queue == nil {
-		s.queue = batches.Get().(*batch)
+	if s.writing {
+		// A writer is at work (inline or a goroutine): it takes what is queued, in order.
+		if s.queue == nil {
+			s.queue = batches.Get().(*batch)
+		}
+		s.queue.frames = append(s.queue.frames, fs...)
+		s.mu.Unlock()
+		return true
 	}
-	s.queue.frames = append(s.queue.frames, fs...)
-	start := !s.writing
 	s.writing = true
 	s.mu.Unlock()
-	if start {
-		go s.writeLoop()
-	}
+	s.writeNow(fs)
 	return true
+}
+
+// writeNow is SendFrames' caller writing a burst on a socket with nothing queued (it holds the
+// writer's role): what the kernel takes without waiting leaves now; the rest, and whatever
+// other callers queued meanwhile, goes to a writer goroutine.
+func (s *Conn) writeNow(fs []Frame) {
+	if s.pack && len(fs) > 1 {
+		fs = []Frame{PackFrames(fs)}
+	}
+	n, err := s.nc.tryWrite(fs)
+	s.mu.Lock()
+	if err != nil || s.closed {
+		s.writing = false
+		s.mu.Unlock()
+		if err != nil {
+			s.markClosed()
+			go s.c.CloseNow() // it waits for the library's goroutines: not on the caller
+		}
+		return
+	}
+	if tail, rest := unwritten(fs, n); tail != nil || len(rest) > 0 {
+		// The kernel's buffer is full: what it did not take goes ahead of what was queued.
+		b := s.queue
+		if b == nil {
+			b = batches.Get().(*batch)
+			s.queue = b
+		}
+		b.head = tail
+		b.frames = slices.Insert(b.frames, 0, rest...)
+	}
+	if s.queue.len() == 0 {
+		s.writing = false
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	s.startWriter()
+}
+
+// unwritten is what is left of fs once its first n bytes are written: the tail of the frame
+// the write ended in, if it ended inside one, and the frames after it.
+func unwritten(fs []Frame, n int) (tail []byte, rest []Frame) {
+	for i, f := range fs {
+		if n < len(f) {
+			if n == 0 {
+				return nil, fs[i:]
+			}
+			return f[n:], fs[i+1:]
+		}
+		n -= len(f)
+	}
+	return nil, nil
+}
+
+// writerStarts counts writer goroutines started, for the test that a fan-out to idle sockets
+// starts none.
+var writerStarts atomic.Int64
+
+func (s *Conn) startWriter() {
+	writerStarts.Add(1)
+	go s.writeLoop()
 }
 
 // writeLoop writes queued frames until the queue is empty, then ends: no goroutine waits on an
@@ -243,6 +314,7 @@ func (s *Conn) markClosed() {
 // room (each join a burst on every socket), an idle room socket held 9.7 KiB of heap spans
 // for 5.4 KiB of live objects.
 type batch struct {
+	head   []byte // the unwritten tail of a frame a write ended in, sent first; nil mostly
 	frames []Frame
 	bufs   net.Buffers // the frames as writev takes them (writeFrames)
 }
@@ -256,6 +328,9 @@ func (b *batch) len() int {
 	if b == nil {
 		return 0
 	}
+	if b.head != nil {
+		return len(b.frames) + 1
+	}
 	return len(b.frames)
 }
 
@@ -267,6 +342,7 @@ func (b *batch) release() {
 	if cap(b.frames) > maxPooledBatch || cap(b.bufs) > maxPooledBatch {
 		return
 	}
+	b.head = nil
 	clear(b.frames)
 	b.frames = b.frames[:0]
 	batches.Put(b)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -31,6 +32,9 @@ func (h *hijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, err
 	}
 	cc := &netConn{Conn: nc, onClose: h.onClose}
+	if sc, ok := nc.(syscall.Conn); ok {
+		cc.raw, _ = sc.SyscallConn()
+	}
 	if n := brw.Reader.Buffered(); n > 0 {
 		b, _ := brw.Reader.Peek(n)
 		cc.ahead = bytes.Clone(b)
@@ -48,6 +52,7 @@ func (h *hijacker) Unwrap() http.ResponseWriter { return h.ResponseWriter }
 type netConn struct {
 	net.Conn
 	ahead   []byte
+	raw     syscall.RawConn // nil when the connection has no file descriptor (TLS): no inline writes
 	wmu     sync.Mutex
 	once    sync.Once
 	onClose func()
@@ -87,6 +92,9 @@ func (c *netConn) Close() error {
 // (pooled with it), so a write allocates nothing.
 func (c *netConn) writeFrames(b *batch, timeout time.Duration) error {
 	bufs := b.bufs[:0]
+	if b.head != nil {
+		bufs = append(bufs, b.head)
+	}
 	for _, f := range b.frames {
 		bufs = append(bufs, f)
 	}

@@ -347,3 +347,69 @@ func TestPackFrames(t *testing.T) {
 		t.Fatalf("packed frame: header %x, %d payload bytes; want text, %d", got[0], len(got.Payload()), len(want))
 	}
 }
+
+// TestFanOutToIdleSocketsStartsNoWriters: a burst to sockets whose kernel buffers have room is
+// written by the caller, so a room's fan-out to its idle sockets starts no goroutine per
+// socket. Each writer goroutine left a goroutine struct and half-empty stack spans behind: an
+// idle practice-room socket held ~2.5 KiB more than a chat socket (docs/BENCHMARKS.md). Not
+// parallel: it counts the package's writer starts.
+func TestFanOutToIdleSocketsStartsNoWriters(t *testing.T) {
+	const sockets, bursts = 100, 20
+	srv, socks, _ := echoServer(t, newRegistry(t, Options{}), Limits{})
+	var received atomic.Int64
+	conns := make([]*Conn, 0, sockets)
+	for range sockets {
+		c := mustDial(t, srv, "room=a", nil)
+		go func() {
+			for {
+				if _, _, err := c.Read(context.Background()); err != nil {
+					return
+				}
+				received.Add(1)
+			}
+		}()
+		conns = append(conns, <-socks)
+	}
+	burst := []Frame{TextFrame([]byte(`{"type":"join","clientId":"v1"}`)), TextFrame([]byte(`{"type":"occupancy","viewers":1}`))}
+	before := writerStarts.Load()
+	for range bursts {
+		for _, s := range conns {
+			if !s.SendFrames(burst) {
+				t.Fatal("SendFrames refused a burst on an open socket")
+			}
+		}
+	}
+	wait.Until(t, "every frame received", func() bool { return received.Load() == sockets*bursts*int64(len(burst)) })
+	if n := writerStarts.Load() - before; n != 0 {
+		t.Errorf("%d bursts to %d idle sockets started %d writer goroutines, want 0", bursts, sockets, n)
+	}
+}
+
+// TestFullKernelBufferKeepsOrder: frames a client is not reading (13 MB) fill the kernel's
+// buffers, most likely in the middle of one; the rest of it and every later frame, left to a
+// writer goroutine, arrive whole and in order once the client reads.
+func TestFullKernelBufferKeepsOrder(t *testing.T) {
+	t.Parallel()
+	srv, socks, _ := echoServer(t, newRegistry(t, Options{}), Limits{})
+	c := mustDial(t, srv, "room=a", nil)
+	c.SetReadLimit(1 << 20)
+	s := <-socks
+	const frames = 200
+	payload := func(i int) string { return fmt.Sprintf("%04d%s", i, strings.Repeat("x", 64<<10+i)) }
+	for i := range frames {
+		if !s.SendFrames([]Frame{TextFrame([]byte(payload(i)))}) {
+			t.Fatalf("frame %d refused", i)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := range frames {
+		_, got, err := c.Read(ctx)
+		if err != nil {
+			t.Fatalf("read frame %d: %v", i, err)
+		}
+		if want := payload(i); string(got) != want {
+			t.Fatalf("frame %d = %.8q… (%d bytes), want %.8q… (%d bytes)", i, got, len(got), want, len(want))
+		}
+	}
+}

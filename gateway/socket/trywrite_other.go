@@ -1,0 +1,7 @@
+//go:build !(darwin || linux || openbsd)
+
+package socket
+
+// tryWrite writes nothing where there is no non-blocking writev: every burst goes to a writer
+// goroutine.
+func (c *netConn) tryWrite([]Frame) (int, error) { return 0, nil }
