@@ -73,7 +73,8 @@ const (
 // Send, SendFrame, SendFrames and Close may be called from anywhere.
 //
 // It is built for many idle sockets: a writer goroutine exists only while frames wait for a
-// full kernel buffer (a burst to a socket with room is written by the caller, see SendFrames);
+// full kernel buffer (a burst to a socket with room is written by a shared flusher, see
+// SendFrames);
 // pings run on a timer; the connection's buffers are small. And for fan-out: frames built
 // once (TextFrame) are shared by every socket, and a burst of queued frames leaves in one
 // writev.
@@ -155,10 +156,10 @@ func (s *Conn) SendFrame(f Frame) bool { return s.SendFrames([]Frame{f}) }
 // SendFrames queues several frames at once, in order (a burst: one queue append, one write).
 // Like SendFrame, it never blocks, and the frames are shared, not copied.
 //
-// On a socket with nothing queued the burst is written at once by the caller, as far as the
-// kernel's socket buffer takes it without waiting (one non-blocking writev): a room's fan-out
-// to idle sockets starts no goroutines. Only what the buffer does not take is queued for a
-// writer goroutine.
+// A socket with nothing queued is handed to the flushers, a few goroutines shared by every
+// socket, which write its burst as far as the kernel's socket buffer takes it without waiting
+// (one non-blocking writev). Only a socket whose buffer is full gets a writer goroutine of its
+// own: a room's fan-out to idle sockets starts no goroutine per socket.
 func (s *Conn) SendFrames(fs []Frame) bool {
 	s.mu.Lock()
 	if s.closed {
@@ -173,56 +174,68 @@ func (s *Conn) SendFrames(fs []Frame) bool {
 		go s.close(TryAgainLater, "slow consumer: reconnect and resume with since")
 		return false
 	}
-	if s.writing {
-		// A writer is at work (inline or a goroutine): it takes what is queued, in order.
-		if s.queue == nil {
-			s.queue = batches.Get().(*batch)
-		}
-		s.queue.frames = append(s.queue.frames, fs...)
-		s.mu.Unlock()
-		return true
+	if s.queue == nil {
+		s.queue = batches.Get().(*batch)
 	}
+	s.queue.frames = append(s.queue.frames, fs...)
+	start := !s.writing
 	s.writing = true
 	s.mu.Unlock()
-	s.writeNow(fs)
+	if start {
+		flushers.add(s)
+	}
 	return true
 }
 
-// writeNow is SendFrames' caller writing a burst on a socket with nothing queued (it holds the
-// writer's role): what the kernel takes without waiting leaves now; the rest, and whatever
-// other callers queued meanwhile, goes to a writer goroutine.
-func (s *Conn) writeNow(fs []Frame) {
-	if s.pack && len(fs) > 1 {
-		fs = []Frame{PackFrames(fs)}
-	}
-	n, err := s.nc.tryWrite(fs)
+// flush writes what is queued, as far as the kernel's buffer takes it without waiting. What it
+// does not take goes, ahead of what was queued meanwhile, to a writer goroutine of the
+// socket's own. Run by a flusher, which holds the socket's writer role for it.
+func (s *Conn) flush() {
 	s.mu.Lock()
-	if err != nil || s.closed {
+	b := s.queue
+	s.queue = nil
+	if b.len() == 0 || s.closed {
 		s.writing = false
 		s.mu.Unlock()
-		if err != nil {
-			s.markClosed()
-			go s.c.CloseNow() // it waits for the library's goroutines: not on the caller
-		}
+		b.release()
 		return
 	}
-	if tail, rest := unwritten(fs, n); tail != nil || len(rest) > 0 {
-		// The kernel's buffer is full: what it did not take goes ahead of what was queued.
-		b := s.queue
-		if b == nil {
-			b = batches.Get().(*batch)
-			s.queue = b
-		}
-		b.head = tail
-		b.frames = slices.Insert(b.frames, 0, rest...)
+	s.mu.Unlock()
+	b.pack(s.pack)
+	n, err := s.nc.tryWrite(b.frames)
+	if err != nil {
+		b.release()
+		s.markClosed()
+		s.mu.Lock()
+		s.writing = false
+		s.mu.Unlock()
+		go s.c.CloseNow() // it waits for the library's goroutines: not on a flusher
+		return
 	}
-	if s.queue.len() == 0 {
+	tail, rest := unwritten(b.frames, n)
+	s.mu.Lock()
+	full := tail != nil || len(rest) > 0
+	if full && !s.closed {
+		q := s.queue
+		if q == nil {
+			q = batches.Get().(*batch)
+			s.queue = q
+		}
+		q.head = tail // the tail of a frame: written as it is, never packed
+		q.frames = slices.Insert(q.frames, 0, rest...)
+	}
+	b.release()
+	if s.queue.len() == 0 || s.closed {
 		s.writing = false
 		s.mu.Unlock()
 		return
 	}
 	s.mu.Unlock()
-	s.startWriter()
+	if full {
+		s.startWriter()
+		return
+	}
+	flushers.add(s) // more was queued while it wrote
 }
 
 // unwritten is what is left of fs once its first n bytes are written: the tail of the frame
@@ -263,11 +276,7 @@ func (s *Conn) writeLoop() {
 			return
 		}
 		s.mu.Unlock()
-		if s.pack && len(b.frames) > 1 {
-			packed := PackFrames(b.frames)
-			clear(b.frames)
-			b.frames = append(b.frames[:0], packed)
-		}
+		b.pack(s.pack)
 		err := s.nc.writeFrames(b, s.lim.WriteTimeout)
 		b.release()
 		if err != nil {
@@ -332,6 +341,16 @@ func (b *batch) len() int {
 		return len(b.frames) + 1
 	}
 	return len(b.frames)
+}
+
+// pack makes b's frames one packed frame when the socket asked for it (PackBursts).
+func (b *batch) pack(asked bool) {
+	if !asked || len(b.frames) < 2 {
+		return
+	}
+	packed := PackFrames(b.frames)
+	clear(b.frames)
+	b.frames = append(b.frames[:0], packed)
 }
 
 // release gives b back to the pool, forgetting its frames. A nil b is nothing to release.

@@ -349,8 +349,8 @@ func TestPackFrames(t *testing.T) {
 }
 
 // TestFanOutToIdleSocketsStartsNoWriters: a burst to sockets whose kernel buffers have room is
-// written by the caller, so a room's fan-out to its idle sockets starts no goroutine per
-// socket. Each writer goroutine left a goroutine struct and half-empty stack spans behind: an
+// written by the shared flushers, so a room's fan-out to its idle sockets starts no goroutine
+// per socket. Each writer goroutine left a goroutine struct and half-empty stack spans behind: an
 // idle practice-room socket held ~2.5 KiB more than a chat socket (docs/BENCHMARKS.md). Not
 // parallel: it counts the package's writer starts.
 func TestFanOutToIdleSocketsStartsNoWriters(t *testing.T) {
