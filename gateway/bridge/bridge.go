@@ -36,7 +36,8 @@ import (
 // Upstream is a socket kind's side of one room: how it runs one upstream stream.
 type Upstream interface {
 	// Attach opens one upstream stream and runs it until it breaks or ctx ends (the room's last
-	// socket left, or the stream went silent). It calls Room.Heard for every frame the service
+	// socket left, or the stream went silent). ctx is this stream's own: the loop cancels it
+	// once Attach returns, so a stream opened with it ends then. It calls Room.Heard for every frame the service
 	// sends. answered reports whether the service answered anything on it (the back-off then
 	// starts over). An error wrapping ErrEnded ends the room's loop for good.
 	Attach(ctx context.Context) (answered bool, err error)

@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"encoding/json"
 	"net/url"
 	"strings"
 	"testing"
@@ -41,6 +42,21 @@ func TestChatQueryNames(t *testing.T) {
 		q, _ := url.ParseQuery(bad)
 		if _, err := parseChatQuery(q); err == nil || !strings.Contains(err.Error(), "must be") {
 			t.Errorf("parseChatQuery(%q) = %v, want a sentence saying what the field must be", bad, err)
+		}
+	}
+}
+
+// TestStringFrameIsJSONMarshal: the one-string frames are byte for byte what json.Marshal of
+// their struct wrote before, for any value.
+func TestStringFrameIsJSONMarshal(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"", "hello", `quote " and \ back`, "<script>&", "é 🙂", "bad \xff utf-8", "line\nbreak\u2028"} {
+		want, _ := json.Marshal(struct {
+			Type   string `json:"type"`
+			UserID string `json:"userId"`
+		}{"leave", v})
+		if got := leaveFrame(v); string(got) != string(want) {
+			t.Errorf("leaveFrame(%q) = %s, want %s", v, got, want)
 		}
 	}
 }

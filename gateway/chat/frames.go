@@ -43,10 +43,18 @@ func historyFrame(entries []chatEntry) []byte {
 }
 
 // errorFrame is the error frame a member gets for a message the gateway refused.
-func errorFrame(msg string) []byte {
-	b, _ := json.Marshal(struct {
-		Type  string `json:"type"`
-		Error string `json:"error"`
-	}{"error", msg})
-	return b
+func errorFrame(msg string) []byte { return stringFrame("error", "error", msg) }
+
+// stringFrame is the frame {"type":typ,key:value}, as json.Marshal writes it: the frames of one
+// string field. typ and key are the gateway's own names, never user input.
+func stringFrame(typ, key, value string) []byte {
+	v, _ := json.Marshal(value)
+	f := make([]byte, 0, len(`{"type":"","":}`)+len(typ)+len(key)+len(v))
+	f = append(f, `{"type":"`...)
+	f = append(f, typ...)
+	f = append(f, `","`...)
+	f = append(f, key...)
+	f = append(f, `":`...)
+	f = append(f, v...)
+	return append(f, '}')
 }

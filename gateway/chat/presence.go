@@ -50,13 +50,7 @@ func joinFrame(m presentMember) []byte {
 	return b
 }
 
-func leaveFrame(userID string) []byte {
-	b, _ := json.Marshal(struct {
-		Type   string `json:"type"`
-		UserID string `json:"userId"`
-	}{"leave", userID})
-	return b
-}
+func leaveFrame(userID string) []byte { return stringFrame("leave", "userId", userID) }
 
 // presentLocked is the room's members in order of arrival. Called with r.mu.
 func (r *chatRoom) presentLocked() []presentMember {

@@ -116,7 +116,7 @@ func (r *chatRoom) Closed() {
 
 // Attach runs one Connect stream until it breaks; answered is whether its history arrived.
 func (r *chatRoom) Attach(ctx context.Context) (answered bool, err error) {
-	sctx, cancel := context.WithCancel(ctx)
+	sctx, cancel := context.WithCancel(ctx) // a gap in the messages ends the stream early (deliver)
 	defer cancel()
 	stream, err := r.b.client.Connect(sctx)
 	if err != nil {

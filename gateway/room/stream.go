@@ -204,9 +204,7 @@ func pingRequest() *roomv1.AttachRequest {
 // Attach runs one stream until it breaks: it sends every socket's hello, then receives.
 // answered reports whether the service answered anything on it.
 func (r *practiceRoom) Attach(ctx context.Context) (answered bool, err error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stream, err := r.b.client.Attach(ctx)
+	stream, err := r.b.client.Attach(ctx) // ends with ctx, which the loop ends when Attach returns
 	if err != nil {
 		return false, err
 	}

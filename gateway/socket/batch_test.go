@@ -9,10 +9,11 @@ import (
 )
 
 // TestBurstsAllocateNothing: queueing a burst on a socket and writing it allocate nothing once
-// warm, on a socket's own writer and on a flusher. A fan-out queues on every socket of a room at once, and a queue and a writev list made
-// per socket per burst fragmented the heap around the sockets' long-lived objects: an idle
-// practice-room socket held ~1.7 KiB more heap after a room's joins (docs/BENCHMARKS.md). Not
-// parallel: AllocsPerRun counts the whole process's allocations.
+// warm, on a socket's own writer and on a flusher. A fan-out queues on every socket of a room
+// at once, and a queue and a writev list made per socket per burst fragmented the heap around
+// the sockets' long-lived objects: an idle practice-room socket held ~1.7 KiB more heap after
+// a room's joins (docs/BENCHMARKS.md). Not parallel: AllocsPerRun counts the whole process's
+// allocations.
 func TestBurstsAllocateNothing(t *testing.T) {
 	server, client := tcpPair(t)
 	received := make(chan int64, 1)
@@ -22,38 +23,31 @@ func TestBurstsAllocateNothing(t *testing.T) {
 	}()
 	s := &Conn{nc: &netConn{Conn: server}, lim: &Limits{SendQueue: 256, WriteTimeout: time.Minute}}
 	burst := []Frame{TextFrame([]byte(`{"type":"join","clientId":"v1"}`)), TextFrame([]byte(`{"type":"occupancy","viewers":1}`))}
-	const runs = 200
-	allocs := testing.AllocsPerRun(runs, func() {
-		// As on a socket whose writer is running: SendFrames only queues, and that writer
-		// (writeLoop, run here) takes the burst, writes it in one writev, and ends.
-		s.mu.Lock()
-		s.writing = true
-		s.mu.Unlock()
-		if !s.SendFrames(burst) {
-			t.Fatal("SendFrames refused a burst on an open socket")
-		}
-		s.writeLoop()
-	})
-	if allocs != 0 {
-		t.Errorf("queueing and writing a burst allocate %v objects, want 0", allocs)
-	}
 	raw, err := server.(*net.TCPConn).SyscallConn()
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.nc.raw = raw
-	allocs = testing.AllocsPerRun(runs, func() {
-		// As on a socket a flusher took: flush (run here) writes the burst at once.
-		s.mu.Lock()
-		s.writing = true
-		s.mu.Unlock()
-		if !s.SendFrames(burst) {
-			t.Fatal("SendFrames refused a burst on an open socket")
+	const runs = 200
+	// As on a socket whose writer runs: SendFrames only queues, and that writer (run here)
+	// takes the burst, writes it in one writev, and ends: a writer goroutine of the socket's
+	// own, or a flusher.
+	for _, w := range []struct {
+		name  string
+		write func()
+	}{{"writeLoop", s.writeLoop}, {"flush", s.flush}} {
+		allocs := testing.AllocsPerRun(runs, func() {
+			s.mu.Lock()
+			s.writing = true
+			s.mu.Unlock()
+			if !s.SendFrames(burst) {
+				t.Fatal("SendFrames refused a burst on an open socket")
+			}
+			w.write()
+		})
+		if allocs != 0 {
+			t.Errorf("queueing a burst and writing it with %s allocate %v objects, want 0", w.name, allocs)
 		}
-		s.flush()
-	})
-	if allocs != 0 {
-		t.Errorf("flushing a burst allocates %v objects, want 0", allocs)
 	}
 	_ = server.Close()
 	want := 2 * int64(runs+1) * int64(len(bytes.Join([][]byte{burst[0], burst[1]}, nil)))

@@ -191,24 +191,15 @@ func (s *Conn) SendFrames(fs []Frame) bool {
 // does not take goes, ahead of what was queued meanwhile, to a writer goroutine of the
 // socket's own. Run by a flusher, which holds the socket's writer role for it.
 func (s *Conn) flush() {
-	s.mu.Lock()
-	b := s.queue
-	s.queue = nil
-	if b.len() == 0 || s.closed {
-		s.writing = false
-		s.mu.Unlock()
-		b.release()
+	b := s.take()
+	if b == nil {
 		return
 	}
-	s.mu.Unlock()
-	b.pack(s.pack)
 	n, err := s.nc.tryWrite(b.frames)
 	if err != nil {
 		b.release()
 		s.markClosed()
-		s.mu.Lock()
-		s.writing = false
-		s.mu.Unlock()
+		s.endWriting()
 		go s.c.CloseNow() // it waits for the library's goroutines: not on a flusher
 		return
 	}
@@ -266,27 +257,41 @@ func (s *Conn) startWriter() {
 // idle socket. Each burst leaves in one writev.
 func (s *Conn) writeLoop() {
 	for {
-		s.mu.Lock()
-		b := s.queue
-		s.queue = nil
-		if b.len() == 0 || s.closed {
-			s.writing = false
-			s.mu.Unlock()
-			b.release()
+		b := s.take()
+		if b == nil {
 			return
 		}
-		s.mu.Unlock()
-		b.pack(s.pack)
 		err := s.nc.writeFrames(b, s.lim.WriteTimeout)
 		b.release()
 		if err != nil {
 			s.CloseNow()
-			s.mu.Lock()
-			s.writing = false
-			s.mu.Unlock()
+			s.endWriting()
 			return
 		}
 	}
+}
+
+// take is the writer's next burst, packed if the socket asked for it (PackBursts); nil, with
+// the writer's role given up, when nothing is queued or the socket is closed.
+func (s *Conn) take() *batch {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.queue
+	s.queue = nil
+	if b.len() == 0 || s.closed {
+		s.writing = false
+		b.release()
+		return nil
+	}
+	b.pack(s.pack)
+	return b
+}
+
+// endWriting gives up the writer's role after a failed write.
+func (s *Conn) endWriting() {
+	s.mu.Lock()
+	s.writing = false
+	s.mu.Unlock()
 }
 
 // Close sends the close frame (what is still queued is abandoned) and closes the socket. It
