@@ -20,13 +20,7 @@ import (
 func TestSkewedReplicaPrunesNoRoomEarly(t *testing.T) {
 	t.Parallel()
 	rdb, _ := redistest.Client(t)
-	redisNow := func() time.Time {
-		now, err := rdb.Time(context.Background()).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return now
-	}
+	redisNow := func() time.Time { return redistest.Time(t, rdb) }
 	const idleTTL, grace = 2 * time.Second, time.Second
 	for _, skew := range []time.Duration{30 * time.Second, -30 * time.Second} {
 		t.Run(fmt.Sprintf("skew %v", skew), func(t *testing.T) {

@@ -23,13 +23,6 @@ func TestSkewedReplicaGrantsNoLockEarly(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := redistest.Client(t)
 	ctx := context.Background()
-	redisNow := func(t *testing.T) time.Time {
-		now, err := rdb.Time(ctx).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return now
-	}
 	const ttl = 2 * time.Second
 	// slack is how far the replicas' clocks may be from Redis's: their error bound, well under
 	// 50ms on one host.
@@ -52,7 +45,7 @@ func TestSkewedReplicaGrantsNoLockEarly(t *testing.T) {
 				t.Run(name, func(t *testing.T) {
 					t.Parallel()
 					holder, next := byName[tc.holder], byName[tc.next]
-					before := redisNow(t)
+					before := redistest.Time(t, rdb)
 					a := acquire(t, holder, resource, "a", ttl.Milliseconds(), 0)
 					if !a.GetAcquired() {
 						t.Fatalf("Acquire(%s, a) = %v, want acquired", resource, a)
@@ -61,7 +54,7 @@ func TestSkewedReplicaGrantsNoLockEarly(t *testing.T) {
 						t.Errorf("a's lease ends %v, before Redis's %v + TTL − slack: cut short", time.UnixMilli(a.GetExpiresAt()), before)
 					}
 					// A renewal on the other replica is no shorter either.
-					before = redisNow(t)
+					before = redistest.Time(t, rdb)
 					rn, err := next.Renew(ctx, &locksv1.RenewRequest{Resource: resource, Owner: "a", TtlMs: ms(ttl.Milliseconds())})
 					if err != nil || !rn.GetRenewed() {
 						t.Fatalf("Renew(%s, a) = %v, %v; want renewed", resource, rn, err)
@@ -80,7 +73,7 @@ func TestSkewedReplicaGrantsNoLockEarly(t *testing.T) {
 							}
 						}
 					}
-					after := redisNow(t)
+					after := redistest.Time(t, rdb)
 					if !got.GetAcquired() {
 						t.Fatalf("Acquire(%s, b) = %v, want acquired once a's lease ended", resource, got)
 					}

@@ -36,13 +36,7 @@ func TestSkewedReplicaExpiresNoHoldEarly(t *testing.T) {
 			inStep := replica(time.Now)
 			skewed := replica(func() time.Time { return time.Now().Add(skew) })
 			ctx := context.Background()
-			redisNow := func() time.Time {
-				now, err := rdb.Time(ctx).Result()
-				if err != nil {
-					t.Fatal(err)
-				}
-				return now
-			}
+			redisNow := func() time.Time { return redistest.Time(t, rdb) }
 			const ttl = 5 // seconds, the shortest hold
 			type hold struct {
 				id      string

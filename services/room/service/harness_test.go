@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -188,7 +187,7 @@ func newEnv(t *testing.T, s settings) *env {
 	})
 	e.lobby = lobbyv1.NewLobbyServiceClient(servertest.Dial(t, lobby.Addr))
 	e.faults = &faultyLobby{next: e.lobby}
-	e.proxy = serveGRPC(t, func(s *grpc.Server) { lobbyv1.RegisterLobbyServiceServer(s, e.faults) })
+	e.proxy = servertest.ServeGRPC(t, func(s *grpc.Server) { lobbyv1.RegisterLobbyServiceServer(s, e.faults) })
 	e.logs = &servertest.LogBuffer{}
 	e.o = service.Options{
 		Core:   server.Core{Redis: redisx.Config{URL: e.url}, Prefix: e.prefix + "-room", Now: now, Logger: slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))},
@@ -234,19 +233,6 @@ func TestEveryMetricOnTheGivenRegisterer(t *testing.T) {
 	servertest.CheckRegisterer(t, func(ctx context.Context, core server.Core) (server.Service, error) {
 		return service.New(ctx, service.Options{Core: core, LobbyAddr: "127.0.0.1:1"})
 	}, slices.Concat(promtest.ServerFamilies, promtest.AlarmFamilies)...)
-}
-
-func serveGRPC(t *testing.T, register func(*grpc.Server)) string {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := grpc.NewServer()
-	register(s)
-	go func() { _ = s.Serve(lis) }()
-	t.Cleanup(s.Stop)
-	return lis.Addr().String()
 }
 
 // leaderAndTwoViewers creates a room and joins its leader ("lead") and two viewers ("v1",
