@@ -21,7 +21,7 @@ func TestBurstsAllocateNothing(t *testing.T) {
 		n, _ := io.Copy(io.Discard, client)
 		received <- n
 	}()
-	s := &Conn{nc: &netConn{Conn: server}, lim: &Limits{SendQueue: 256, WriteTimeout: time.Minute}}
+	s := &Conn{nc: &netConn{Conn: server}, lim: &Limits{SendQueue: 256, WriteTimeout: time.Minute}, flushers: new(flusherPool)}
 	burst := []Frame{TextFrame([]byte(`{"type":"join","clientId":"v1"}`)), TextFrame([]byte(`{"type":"occupancy","viewers":1}`))}
 	raw, err := server.(*net.TCPConn).SyscallConn()
 	if err != nil {
@@ -53,6 +53,64 @@ func TestBurstsAllocateNothing(t *testing.T) {
 	want := 2 * int64(runs+1) * int64(len(bytes.Join([][]byte{burst[0], burst[1]}, nil)))
 	if n := <-received; n != want {
 		t.Errorf("the client received %d bytes, want %d (every burst, once)", n, want)
+	}
+}
+
+// TestControlFrameWaitsForAnUnfinishedFrame: a non-blocking write that the kernel's buffer
+// cuts inside a frame leaves the frame's tail to whoever writes next. A control frame the
+// library writes meanwhile (a ping, a close) goes after that tail: written at once, it would
+// land in the middle of the data frame and corrupt the stream.
+func TestControlFrameWaitsForAnUnfinishedFrame(t *testing.T) {
+	t.Parallel()
+	server, client := tcpPair(t)
+	raw, err := server.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc := &netConn{Conn: server, raw: raw}
+	var want, got bytes.Buffer
+	// Fill the kernel's buffers with frames the client does not read until a write ends
+	// inside one. Where a write finds the buffer full at a frame's end, the client takes a
+	// little and the next write goes on.
+	for i := 0; nc.tail == nil; i++ {
+		if i == 10_000 {
+			t.Fatal("10,000 frames and no write ended inside one")
+		}
+		f := TextFrame(bytes.Repeat([]byte{byte('a' + i%26)}, 64<<10+i))
+		rest, _, err := nc.tryWrite([]Frame{f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rest) == 0 {
+			want.Write(f) // written whole, or started with its tail left
+			continue
+		}
+		if _, err := io.CopyN(&got, client, 4096); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ping := []byte{0x89, 0x00} // what the library writes for a ping: FIN, opcode 9, no payload
+	want.Write(ping)
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := nc.Write(ping)
+		if err == nil {
+			err = nc.finish(time.Minute) // as the socket's writer goroutine would, after
+		}
+		wrote <- err
+	}()
+	if _, err := io.CopyN(&got, client, int64(want.Len()-got.Len())); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-wrote; err != nil {
+		t.Fatalf("the ping's Write: %v", err)
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		i := 0
+		for i < min(got.Len(), want.Len()) && got.Bytes()[i] == want.Bytes()[i] {
+			i++
+		}
+		t.Fatalf("the client's %d bytes differ from the frames and the ping (%d bytes) at byte %d: the ping cut into a frame", got.Len(), want.Len(), i)
 	}
 }
 

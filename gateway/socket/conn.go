@@ -5,7 +5,6 @@ import (
 	"net"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -85,6 +84,8 @@ type Conn struct {
 	ping  *time.Timer
 	rate  *rate.Limiter
 	entry *entry
+	// flushers write this socket's bursts while its kernel buffer has room: its registry's.
+	flushers *flusherPool
 
 	// pack, set before the first Send, lets a burst of queued text frames leave as ONE frame
 	// whose payloads are separated by newlines (a client opts in; see PackBursts).
@@ -182,20 +183,21 @@ func (s *Conn) SendFrames(fs []Frame) bool {
 	s.writing = true
 	s.mu.Unlock()
 	if start {
-		flushers.add(s)
+		s.flushers.add(s)
 	}
 	return true
 }
 
-// flush writes what is queued, as far as the kernel's buffer takes it without waiting. What it
-// does not take goes, ahead of what was queued meanwhile, to a writer goroutine of the
-// socket's own. Run by a flusher, which holds the socket's writer role for it.
+// flush writes what is queued, as far as the kernel's buffer takes it without waiting. When
+// it does not take everything, the socket gets a writer goroutine of its own: it finishes the
+// frame the write ended inside and writes the frames not started, ahead of what was queued
+// meanwhile. Run by a flusher, which holds the socket's writer role for it.
 func (s *Conn) flush() {
 	b := s.take()
 	if b == nil {
 		return
 	}
-	n, err := s.nc.tryWrite(b.frames)
+	rest, finished, err := s.nc.tryWrite(b.frames)
 	if err != nil {
 		b.release()
 		s.markClosed()
@@ -203,59 +205,44 @@ func (s *Conn) flush() {
 		go s.c.CloseNow() // it waits for the library's goroutines: not on a flusher
 		return
 	}
-	tail, rest := unwritten(b.frames, n)
 	s.mu.Lock()
-	full := tail != nil || len(rest) > 0
-	if full && !s.closed {
-		q := s.queue
-		if q == nil {
-			q = batches.Get().(*batch)
-			s.queue = q
+	if len(rest) > 0 && !s.closed {
+		if s.queue == nil {
+			s.queue = batches.Get().(*batch)
 		}
-		q.head = tail // the tail of a frame: written as it is, never packed
-		q.frames = slices.Insert(q.frames, 0, rest...)
+		s.queue.frames = slices.Insert(s.queue.frames, 0, rest...)
 	}
 	b.release()
-	if s.queue.len() == 0 || s.closed {
+	switch {
+	case s.closed:
 		s.writing = false
 		s.mu.Unlock()
-		return
-	}
-	s.mu.Unlock()
-	if full {
+	case !finished:
+		s.mu.Unlock()
 		s.startWriter()
-		return
+	case s.queue.len() == 0:
+		s.writing = false
+		s.mu.Unlock()
+	default:
+		s.mu.Unlock()
+		s.flushers.add(s) // more was queued while it wrote
 	}
-	flushers.add(s) // more was queued while it wrote
 }
-
-// unwritten is what is left of fs once its first n bytes are written: the tail of the frame
-// the write ended in, if it ended inside one, and the frames after it.
-func unwritten(fs []Frame, n int) (tail []byte, rest []Frame) {
-	for i, f := range fs {
-		if n < len(f) {
-			if n == 0 {
-				return nil, fs[i:]
-			}
-			return f[n:], fs[i+1:]
-		}
-		n -= len(f)
-	}
-	return nil, nil
-}
-
-// writerStarts counts writer goroutines started, for the test that a fan-out to idle sockets
-// starts none.
-var writerStarts atomic.Int64
 
 func (s *Conn) startWriter() {
-	writerStarts.Add(1)
+	s.flushers.writerStarts.Add(1)
 	go s.writeLoop()
 }
 
-// writeLoop writes queued frames until the queue is empty, then ends: no goroutine waits on an
-// idle socket. Each burst leaves in one writev.
+// writeLoop finishes a frame a flusher's write ended inside, then writes queued frames until
+// the queue is empty, and ends: no goroutine waits on an idle socket. Each burst leaves in one
+// writev.
 func (s *Conn) writeLoop() {
+	if err := s.nc.finish(s.lim.WriteTimeout); err != nil {
+		s.CloseNow()
+		s.endWriting()
+		return
+	}
 	for {
 		b := s.take()
 		if b == nil {
@@ -328,7 +315,6 @@ func (s *Conn) markClosed() {
 // room (each join a burst on every socket), an idle room socket held 9.7 KiB of heap spans
 // for 5.4 KiB of live objects.
 type batch struct {
-	head   []byte // the unwritten tail of a frame a write ended in, sent first; nil mostly
 	frames []Frame
 	bufs   net.Buffers // the frames as writev takes them (writeFrames)
 }
@@ -341,9 +327,6 @@ const maxPooledBatch = 1024
 func (b *batch) len() int {
 	if b == nil {
 		return 0
-	}
-	if b.head != nil {
-		return len(b.frames) + 1
 	}
 	return len(b.frames)
 }
@@ -366,7 +349,6 @@ func (b *batch) release() {
 	if cap(b.frames) > maxPooledBatch || cap(b.bufs) > maxPooledBatch {
 		return
 	}
-	b.head = nil
 	clear(b.frames)
 	b.frames = b.frames[:0]
 	batches.Put(b)

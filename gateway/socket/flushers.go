@@ -3,10 +3,11 @@ package socket
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
-// flusherPool writes the bursts of sockets that had nothing queued, for every socket of the
-// process, with at most GOMAXPROCS goroutines, which end when nothing is left. A room's
+// flusherPool writes the bursts of sockets that had nothing queued, for every socket of a
+// registry, with at most GOMAXPROCS goroutines, which end when nothing is left. A room's
 // fan-out hands it every socket of the room: a writer goroutine per socket left a goroutine
 // struct and half-empty stack spans per socket behind (an idle practice-room socket held
 // ~2.5 KiB more than a chat socket, docs/BENCHMARKS.md), and the fan-out's caller writing
@@ -17,9 +18,11 @@ type flusherPool struct {
 	pending []*Conn // sockets to flush, from next on
 	next    int
 	running int
-}
 
-var flushers flusherPool
+	// writerStarts counts the writer goroutines sockets started when their kernel buffer was
+	// full (the test that a fan-out to idle sockets starts none reads it).
+	writerStarts atomic.Int64
+}
 
 // add queues s, which holds its writer role, for a flusher, and starts one if fewer than
 // GOMAXPROCS are running.

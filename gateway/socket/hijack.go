@@ -48,12 +48,16 @@ func (h *hijacker) Unwrap() http.ResponseWriter { return h.ResponseWriter }
 
 // netConn is a socket's connection. Reads first return what the HTTP server had read ahead
 // before the upgrade. Writes are serialised, so the library's control frames (ping, close) and
-// the bridges' data frames never interleave. Close runs onClose once.
+// the bridges' data frames never interleave: a frame a non-blocking write ended inside (tail)
+// is finished before anything else is written. Close runs onClose once.
 type netConn struct {
 	net.Conn
-	ahead   []byte
-	raw     syscall.RawConn // nil when the connection has no file descriptor (TLS): no inline writes
-	wmu     sync.Mutex
+	ahead []byte
+	raw   syscall.RawConn // nil when the connection has no file descriptor (TLS): no inline writes
+	wmu   sync.Mutex
+	// tail, under wmu, is the unwritten rest of the frame a non-blocking write (tryWrite) ended
+	// inside: the next write, whoever makes it, starts with it.
+	tail    []byte
 	once    sync.Once
 	onClose func()
 }
@@ -70,11 +74,60 @@ func (c *netConn) Read(p []byte) (int, error) {
 	return c.Conn.Read(p)
 }
 
-// Write is the library's path: its frames fit its 512-byte buffer, so each is one Write.
+// Write is the library's path: its frames fit its 512-byte buffer, so each is one Write. A
+// frame a non-blocking write left unfinished goes first: a ping or close frame written into
+// the middle of a data frame would corrupt the stream.
 func (c *netConn) Write(p []byte) (int, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	if c.tail != nil {
+		if _, err := c.Conn.Write(c.tail); err != nil {
+			return 0, err
+		}
+		c.tail = nil
+	}
 	return c.Conn.Write(p)
+}
+
+// finish writes the tail of a frame a non-blocking write ended inside, if any, within timeout.
+func (c *netConn) finish(timeout time.Duration) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.tail == nil {
+		return nil
+	}
+	_ = c.Conn.SetWriteDeadline(time.Now().Add(timeout))
+	_, err := c.Conn.Write(c.tail)
+	_ = c.Conn.SetWriteDeadline(time.Time{})
+	if err != nil {
+		return errors.Join(errors.New("websocket write"), err)
+	}
+	c.tail = nil
+	return nil
+}
+
+// wrote records that a write of the tail and then fs took n bytes, and returns the frames of
+// fs it did not start; the rest of a frame it ended inside becomes the tail. Under wmu.
+func (c *netConn) wrote(fs []Frame, n int) []Frame {
+	if c.tail != nil {
+		if n < len(c.tail) {
+			c.tail = c.tail[n:]
+			return fs
+		}
+		n -= len(c.tail)
+		c.tail = nil
+	}
+	for i, f := range fs {
+		if n < len(f) {
+			if n > 0 {
+				c.tail = f[n:]
+				return fs[i+1:]
+			}
+			return fs[i:]
+		}
+		n -= len(f)
+	}
+	return nil
 }
 
 // Close closes the connection and tells the registry, once.
@@ -88,12 +141,14 @@ func (c *netConn) Close() error {
 	return err
 }
 
-// writeFrames writes b's frames in one writev, within timeout. The writev list is b's own
-// (pooled with it), so a write allocates nothing.
+// writeFrames writes the tail of an unfinished frame, if any, and b's frames in one writev,
+// within timeout. The writev list is b's own (pooled with it), so a write allocates nothing.
 func (c *netConn) writeFrames(b *batch, timeout time.Duration) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
 	bufs := b.bufs[:0]
-	if b.head != nil {
-		bufs = append(bufs, b.head)
+	if c.tail != nil {
+		bufs = append(bufs, c.tail)
 	}
 	for _, f := range b.frames {
 		bufs = append(bufs, f)
@@ -104,13 +159,12 @@ func (c *netConn) writeFrames(b *batch, timeout time.Duration) error {
 		clear(bufs)
 		b.bufs = bufs[:0]
 	}()
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
 	_ = c.Conn.SetWriteDeadline(time.Now().Add(timeout))
 	_, err := b.bufs.WriteTo(c.Conn)
 	_ = c.Conn.SetWriteDeadline(time.Time{})
 	if err != nil {
 		return errors.Join(errors.New("websocket write"), err)
 	}
+	c.tail = nil
 	return nil
 }

@@ -65,6 +65,8 @@ type Registry struct {
 	closing  bool
 	drained  chan struct{} // closed when closing and open is empty
 	shutOnce sync.Once
+
+	flushers flusherPool // write the sockets' bursts (Conn.SendFrames)
 }
 
 // entry is one admitted socket, from Admit until its connection closes.
@@ -215,6 +217,7 @@ func (t *Ticket) Accept(w http.ResponseWriter, r *http.Request, lim Limits) (*Co
 	}
 	conn := newConn(c, hw.conn, &lim)
 	conn.entry = t.e
+	conn.flushers = &t.reg.flushers
 	conn.done = t.e.done
 	t.reg.mu.Lock()
 	t.e.conn = conn

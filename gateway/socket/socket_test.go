@@ -351,11 +351,12 @@ func TestPackFrames(t *testing.T) {
 // TestFanOutToIdleSocketsStartsNoWriters: a burst to sockets whose kernel buffers have room is
 // written by the shared flushers, so a room's fan-out to its idle sockets starts no goroutine
 // per socket. Each writer goroutine left a goroutine struct and half-empty stack spans behind: an
-// idle practice-room socket held ~2.5 KiB more than a chat socket (docs/BENCHMARKS.md). Not
-// parallel: it counts the package's writer starts.
+// idle practice-room socket held ~2.5 KiB more than a chat socket (docs/BENCHMARKS.md).
 func TestFanOutToIdleSocketsStartsNoWriters(t *testing.T) {
+	t.Parallel()
 	const sockets, bursts = 100, 20
-	srv, socks, _ := echoServer(t, newRegistry(t, Options{}), Limits{})
+	reg := newRegistry(t, Options{})
+	srv, socks, _ := echoServer(t, reg, Limits{})
 	var received atomic.Int64
 	conns := make([]*Conn, 0, sockets)
 	for range sockets {
@@ -371,7 +372,7 @@ func TestFanOutToIdleSocketsStartsNoWriters(t *testing.T) {
 		conns = append(conns, <-socks)
 	}
 	burst := []Frame{TextFrame([]byte(`{"type":"join","clientId":"v1"}`)), TextFrame([]byte(`{"type":"occupancy","viewers":1}`))}
-	before := writerStarts.Load()
+	before := reg.flushers.writerStarts.Load()
 	for range bursts {
 		for _, s := range conns {
 			if !s.SendFrames(burst) {
@@ -380,7 +381,7 @@ func TestFanOutToIdleSocketsStartsNoWriters(t *testing.T) {
 		}
 	}
 	wait.Until(t, "every frame received", func() bool { return received.Load() == sockets*bursts*int64(len(burst)) })
-	if n := writerStarts.Load() - before; n != 0 {
+	if n := reg.flushers.writerStarts.Load() - before; n != 0 {
 		t.Errorf("%d bursts to %d idle sockets started %d writer goroutines, want 0", bursts, sockets, n)
 	}
 }

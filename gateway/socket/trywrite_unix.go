@@ -9,30 +9,36 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// tryWrite writes fs in one writev if the connection can take it without waiting, and returns
-// how many bytes left: all, some (the kernel's buffer filled), or none (it was full, or a
-// write is already under way). It never waits: a fan-out calls it for every socket of a room.
-// An error is the connection's: it is broken.
-func (c *netConn) tryWrite(fs []Frame) (int, error) {
+// tryWrite writes fs in one writev if the connection can take it without waiting, the
+// unwritten tail of an earlier frame first, and returns the frames it did not start: none,
+// some (the kernel's buffer filled), or all (it was full, or a write is under way), and
+// whether everything, tail included, is written. A frame it ends inside is finished by
+// whoever writes next (c.tail). It never waits: a flusher calls it for every socket of a
+// room's fan-out. An error is the connection's: it is broken.
+func (c *netConn) tryWrite(fs []Frame) (rest []Frame, finished bool, err error) {
 	if c.raw == nil || !c.wmu.TryLock() {
-		return 0, nil
+		return fs, false, nil
 	}
 	defer c.wmu.Unlock()
 	w := writes.Get().(*inlineWrite)
 	defer w.release()
+	if c.tail != nil {
+		w.iovs = append(w.iovs, c.tail)
+	}
 	for _, f := range fs {
 		w.iovs = append(w.iovs, f)
 	}
 	if err := c.raw.Write(w.once); err != nil {
-		return 0, err
+		return fs, false, err
 	}
 	switch {
 	case w.err == nil:
-		return w.n, nil
+		rest = c.wrote(fs, w.n)
+		return rest, len(rest) == 0 && c.tail == nil, nil
 	case errors.Is(w.err, unix.EAGAIN), errors.Is(w.err, unix.EINTR):
-		return 0, nil
+		return fs, false, nil
 	default:
-		return 0, w.err
+		return fs, false, w.err
 	}
 }
 
