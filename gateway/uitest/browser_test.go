@@ -137,6 +137,26 @@ func (p *page) run(actions ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
+// clickSettled clicks the element with id once it has stopped moving: a page that has just
+// loaded still lays itself out (a status line fills, a hidden button shows), and a mouse
+// click aimed at where the element was lands on its neighbour.
+func (p *page) clickSettled(id string) {
+	p.t.Helper()
+	box := `JSON.stringify(document.getElementById(` + jsString(id) + `).getBoundingClientRect())`
+	var last string
+	p.eval(box, &last)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		time.Sleep(150 * time.Millisecond) // two looks at the element's box, a few frames apart
+		var now string
+		p.eval(box, &now)
+		if now == last || time.Now().After(deadline) {
+			break
+		}
+		last = now
+	}
+	p.run(chromedp.Click(chromedp.ID(id)))
+}
+
 // open navigates to url and waits for the page's script to have run.
 func (p *page) open(url string) {
 	p.t.Helper()

@@ -237,7 +237,8 @@ func TestPracticeMirror(t *testing.T) {
 	}
 	r.v1.open(r.s.url + "/ui/room.html?code=" + r.code)
 	r.v1.waitFor("mirroring remembered", `window.vigilRoom.mirrored && document.getElementById('player').classList.contains('mirrored')`, 10*time.Second)
-	r.v1.run(chromedp.Click(chromedp.ID("mirror")))
+	r.v1.waitFor("connected again", `document.getElementById('conn').textContent.includes('following')`, 15*time.Second)
+	r.v1.clickSettled("mirror")
 	r.v1.waitFor("unmirrored", `!document.getElementById('player').classList.contains('mirrored') && document.querySelector('.stage-front').textContent === 'Front · audience'`, 5*time.Second)
 }
 
