@@ -24,11 +24,28 @@ type servable interface {
 	Serve(ctx context.Context) error
 }
 
-// stack is what the harness started.
+// stack is what the harness started: a stop for each part, which ends it and waits for it.
 type stack struct {
-	mu      sync.Mutex
-	cancels []context.CancelFunc
-	running sync.WaitGroup
+	mu    sync.Mutex
+	stops []func()
+}
+
+// onStop adds a stop: f runs when the stack stops, before what was started before it.
+func (s *stack) onStop(f func()) {
+	s.mu.Lock()
+	s.stops = append(s.stops, f)
+	s.mu.Unlock()
+}
+
+// start runs serve on a goroutine of its own and adds the stop that ends it (end) and waits
+// for serve to return.
+func (s *stack) start(serve, end func()) {
+	done := make(chan struct{})
+	s.onStop(func() { end(); <-done })
+	go func() {
+		defer close(done)
+		serve()
+	}()
 }
 
 // quiet is the logger benchmarks give the services: warnings and errors only, on stderr.
@@ -40,16 +57,11 @@ func quiet(service string) *slog.Logger {
 // on its own before then is reported on stderr (the benchmark's calls then fail).
 func (h *Harness) Serve(ctx context.Context, name string, svc servable) string {
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	h.stack.mu.Lock()
-	h.stack.cancels = append(h.stack.cancels, cancel)
-	h.stack.mu.Unlock()
-	h.stack.running.Add(1)
-	go func() {
-		defer h.stack.running.Done()
+	h.stack.start(func() {
 		if err := svc.Serve(runCtx); err != nil && runCtx.Err() == nil {
 			benchStage("%s stopped: %v", name, err)
 		}
-	}()
+	}, cancel)
 	return svc.Addr().String()
 }
 
@@ -66,14 +78,7 @@ func (h *Harness) Gateway(ctx context.Context, backends gateway.Backends) (strin
 		return "", nil, err
 	}
 	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	h.stack.mu.Lock()
-	h.stack.cancels = append(h.stack.cancels, func() { _ = srv.Close(); g.Close() })
-	h.stack.mu.Unlock()
-	h.stack.running.Add(1)
-	go func() {
-		defer h.stack.running.Done()
-		_ = srv.Serve(lis)
-	}()
+	h.stack.start(func() { _ = srv.Serve(lis) }, func() { _ = srv.Close(); g.Close() })
 	// Fair to REST: keep-alive connections, one idle connection kept per concurrent caller (so
 	// none is closed and redialled between calls), and no gzip negotiation (the gRPC client
 	// compresses nothing either).
@@ -83,14 +88,14 @@ func (h *Harness) Gateway(ctx context.Context, backends gateway.Backends) (strin
 	return "http://" + lis.Addr().String(), client, nil
 }
 
-// stop ends everything Serve and Gateway started, latest first, and waits for it.
+// stop ends everything Serve and Gateway started, latest first, each before the next, so a
+// service stops before the services it calls (the Room before the Lobby it pushes counts to).
 func (s *stack) stop() {
 	s.mu.Lock()
-	cancels := s.cancels
-	s.cancels = nil
+	stops := s.stops
+	s.stops = nil
 	s.mu.Unlock()
-	for i := len(cancels) - 1; i >= 0; i-- {
-		cancels[i]()
+	for i := len(stops) - 1; i >= 0; i-- {
+		stops[i]()
 	}
-	s.running.Wait()
 }

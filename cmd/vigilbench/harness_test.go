@@ -208,7 +208,10 @@ func TestBenchmarksRunOnTheRealStack(t *testing.T) {
 		got := runJSON(t, "lobby", "--churn", "12", "--parallel", "2", "--rooms", "40", "--lists", "3", "--touch-rate", "50")
 		for k, want := range map[string]float64{
 			"occupancy/1 room, sequential/n":                                                                12 + 7, // 12 joins, 7 leaves (5 open at most)
-			"occupancy/2 rooms at once/n":                                                                   2 * (12 + 7),
+			"occupancy/2 rooms at once, as fast as they go/n":                                               2 * (12 + 7),
+			"occupancy/2 rooms at once, paced at 10% of that/n":                                             2 * (12 + 7),
+			"occupancy/2 rooms at once, paced at 50% of that/n":                                             2 * (12 + 7),
+			"occupancy/2 rooms at once, paced at 50% of that, joins: dial → socket answered/n":              2 * 12,
 			"listing/ListRooms page of 50 over gRPC, unchanged lobby/n":                                     3,
 			"listing/GET /lobby/rooms?limit=50, first page, unchanged lobby/n":                              3,
 			"listing/GET /lobby/rooms?limit=50, page at room 20, unchanged lobby/n":                         3,
@@ -216,7 +219,7 @@ func TestBenchmarksRunOnTheRealStack(t *testing.T) {
 			"listing/ListRooms page of 50 over gRPC, 50 room changes/s/n":                                   3,
 			"listing/GET /lobby/rooms?limit=50, first page, 50 room changes/s/n":                            3,
 			"listing/GET /lobby/rooms?limit=50, first page, 50 room changes/s/failed":                       0,
-			"listing_rooms": 40 + 1 + 2, // the churned rooms stay listed
+			"listing_rooms": 40 + 1 + 3*2, // the churned rooms stay listed
 		} {
 			v, ok := got[k]
 			if !ok || v != want {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,13 +32,16 @@ import (
 
 // lobbyBench are the settings of `vigilbench lobby`.
 type lobbyBench struct {
-	churn     int
-	parallel  int
-	rooms     int
-	lists     int
-	touchRate int
-	ceiling   bool
-	redis     ceilingFlags
+	churn    int
+	parallel int
+	// parallelLoads are the paced many-rooms runs' rates, as shares of the rate the rooms
+	// reached as fast as they go.
+	parallelLoads []float64
+	rooms         int
+	lists         int
+	touchRate     int
+	ceiling       bool
+	redis         ceilingFlags
 }
 
 // benchLobby measures the lobby domain through the real Lobby, one Room replica and the
@@ -49,6 +53,7 @@ func benchLobby(ctx context.Context, h *Harness, fs *flag.FlagSet, args []string
 	var o lobbyBench
 	fs.IntVar(&o.churn, "churn", 500, "viewer joins and leaves per room in the churn runs (0 skips them)")
 	fs.IntVar(&o.parallel, "parallel", 16, "rooms churning at once in the loaded churn run")
+	loads := fs.String("parallel-loads", "0.1,0.5", "the paced runs' change rates, as shares of the rate the rooms reached as fast as they go (empty: none)")
 	fs.IntVar(&o.rooms, "rooms", 10000, "rooms added to the lobby for the listing runs (0 skips them)")
 	fs.IntVar(&o.lists, "lists", 200, "listings timed per way (gRPC, HTTP) and condition")
 	fs.IntVar(&o.touchRate, "touch-rate", 500, "room changes per second during the second listing run, and where the ceiling run starts")
@@ -56,6 +61,16 @@ func benchLobby(ctx context.Context, h *Harness, fs *flag.FlagSet, args []string
 	o.redis.register(fs)
 	if err := parseBenchFlags(fs, args); err != nil {
 		return err
+	}
+	for f := range strings.SplitSeq(*loads, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		load, err := strconv.ParseFloat(f, 64)
+		if err != nil || load <= 0 || load > 1 {
+			return fmt.Errorf("%w: --parallel-loads are shares of the rate as fast as they go, each above 0 and at most 1 (got %q)", errUsage, f)
+		}
+		o.parallelLoads = append(o.parallelLoads, load)
 	}
 	if o.churn < 0 || o.parallel <= 0 || o.rooms < 0 || o.lists <= 0 || o.touchRate <= 0 {
 		return fmt.Errorf("%w: --parallel, --lists and --touch-rate must be positive, --churn and --rooms not negative", errUsage)
@@ -130,9 +145,7 @@ func startLobbyStack(ctx context.Context, h *Harness, redisURL string) (*lobbySt
 	if err != nil {
 		return nil, err
 	}
-	h.stack.mu.Lock()
-	h.stack.cancels = append(h.stack.cancels, func() { _ = conn.Close() })
-	h.stack.mu.Unlock()
+	h.stack.onStop(func() { _ = conn.Close() })
 	st.lobby = lobbyv1.NewLobbyServiceClient(conn)
 	benchStage("lobby on %s, room replica on %s, gateway on %s (in process)", lobbyAddr, roomAddr, st.gw)
 	return st, nil
@@ -153,7 +166,9 @@ func lobbyRow(t *benchTable, name string, l *benchLatencies, cpu0 time.Duration,
 }
 
 // benchChurn times occupancy changes until the lobby's list shows them: one room churning
-// alone, then o.parallel rooms at once.
+// alone, then o.parallel rooms at once, as fast as they go and then paced at shares of that
+// rate. The paced runs tell load from concurrency: at a tenth of the rate, 16 rooms together
+// change less often than one room alone does.
 func (st *lobbyStack) benchChurn(ctx context.Context, rep *benchReport, o lobbyBench) error {
 	t := rep.table("occupancy", "Occupancy change → visible in the lobby's list (viewer sockets through the gateway; ListRooms polled every 1 ms)", lobbyColumns...)
 	wctx, stopWatch := context.WithCancel(ctx)
@@ -161,36 +176,83 @@ func (st *lobbyStack) benchChurn(ctx context.Context, rep *benchReport, o lobbyB
 	w := watch(wctx, st.lobby)
 
 	benchStage("churn: 1 room, %d changes", o.churn)
-	var one, oneAfter benchLatencies
-	c0 := processCPU()
-	if err := st.churnRoom(ctx, w, o.churn, "solo", &one, &oneAfter); err != nil {
+	one, err := st.churnRooms(ctx, rep, w, 1, o.churn, "one", "1 room", nil)
+	if err != nil {
 		return err
 	}
-	lobbyRow(t, "1 room, sequential", &one, c0)
+	lobbyRow(t, "1 room, sequential", one.changes, one.cpu)
+	runs := []*churnTimes{one}
 
-	benchStage("churn: %d rooms at once, %d changes each", o.parallel, o.churn)
-	var all, allAfter benchLatencies
-	g, gctx := errgroup.WithContext(ctx)
-	began, c1 := time.Now(), processCPU()
-	for i := range o.parallel {
-		g.Go(func() error { return st.churnRoom(gctx, w, o.churn, fmt.Sprintf("p%d", i), &all, &allAfter) })
-	}
-	if err := g.Wait(); err != nil {
+	benchStage("churn: %d rooms at once, %d changes each, as fast as they go", o.parallel, o.churn)
+	fast, err := st.churnRooms(ctx, rep, w, o.parallel, o.churn, "parallel", fmt.Sprintf("%d rooms at once, as fast as they go", o.parallel), nil)
+	if err != nil {
 		return err
 	}
-	rate := float64(all.len()) / time.Since(began).Seconds()
-	lobbyRow(t, fmt.Sprintf("%d rooms at once", o.parallel), &all, c1)
-	// The part of a join's time that is the Lobby's: from the socket's answer (the Room
-	// service counted it) to the lobby's list showing it (no CPU column: it is not split).
-	t.row("1 room, joins: socket answered → lobby's list", float64(oneAfter.len()), oneAfter.percentile(50), oneAfter.percentile(99), oneAfter.percentile(100))
-	t.row(fmt.Sprintf("%d rooms at once, joins: socket answered → lobby's list", o.parallel), float64(allAfter.len()), allAfter.percentile(50), allAfter.percentile(99), allAfter.percentile(100))
-	rep.add("churn_parallel_rate", fmt.Sprintf("occupancy changes/s, %d rooms at once", o.parallel), rate, "changes/s")
+	lobbyRow(t, fast.name, fast.changes, fast.cpu)
+	rep.add("churn_parallel_rate", fmt.Sprintf("occupancy changes/s, %s", fast.name), fast.rate, "changes/s")
 	// The issue's bound: many rooms churning at once within 2× of one room's p99, same run.
-	rep.ratio("churn_parallel_vs_one_p99", fmt.Sprintf("occupancy change → lobby p99, %d rooms at once / 1 room", o.parallel), all.percentile(99), one.percentile(99))
+	rep.ratio("churn_parallel_vs_one_p99", fmt.Sprintf("occupancy change → lobby p99, %s / 1 room", fast.name), fast.changes.percentile(99), one.changes.percentile(99))
+	runs = append(runs, fast)
+	for _, load := range o.parallelLoads {
+		// A share of the rate the rooms reached as fast as they go, so that a run means the
+		// same on a faster or a slower machine.
+		target := fast.rate * load
+		benchStage("churn: %d rooms at once, %d changes each, %.0f changes/s in all", o.parallel, o.churn, target)
+		every := time.Duration(float64(o.parallel) / target * float64(time.Second))
+		paced, err := st.churnRooms(ctx, rep, w, o.parallel, o.churn, fmt.Sprintf("paced_%.0f", 100*load), fmt.Sprintf("%d rooms at once, paced at %.0f%% of that", o.parallel, 100*load), &pacing{every: every})
+		if err != nil {
+			return err
+		}
+		lobbyRow(t, paced.name, paced.changes, paced.cpu)
+		rep.add(fmt.Sprintf("churn_paced_%.0f_rate", 100*load), fmt.Sprintf("occupancy changes/s, %s", paced.name), paced.rate, "changes/s")
+		rep.ratio(fmt.Sprintf("churn_paced_%.0f_vs_one_p99", 100*load), fmt.Sprintf("occupancy change → lobby p99, %s / 1 room", paced.name), paced.changes.percentile(99), one.changes.percentile(99))
+		runs = append(runs, paced)
+	}
+	// A join's time in two parts: until the socket's answer (the gateway admitted it and the
+	// Room service counted it), and from there until the lobby's list shows it (the Lobby's
+	// part). No CPU column: the time is not split.
+	for _, r := range runs {
+		t.row(r.name+", joins: dial → socket answered", float64(r.answered.len()), r.answered.percentile(50), r.answered.percentile(99), r.answered.percentile(100))
+		t.row(r.name+", joins: socket answered → lobby's list", float64(r.afterAnswer.len()), r.afterAnswer.percentile(50), r.afterAnswer.percentile(99), r.afterAnswer.percentile(100))
+	}
 	if f, d := w.failed(), st.dialFailures.Load(); f > 0 || d > 0 {
 		rep.note("%d lobby polls and %d socket dials failed under load and were retried (the times include the retries)", f, d)
 	}
 	return nil
+}
+
+// churnTimes are one churn run's times: each change until the lobby's list shows it, and
+// each join's until the socket's answer and from there.
+type churnTimes struct {
+	name                           string
+	changes, answered, afterAnswer *benchLatencies
+	// cpu is the process CPU when the run began; rate its changes per second.
+	cpu  time.Duration
+	rate float64
+}
+
+// churnRooms churns rooms at once, each as fast as it goes or, with pace, each on its own
+// schedule (offset from the others' so that they do not all change at the same instant), and
+// reports the list poller's period during the run (the measurement's resolution).
+func (st *lobbyStack) churnRooms(ctx context.Context, rep *benchReport, w *watcher, rooms, n int, key, name string, pace *pacing) (*churnTimes, error) {
+	ct := &churnTimes{name: name, changes: new(benchLatencies), answered: new(benchLatencies), afterAnswer: new(benchLatencies)}
+	g, gctx := errgroup.WithContext(ctx)
+	began, polls := time.Now(), w.polled()
+	ct.cpu = processCPU()
+	for i := range rooms {
+		var p *pacing
+		if pace != nil {
+			p = &pacing{every: pace.every, offset: pace.every * time.Duration(i) / time.Duration(rooms)}
+		}
+		g.Go(func() error { return st.churnRoom(gctx, w, n, fmt.Sprintf("%s %d", name, i), p, ct) })
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	took := time.Since(began)
+	ct.rate = float64(ct.changes.len()) / took.Seconds()
+	rep.add("poll_period_"+key+"_ms", "the list poller's period, "+name, float64(took)/float64(time.Millisecond)/float64(max(w.polled()-polls, 1)), "ms")
+	return ct, nil
 }
 
 // benchListing fills the lobby with o.rooms more rooms and times pages and searches over gRPC
@@ -419,6 +481,7 @@ type watcher struct {
 	cond     *sync.Cond
 	viewers  map[string]int32
 	failures int
+	polls    int
 }
 
 func watch(ctx context.Context, lobby lobbyv1.LobbyServiceClient) *watcher {
@@ -436,6 +499,7 @@ func watch(ctx context.Context, lobby lobbyv1.LobbyServiceClient) *watcher {
 				for _, r := range res.GetRooms() {
 					w.viewers[r.GetCode()] = r.GetViewers()
 				}
+				w.polls++
 			}
 			w.cond.Broadcast()
 			w.mu.Unlock()
@@ -443,6 +507,13 @@ func watch(ctx context.Context, lobby lobbyv1.LobbyServiceClient) *watcher {
 		}
 	}()
 	return w
+}
+
+// polled is how many polls have answered so far.
+func (w *watcher) polled() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.polls
 }
 
 func (w *watcher) failed() int {
@@ -465,10 +536,38 @@ func (w *watcher) waitFor(code string, viewers int32, t0 time.Time) (time.Durati
 	return time.Since(t0), nil
 }
 
+// pacing spaces a room's changes: after an offset, change k starts at start + k·every, or as
+// soon as the one before it has shown when that is later, and its time counts from
+// start + k·every, so a change that had to wait for its turn is timed with the wait.
+type pacing struct {
+	every, offset time.Duration
+}
+
+// turns returns a function that waits for the next change's turn and returns the instant
+// its time counts from; without pacing, every turn is now.
+func (p *pacing) turns(ctx context.Context) func() time.Time {
+	if p == nil {
+		return time.Now
+	}
+	start, k := time.Now().Add(p.offset), 0
+	return func() time.Time {
+		at := start.Add(time.Duration(k) * p.every)
+		k++
+		if d := time.Until(at); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+			}
+		}
+		return at
+	}
+}
+
 // churnRoom opens a room with its leader, then joins and leaves viewers through the gateway,
 // up to 5 at a time, and times each change until the lobby's list shows it (out) and, for
 // joins, from the socket's answer (the join counted in the room) until then (afterAnswer).
-func (st *lobbyStack) churnRoom(ctx context.Context, w *watcher, n int, name string, out, afterAnswer *benchLatencies) error {
+// With pace, the changes keep to its schedule (the first waits for the room and its leader).
+func (st *lobbyStack) churnRoom(ctx context.Context, w *watcher, n int, name string, pace *pacing, out *churnTimes) error {
 	created, err := st.lobby.CreateRoom(ctx, &lobbyv1.CreateRoomRequest{Name: name, Video: &lobbyv1.Video{Title: "v", DurationMs: 1000}})
 	if err != nil {
 		return err
@@ -490,10 +589,11 @@ func (st *lobbyStack) churnRoom(ctx context.Context, w *watcher, n int, name str
 			_ = c.CloseNow()
 		}
 	}()
+	turn := pace.turns(ctx)
 	for i := range n {
 		// Up to 5 viewers at a time: join until 5, then leave and join alternately.
 		if len(open) == 5 {
-			t0 := time.Now()
+			t0 := turn()
 			c := open[0]
 			open = open[1:]
 			_ = c.Close(websocket.StatusNormalClosure, "")
@@ -501,9 +601,9 @@ func (st *lobbyStack) churnRoom(ctx context.Context, w *watcher, n int, name str
 			if err != nil {
 				return err
 			}
-			out.add(d)
+			out.changes.add(d)
 		}
-		t0 := time.Now()
+		t0 := turn()
 		c, err := st.dialRetrying(ctx, ws+fmt.Sprintf("role=viewer&clientId=v%d", i))
 		if err != nil {
 			return err
@@ -515,8 +615,9 @@ func (st *lobbyStack) churnRoom(ctx context.Context, w *watcher, n int, name str
 		if err != nil {
 			return err
 		}
-		out.add(d)
-		afterAnswer.add(max(d-answered, 0))
+		out.changes.add(d)
+		out.answered.add(answered)
+		out.afterAnswer.add(max(d-answered, 0))
 	}
 	return nil
 }

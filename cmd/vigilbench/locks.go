@@ -313,13 +313,11 @@ func startLocksStack(ctx context.Context, h *Harness, b *benchRedis, o locksBenc
 	opt.PoolSize = 2 * o.clients
 	l.rdb = redis.NewClient(opt)
 	closers = append(closers, func() { _ = l.rdb.Close() }, l.netHTTP.c.CloseIdleConnections, l.rest.close)
-	h.stack.mu.Lock()
-	h.stack.cancels = append(h.stack.cancels, func() {
+	h.stack.onStop(func() {
 		for _, c := range closers {
 			c()
 		}
 	})
-	h.stack.mu.Unlock()
 	l.rs = redsync.New(redsyncgoredis.NewPool(l.rdb))
 	l.rl = redislock.New(l.rdb)
 	l.acquire = redisx.NewScript("ceiling_lock_acquire.lua", ceilingLockAcquireLua)

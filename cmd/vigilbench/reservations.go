@@ -231,9 +231,7 @@ func startReservationsStack(ctx context.Context, h *Harness, redisURL string) (*
 	if err != nil {
 		return nil, err
 	}
-	h.stack.mu.Lock()
-	h.stack.cancels = append(h.stack.cancels, func() { _ = conn.Close(); st.rest.close() })
-	h.stack.mu.Unlock()
+	h.stack.onStop(func() { _ = conn.Close(); st.rest.close() })
 	st.client = reservationsv1.NewReservationServiceClient(conn)
 	benchStage("reservations service on %s, gateway on %s (in process)", grpcAddr, st.netHTTP.base)
 	return st, nil
