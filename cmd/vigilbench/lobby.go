@@ -522,13 +522,14 @@ func (w *watcher) failed() int {
 	return w.failures
 }
 
-// waitFor waits until the lobby's list shows the room with viewers, and returns the time
-// since t0.
+// waitFor waits until the lobby's list shows the room with viewers, for at most 10 seconds,
+// and returns the time since t0 (a paced change's turn, which may have passed some time ago).
 func (w *watcher) waitFor(code string, viewers int32, t0 time.Time) (time.Duration, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
 	for w.viewers[code] != viewers {
-		if time.Since(t0) > 10*time.Second {
+		if time.Now().After(deadline) {
 			return 0, fmt.Errorf("room %s: %d viewers in the lobby after 10s, want %d", code, w.viewers[code], viewers)
 		}
 		w.cond.Wait()
