@@ -139,21 +139,12 @@ func (p *page) run(actions ...chromedp.Action[chromedp.Void]) {
 
 // clickSettled clicks the element with id once it has stopped moving: a page that has just
 // loaded still lays itself out (a status line fills, a hidden button shows), and a mouse
-// click aimed at where the element was lands on its neighbour.
+// click aimed at where the element was lands on its neighbour. Stopped is the same box in 8
+// looks in a row (waitFor looks every 20 ms or more).
 func (p *page) clickSettled(id string) {
 	p.t.Helper()
-	box := `JSON.stringify(document.getElementById(` + jsString(id) + `).getBoundingClientRect())`
-	var last string
-	p.eval(box, &last)
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		time.Sleep(150 * time.Millisecond) // two looks at the element's box, a few frames apart
-		var now string
-		p.eval(box, &now)
-		if now == last || time.Now().After(deadline) {
-			break
-		}
-		last = now
-	}
+	p.waitFor(id+" stopped moving", `(() => { const b = JSON.stringify(document.getElementById(`+jsString(id)+`).getBoundingClientRect());
+		window.settleSame = window.settleBox === b ? (window.settleSame || 0) + 1 : 0; window.settleBox = b; return window.settleSame >= 8; })()`, 10*time.Second)
 	p.run(chromedp.Click(chromedp.ID(id)))
 }
 
