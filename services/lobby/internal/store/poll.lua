@@ -16,12 +16,30 @@
 --          then nothing else is read; next is the last change read (the cursor when none);
 --          rooms is, for each changed code once in the order of its first change, the flat
 --          code, activity score, info, viewers, leaders ('' for each one missing).
-if type(ARGV[1]) ~= 'string' or #ARGV[1] > 41 or not ARGV[1]:match('^%d+%-%d+$') or not int(ARGV[2])
-    or not int(ARGV[3]) or tonumber(ARGV[3]) < 1 then
+-- u64 is the digits s without leading zeros, and whether they are at most 2^64 - 1 (each part
+-- of a stream id is).
+local function u64(s)
+  s = s:gsub('^0+(%d)', '%1')
+  return s, #s < 20 or (#s == 20 and s <= '18446744073709551615')
+end
+local ms, seq
+if type(ARGV[1]) == 'string' and #ARGV[1] <= 41 then
+  ms, seq = ARGV[1]:match('^(%d+)%-(%d+)$')
+end
+local msOK, seqOK
+if ms then
+  ms, msOK = u64(ms)
+  seq, seqOK = u64(seq)
+end
+if not msOK or not seqOK or not int(ARGV[2]) or not int(ARGV[3]) or tonumber(ARGV[3]) < 1 then
   return redis.error_reply('ERR poll.lua: want a change id, a version and a count')
 end
 local version = redis.call('GET', KEYS[1]) or ''
-local log = redis.call('XRANGE', KEYS[2], '(' .. ARGV[1], '+', 'COUNT', ARGV[3])
+local log = {}
+-- Nothing comes after the greatest stream id (and Redis refuses an interval that starts past it).
+if ms ~= '18446744073709551615' or seq ~= '18446744073709551615' then
+  log = redis.call('XRANGE', KEYS[2], '(' .. ms .. '-' .. seq, '+', 'COUNT', ARGV[3])
+end
 if #log == 0 then
   return { version, 1, ARGV[1], ARGV[2], {} }
 end
