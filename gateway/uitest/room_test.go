@@ -15,16 +15,28 @@ import (
 	"github.com/coder/websocket"
 )
 
-// playerSample is a page's player position and the browser's clock when it was read.
+// playerSample is a page's player position, the machine's clock when it was read, and what the
+// page believed then (for a failure's message).
 type playerSample struct {
 	PosMs   float64 `json:"pos"`
 	AtMs    float64 `json:"at"`
 	Paused  bool    `json:"paused"`
 	Seeking bool    `json:"seeking"`
+	// Offset is the page's estimate of the room's clock minus its own, Drift its player minus
+	// the room's timeline, OriginSkew Date.now() minus performance.timeOrigin + performance.now().
+	Offset     float64 `json:"offset"`
+	Drift      float64 `json:"drift"`
+	OriginSkew float64 `json:"originSkew"`
 }
 
-const sampleJS = `(() => { const v = document.getElementById('player');
-	return {pos: v.currentTime * 1000, at: performance.timeOrigin + performance.now(), paused: v.paused, seeking: v.seeking}; })()`
+// sampleJS reads a page's player. Its time is Date.now(), the machine's clock that every tab
+// shares: performance.timeOrigin is fixed once per renderer process, so two tabs' timeOrigin +
+// performance.now() differ by however far the wall clock moved against the monotonic one
+// between their processes' starts.
+const sampleJS = `(() => { const v = document.getElementById('player'); const r = window.vigilRoom || {};
+	const now = Date.now();
+	return {pos: v.currentTime * 1000, at: now, paused: v.paused, seeking: v.seeking,
+		offset: r.offset || 0, drift: r.drift || 0, originSkew: now - (performance.timeOrigin + performance.now())}; })()`
 
 func (p *page) sample() playerSample {
 	p.t.Helper()
@@ -194,7 +206,8 @@ func followFor(t *testing.T, leader, viewer *page, d time.Duration) float64 {
 		g := gap(l, v)
 		worst = math.Max(worst, math.Abs(g))
 		if math.Abs(g) > 250 {
-			bad = append(bad, fmt.Sprintf("viewer %.0f ms vs leader %.0f ms (%+.0f)", v.PosMs, l.PosMs, g))
+			bad = append(bad, fmt.Sprintf("viewer %.0f ms vs leader %.0f ms (%+.0f; viewer drift %+.0f, offsets %+.0f/%+.0f, origin skews %+.0f/%+.0f)",
+				v.PosMs, l.PosMs, g, v.Drift, l.Offset, v.Offset, l.OriginSkew, v.OriginSkew))
 		}
 	}
 	if len(bad) > 0 {
