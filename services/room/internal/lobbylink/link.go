@@ -5,9 +5,11 @@
 package lobbylink
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -105,6 +107,9 @@ func (l *Link) drain(code string) {
 }
 
 func (l *Link) send(code string, w box) {
+	// Joins that finish together can queue their changes out of order; the Lobby applies a
+	// room's changes only in sequence, so a batch goes in order rather than costing a resync.
+	slices.SortFunc(w.deltas, func(a, b domain.Change) int { return cmp.Compare(a.Seq, b.Seq) })
 	for _, d := range w.deltas {
 		if w.snapshot {
 			break // a snapshot covers every later delta
