@@ -1,10 +1,11 @@
 // Package grpcdial is how every Vigil gRPC client dials a backend: keepalive pings that notice
 // a peer which stops answering without closing anything (a paused container, a partition, a
 // NAT that dropped the connection's state), round robin over every address the backend's name
-// resolves to, and a DNS resolver that looks the name up again periodically, so replicas added
-// or removed by scaling are used or dropped without a restart.
+// resolves to, passing over one whose calls have stopped being answered until keepalive
+// notices it (BalancerName), and a DNS resolver that looks the name up again periodically, so
+// replicas added or removed by scaling are used or dropped without a restart.
 //
-//	conn, err := grpcdial.New("room:7005", creds) // dns:///room:7005, round robin, keepalive
+//	conn, err := grpcdial.New("room:7005", creds) // dns:///room:7005, stall-aware round robin, keepalive
 //
 // The servers' side (pkg/server) permits these pings: its enforcement MinTime is below
 // KeepaliveTime, so no client is sent GOAWAY for pinging too often.
@@ -31,10 +32,6 @@ const (
 	RefreshInterval = 10 * time.Second
 )
 
-// roundRobin spreads calls and streams over every READY address of the name; a connecting or
-// failed address takes none.
-const roundRobin = `{"loadBalancingConfig":[{"round_robin":{}}]}`
-
 // New dials target with DialOptions first and opts after (opts win where they overlap: a
 // test's own keepalive, say). A bare host:port becomes dns:///host:port (see Target). The
 // connection is lazy, as grpc.NewClient's: nothing is dialed before the first call.
@@ -43,13 +40,16 @@ func New(target string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 }
 
 // DialOptions are the options New adds: client keepalive, the refreshing DNS resolver for
-// dns:/// targets, and round robin as the default service config.
+// dns:/// targets, and round robin that passes over a replica whose calls stopped being
+// answered (BalancerName) as the default service config.
 func DialOptions() []grpc.DialOption {
-	return []grpc.DialOption{
-		grpc.WithKeepaliveParams(ClientParameters()),
-		grpc.WithResolvers(newBuilder(RefreshInterval, nil)),
-		grpc.WithDefaultServiceConfig(roundRobin),
-	}
+	return append(balancing(), grpc.WithKeepaliveParams(ClientParameters()), grpc.WithResolvers(newBuilder(RefreshInterval, nil)))
+}
+
+// balancing is the default service config and the interceptor that marks unary calls for
+// the picker.
+func balancing() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithDefaultServiceConfig(serviceConfig), grpc.WithChainUnaryInterceptor(markUnary)}
 }
 
 // ClientParameters are the keepalive parameters of every Vigil client. PermitWithoutStream:

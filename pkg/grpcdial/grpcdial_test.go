@@ -130,12 +130,11 @@ func (n *names) lookup(_ context.Context, host string) ([]string, error) {
 
 func dialNames(t *testing.T, n *names, port string, extra ...grpc.DialOption) healthpb.HealthClient {
 	t.Helper()
-	opts := append([]grpc.DialOption{
+	opts := append(append(balancing(),
 		grpc.WithKeepaliveParams(ClientParameters()),
 		grpc.WithResolvers(newBuilder(20*time.Millisecond, n.lookup)),
-		grpc.WithDefaultServiceConfig(roundRobin),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-	}, extra...)
+	), extra...)
 	conn, err := grpc.NewClient(Target("replicas:"+port), opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -348,5 +347,100 @@ func TestSilentReplicaIsLeftByKeepalive(t *testing.T) {
 	case err := <-ended:
 		t.Errorf("the stream on the answering replica ended too: %v", err)
 	default:
+	}
+}
+
+// A replica that stops answering is passed over once a call to it has gone unanswered for the
+// stall threshold: the calls after that all go to the replica that answers, long before
+// keepalive closes the silent one's connection (the call stuck on it is still waiting).
+func TestStalledReplicaIsPassedOver(t *testing.T) {
+	t.Parallel()
+	bs := backends(t, 2)
+	_, port, _ := net.SplitHostPort(bs[0].addr)
+	hole := newBlackhole(t, net.JoinHostPort("127.0.0.3", port), bs[0].addr)
+	n := &names{}
+	n.set(nil, "127.0.0.3", host(bs[1].addr))
+	const stallAfter = 200 * time.Millisecond
+	c := dialNames(t, n, port, grpc.WithDefaultServiceConfig(fmt.Sprintf(`{"loadBalancingConfig":[{%q:{"stallAfterMs":%d}}]}`, BalancerName, stallAfter.Milliseconds())))
+	wait.Until(t, "calls on both replicas", func() bool {
+		return check(c) == nil && bs[0].calls.Load() > 0 && bs[1].calls.Load() > 0
+	})
+
+	hole.silent.Store(true)
+	// Two calls in a row: round robin puts one on each replica; the silent one's waits.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	picked := time.Now()
+	answers := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := c.Check(ctx, &healthpb.HealthCheckRequest{})
+			answers <- err
+		}()
+	}
+	if err := <-answers; err != nil {
+		t.Fatalf("the call on the answering replica: %v", err)
+	}
+	wait.Until(t, "the stall threshold passed", func() bool { return time.Since(picked) > 2*stallAfter })
+
+	before := bs[1].calls.Load()
+	for i := range 20 {
+		if err := check(c); err != nil {
+			t.Fatalf("call %d after the silent replica's call stalled: %v, want it answered by the other", i, err)
+		}
+	}
+	if got := bs[1].calls.Load() - before; got != 20 {
+		t.Errorf("%d of 20 calls went to the answering replica, want all", got)
+	}
+	select {
+	case err := <-answers:
+		t.Fatalf("the call on the silent replica ended (%v): keepalive, not the picker, moved the calls", err)
+	default:
+	}
+}
+
+func TestBalancerConfig(t *testing.T) {
+	for _, tc := range []struct {
+		js   string
+		want int64
+		bad  bool
+	}{
+		{js: `{}`},
+		{js: `{"stallAfterMs":250}`, want: 250},
+		{js: `{"stallAfterMs":-1}`, bad: true},
+		{js: `{"stallAfterMs":"soon"}`, bad: true},
+	} {
+		c, err := stallAwareBuilder{}.ParseConfig([]byte(tc.js))
+		if tc.bad {
+			if err == nil {
+				t.Errorf("ParseConfig(%s) succeeded, want an error", tc.js)
+			}
+			continue
+		}
+		if err != nil || c.(*lbConfig).StallAfterMs != tc.want {
+			t.Errorf("ParseConfig(%s) = %+v, %v; want stallAfterMs %d", tc.js, c, err, tc.want)
+		}
+	}
+}
+
+// The oldest call still open decides; ended calls do not count however old they were.
+func TestInflightStalled(t *testing.T) {
+	in := inflight{open: map[uint64]time.Time{}}
+	t0 := time.Unix(1000, 0)
+	a := in.begin(t0)
+	b := in.begin(t0.Add(time.Second))
+	if !in.stalled(t0.Add(1500*time.Millisecond), time.Second) {
+		t.Error("a call open 1.5 s is not a stall of 1 s")
+	}
+	in.end(a)
+	if in.stalled(t0.Add(1500*time.Millisecond), time.Second) {
+		t.Error("an ended call still counts")
+	}
+	if !in.stalled(t0.Add(2500*time.Millisecond), time.Second) {
+		t.Error("the call left open 1.5 s is not a stall")
+	}
+	in.end(b)
+	if in.stalled(t0.Add(time.Hour), time.Second) || len(in.order) != 0 {
+		t.Errorf("no call open: stalled, or %d ids kept", len(in.order))
 	}
 }

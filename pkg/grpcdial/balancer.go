@@ -1,0 +1,191 @@
+package grpcdial
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/balancer"
+	"google.golang.org/grpc/balancer/base"
+	"google.golang.org/grpc/serviceconfig"
+)
+
+// BalancerName is the load balancing policy every Vigil client uses: round robin over the
+// READY addresses that passes over one whose unary calls have stopped being answered.
+//
+// A replica that stops answering without closing anything (a paused container, a partition)
+// keeps its connection READY until keepalive notices, up to KeepaliveTime+KeepaliveTimeout
+// (15 s), and plain round robin keeps sending it every other call, each of which then waits
+// for its deadline. Here an address with a unary call outstanding for longer than StallAfter
+// gets no new call or stream while another READY address has none; when every address has
+// one, calls go round robin as before. The sign is soft on purpose: a replica holding a
+// legitimately long call (a lock acquire waiting its turn) only takes fewer calls until it
+// answers, and passing it over costs nothing while another answers.
+const BalancerName = "vigil_round_robin"
+
+// StallAfter is how long a unary call may go unanswered before its address is passed over.
+// The service config can set it per connection: {"vigil_round_robin":{"stallAfterMs":N}}.
+const StallAfter = time.Second
+
+// serviceConfig is the default service config of DialOptions.
+const serviceConfig = `{"loadBalancingConfig":[{"` + BalancerName + `":{}}]}`
+
+func init() { balancer.Register(stallAwareBuilder{}) }
+
+type lbConfig struct {
+	serviceconfig.LoadBalancingConfig
+	StallAfterMs int64 `json:"stallAfterMs"`
+}
+
+type stallAwareBuilder struct{}
+
+func (stallAwareBuilder) Name() string { return BalancerName }
+
+func (stallAwareBuilder) ParseConfig(js json.RawMessage) (serviceconfig.LoadBalancingConfig, error) {
+	var c lbConfig
+	if err := json.Unmarshal(js, &c); err != nil {
+		return nil, fmt.Errorf("%s config: %w", BalancerName, err)
+	}
+	if c.StallAfterMs < 0 {
+		return nil, fmt.Errorf("%s config: stallAfterMs is %d, want 0 (the default, %v) or more", BalancerName, c.StallAfterMs, StallAfter)
+	}
+	return &c, nil
+}
+
+func (stallAwareBuilder) Build(cc balancer.ClientConn, o balancer.BuildOptions) balancer.Balancer {
+	pb := &pickerBuilder{calls: map[balancer.SubConn]*inflight{}}
+	pb.stallAfter.Store(int64(StallAfter))
+	return &stallAware{Balancer: base.NewBalancerBuilder(BalancerName, pb, base.Config{HealthCheck: true}).Build(cc, o), pb: pb}
+}
+
+// stallAware is gRPC's base balancer (a connection to every address, a picker over the READY
+// ones) with this package's picker, and its config read.
+type stallAware struct {
+	balancer.Balancer
+	pb *pickerBuilder
+}
+
+func (b *stallAware) UpdateClientConnState(s balancer.ClientConnState) error {
+	if c, ok := s.BalancerConfig.(*lbConfig); ok && c.StallAfterMs > 0 {
+		b.pb.stallAfter.Store(int64(time.Duration(c.StallAfterMs) * time.Millisecond))
+	}
+	return b.Balancer.UpdateClientConnState(s)
+}
+
+// pickerBuilder builds a connection's pickers; the unary calls outstanding on each address
+// outlive a picker (a new one is built whenever an address changes state).
+type pickerBuilder struct {
+	stallAfter atomic.Int64 // time.Duration
+	mu         sync.Mutex
+	calls      map[balancer.SubConn]*inflight
+}
+
+func (pb *pickerBuilder) Build(info base.PickerBuildInfo) balancer.Picker {
+	if len(info.ReadySCs) == 0 {
+		return base.NewErrPicker(balancer.ErrNoSubConnAvailable)
+	}
+	pb.mu.Lock()
+	defer pb.mu.Unlock()
+	p := &picker{stallAfter: time.Duration(pb.stallAfter.Load())}
+	for sc := range info.ReadySCs {
+		in := pb.calls[sc]
+		if in == nil {
+			in = &inflight{open: map[uint64]time.Time{}}
+			pb.calls[sc] = in
+		}
+		p.subs = append(p.subs, sub{sc, in})
+	}
+	// An address no longer READY starts afresh if it comes back: calls still outstanding on
+	// it end with their own connection, and finish on the inflight they hold.
+	for sc := range pb.calls {
+		if _, ok := info.ReadySCs[sc]; !ok {
+			delete(pb.calls, sc)
+		}
+	}
+	p.next.Store(rand.Uint32()) // pickers of many clients do not all start on the same address
+	return p
+}
+
+type sub struct {
+	sc balancer.SubConn
+	in *inflight
+}
+
+type picker struct {
+	subs       []sub
+	next       atomic.Uint32
+	stallAfter time.Duration
+}
+
+func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
+	n := uint32(len(p.subs))
+	start := p.next.Add(1)
+	chosen := p.subs[start%n]
+	if n > 1 {
+		now := time.Now()
+		for i := range n {
+			if s := p.subs[(start+i)%n]; !s.in.stalled(now, p.stallAfter) {
+				chosen = s
+				break
+			}
+		}
+	}
+	if info.Ctx.Value(unaryKey{}) == nil {
+		return balancer.PickResult{SubConn: chosen.sc}, nil // a stream: open as long as it lives
+	}
+	id := chosen.in.begin(time.Now())
+	return balancer.PickResult{SubConn: chosen.sc, Done: func(balancer.DoneInfo) { chosen.in.end(id) }}, nil
+}
+
+// inflight is the unary calls outstanding on one address, oldest first.
+type inflight struct {
+	mu    sync.Mutex
+	seq   uint64
+	open  map[uint64]time.Time // id → when it was picked
+	order []uint64             // ids in the order they were picked; ended ones are dropped lazily
+}
+
+func (in *inflight) begin(now time.Time) uint64 {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.seq++
+	in.open[in.seq] = now
+	in.order = append(in.order, in.seq)
+	return in.seq
+}
+
+func (in *inflight) end(id uint64) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	delete(in.open, id)
+	if len(in.open) == 0 {
+		in.order = in.order[:0]
+	}
+}
+
+// stalled reports whether the oldest outstanding call was picked longer than d before now.
+func (in *inflight) stalled(now time.Time, d time.Duration) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for len(in.order) > 0 {
+		at, ok := in.open[in.order[0]]
+		if ok {
+			return now.Sub(at) > d
+		}
+		in.order = in.order[1:]
+	}
+	return false
+}
+
+// unaryKey marks a unary call's context, so that the picker counts it (a stream stays open
+// for as long as it lives and says nothing about whether its address answers).
+type unaryKey struct{}
+
+func markUnary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	return invoker(context.WithValue(ctx, unaryKey{}, true), method, req, reply, cc, opts...)
+}
