@@ -21,9 +21,10 @@ import (
 // A replica that stops answering without closing anything (a paused container, a partition)
 // keeps its connection READY until keepalive notices, up to KeepaliveTime+KeepaliveTimeout
 // (15 s), and plain round robin keeps sending it every other call, each of which then waits
-// for its deadline. Here an address with a unary call outstanding for longer than StallAfter
-// gets no new call or stream while another READY address has none; when every address has
-// one, calls go round robin as before. The sign is soft on purpose: a replica holding a
+// for its deadline. Here an address is passed over, while another READY address is not, for
+// as long as a unary call on it has been outstanding longer than StallAfter, and after such a
+// call ended in an error, until a call on it is answered or keepalive would have noticed
+// (Suspicion); when every address is passed over, calls go round robin as before. The sign is soft on purpose: a replica holding a
 // legitimately long call (a lock acquire waiting its turn) only takes fewer calls until it
 // answers, and passing it over costs nothing while another answers.
 const BalancerName = "vigil_round_robin"
@@ -31,6 +32,10 @@ const BalancerName = "vigil_round_robin"
 // StallAfter is how long a unary call may go unanswered before its address is passed over.
 // The service config can set it per connection: {"vigil_round_robin":{"stallAfterMs":N}}.
 const StallAfter = time.Second
+
+// Suspicion is how long an address stays passed over after a call on it ended in an error
+// having waited longer than StallAfter: as long as keepalive may take to notice a silent peer.
+const Suspicion = KeepaliveTime + KeepaliveTimeout
 
 // serviceConfig is the default service config of DialOptions.
 const serviceConfig = `{"loadBalancingConfig":[{"` + BalancerName + `":{}}]}`
@@ -139,15 +144,19 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 		return balancer.PickResult{SubConn: chosen.sc}, nil // a stream: open as long as it lives
 	}
 	id := chosen.in.begin(time.Now())
-	return balancer.PickResult{SubConn: chosen.sc, Done: func(balancer.DoneInfo) { chosen.in.end(id) }}, nil
+	return balancer.PickResult{SubConn: chosen.sc, Done: func(d balancer.DoneInfo) {
+		chosen.in.end(id, d.Err, time.Now(), p.stallAfter)
+	}}, nil
 }
 
-// inflight is the unary calls outstanding on one address, oldest first.
+// inflight is the unary calls outstanding on one address, oldest first, and until when the
+// address is suspect.
 type inflight struct {
-	mu    sync.Mutex
-	seq   uint64
-	open  map[uint64]time.Time // id → when it was picked
-	order []uint64             // ids in the order they were picked; ended ones are dropped lazily
+	mu      sync.Mutex
+	seq     uint64
+	open    map[uint64]time.Time // id → when it was picked
+	order   []uint64             // ids in the order they were picked; ended ones are dropped lazily
+	suspect time.Time
 }
 
 func (in *inflight) begin(now time.Time) uint64 {
@@ -159,19 +168,31 @@ func (in *inflight) begin(now time.Time) uint64 {
 	return in.seq
 }
 
-func (in *inflight) end(id uint64) {
+// end ends call id at now: answered (err nil) clears a suspicion; an error after waiting
+// longer than stallAfter (its deadline, or its caller gave up) starts one.
+func (in *inflight) end(id uint64, err error, now time.Time, stallAfter time.Duration) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	switch {
+	case err == nil:
+		in.suspect = time.Time{}
+	case now.Sub(in.open[id]) > stallAfter:
+		in.suspect = now.Add(Suspicion)
+	}
 	delete(in.open, id)
 	if len(in.open) == 0 {
 		in.order = in.order[:0]
 	}
 }
 
-// stalled reports whether the oldest outstanding call was picked longer than d before now.
+// stalled reports whether the address is suspect, or its oldest outstanding call was picked
+// longer than d before now.
 func (in *inflight) stalled(now time.Time, d time.Duration) bool {
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	if now.Before(in.suspect) {
+		return true
+	}
 	for len(in.order) > 0 {
 		at, ok := in.open[in.order[0]]
 		if ok {

@@ -352,7 +352,8 @@ func TestSilentReplicaIsLeftByKeepalive(t *testing.T) {
 
 // A replica that stops answering is passed over once a call to it has gone unanswered for the
 // stall threshold: the calls after that all go to the replica that answers, long before
-// keepalive closes the silent one's connection (the call stuck on it is still waiting).
+// keepalive closes the silent one's connection (the call stuck on it is still waiting), and
+// still after the stuck call gives up (a REST caller's retry after its 503).
 func TestStalledReplicaIsPassedOver(t *testing.T) {
 	t.Parallel()
 	bs := backends(t, 2)
@@ -397,6 +398,20 @@ func TestStalledReplicaIsPassedOver(t *testing.T) {
 		t.Fatalf("the call on the silent replica ended (%v): keepalive, not the picker, moved the calls", err)
 	default:
 	}
+
+	cancel() // the stuck call gives up, as at its deadline
+	if err := <-answers; status.Code(err) != codes.Canceled {
+		t.Fatalf("the call on the silent replica ended with %v, want CANCELED", err)
+	}
+	before = bs[1].calls.Load()
+	for i := range 20 {
+		if err := check(c); err != nil {
+			t.Fatalf("call %d after the stalled call gave up: %v, want it answered by the other", i, err)
+		}
+	}
+	if got := bs[1].calls.Load() - before; got != 20 {
+		t.Errorf("after the stalled call gave up, %d of 20 calls went to the answering replica, want all", got)
+	}
 }
 
 func TestBalancerConfig(t *testing.T) {
@@ -432,15 +447,29 @@ func TestInflightStalled(t *testing.T) {
 	if !in.stalled(t0.Add(1500*time.Millisecond), time.Second) {
 		t.Error("a call open 1.5 s is not a stall of 1 s")
 	}
-	in.end(a)
+	in.end(a, nil, t0.Add(1500*time.Millisecond), time.Second) // answered late: no suspicion
 	if in.stalled(t0.Add(1500*time.Millisecond), time.Second) {
 		t.Error("an ended call still counts")
 	}
 	if !in.stalled(t0.Add(2500*time.Millisecond), time.Second) {
 		t.Error("the call left open 1.5 s is not a stall")
 	}
-	in.end(b)
-	if in.stalled(t0.Add(time.Hour), time.Second) || len(in.order) != 0 {
-		t.Errorf("no call open: stalled, or %d ids kept", len(in.order))
+	gaveUp := t0.Add(3 * time.Second)
+	in.end(b, context.DeadlineExceeded, gaveUp, time.Second)
+	if len(in.order) != 0 {
+		t.Errorf("no call open, %d ids kept", len(in.order))
+	}
+	if !in.stalled(gaveUp.Add(Suspicion-time.Millisecond), time.Second) || in.stalled(gaveUp.Add(Suspicion), time.Second) {
+		t.Errorf("a call that gave up after 2 s: want the address suspect for %v", Suspicion)
+	}
+	c := in.begin(gaveUp)
+	in.end(c, nil, gaveUp.Add(time.Millisecond), time.Second)
+	if in.stalled(gaveUp.Add(time.Millisecond), time.Second) {
+		t.Error("an answered call did not clear the suspicion")
+	}
+	d := in.begin(gaveUp)
+	in.end(d, context.Canceled, gaveUp.Add(10*time.Millisecond), time.Second)
+	if in.stalled(gaveUp.Add(10*time.Millisecond), time.Second) {
+		t.Error("a call that failed at once made the address suspect")
 	}
 }
