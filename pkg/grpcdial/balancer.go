@@ -12,7 +12,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/balancer"
 	"google.golang.org/grpc/balancer/base"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/serviceconfig"
+	"google.golang.org/grpc/status"
 )
 
 // BalancerName is the load balancing policy every Vigil client uses: round robin over the
@@ -23,18 +25,21 @@ import (
 // (15 s), and plain round robin keeps sending it every other call, each of which then waits
 // for its deadline. Here an address is passed over, while another READY address is not, for
 // as long as a unary call on it has been outstanding longer than StallAfter, and after such a
-// call ended in an error, until a call on it is answered or keepalive would have noticed
-// (Suspicion); when every address is passed over, calls go round robin as before. The sign is soft on purpose: a replica holding a
-// legitimately long call (a lock acquire waiting its turn) only takes fewer calls until it
-// answers, and passing it over costs nothing while another answers.
+// call ran out of time (DEADLINE_EXCEEDED), until a call on it is answered or keepalive would
+// have noticed (Suspicion); when every address is passed over, calls go round robin as
+// before. The sign is soft on purpose: a replica holding a legitimately long call (a lock
+// acquire waiting its turn) only takes fewer calls until it answers, and passing it over costs
+// nothing while another answers.
 const BalancerName = "vigil_round_robin"
 
 // StallAfter is how long a unary call may go unanswered before its address is passed over.
 // The service config can set it per connection: {"vigil_round_robin":{"stallAfterMs":N}}.
 const StallAfter = time.Second
 
-// Suspicion is how long an address stays passed over after a call on it ended in an error
-// having waited longer than StallAfter: as long as keepalive may take to notice a silent peer.
+// Suspicion is how long an address stays passed over after a call on it ran out of time having
+// waited longer than StallAfter: as long as keepalive may take to notice a silent peer. A call
+// its caller gave up on (CANCELED) says nothing of the address: a REST client that leaves
+// while its lock acquire waits its turn.
 const Suspicion = KeepaliveTime + KeepaliveTimeout
 
 // serviceConfig is the default service config of DialOptions.
@@ -168,15 +173,15 @@ func (in *inflight) begin(now time.Time) uint64 {
 	return in.seq
 }
 
-// end ends call id at now: answered (err nil) clears a suspicion; an error after waiting
-// longer than stallAfter (its deadline, or its caller gave up) starts one.
+// end ends call id at now: answered (err nil) clears a suspicion; running out of time after
+// waiting longer than stallAfter starts one.
 func (in *inflight) end(id uint64, err error, now time.Time, stallAfter time.Duration) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	switch {
 	case err == nil:
 		in.suspect = time.Time{}
-	case now.Sub(in.open[id]) > stallAfter:
+	case status.Code(err) == codes.DeadlineExceeded && now.Sub(in.open[id]) > stallAfter:
 		in.suspect = now.Add(Suspicion)
 	}
 	delete(in.open, id)

@@ -353,7 +353,7 @@ func TestSilentReplicaIsLeftByKeepalive(t *testing.T) {
 // A replica that stops answering is passed over once a call to it has gone unanswered for the
 // stall threshold: the calls after that all go to the replica that answers, long before
 // keepalive closes the silent one's connection (the call stuck on it is still waiting), and
-// still after the stuck call gives up (a REST caller's retry after its 503).
+// still after the stuck call runs out of time (a REST caller's retry after its 503).
 func TestStalledReplicaIsPassedOver(t *testing.T) {
 	t.Parallel()
 	bs := backends(t, 2)
@@ -368,8 +368,9 @@ func TestStalledReplicaIsPassedOver(t *testing.T) {
 	})
 
 	hole.silent.Store(true)
-	// Two calls in a row: round robin puts one on each replica; the silent one's waits.
-	ctx, cancel := context.WithCancel(context.Background())
+	// Two calls in a row: round robin puts one on each replica; the silent one's waits until
+	// its deadline, long before keepalive could close the connection (10 s of silence first).
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	picked := time.Now()
 	answers := make(chan error, 2)
@@ -393,24 +394,17 @@ func TestStalledReplicaIsPassedOver(t *testing.T) {
 	if got := bs[1].calls.Load() - before; got != 20 {
 		t.Errorf("%d of 20 calls went to the answering replica, want all", got)
 	}
-	select {
-	case err := <-answers:
-		t.Fatalf("the call on the silent replica ended (%v): keepalive, not the picker, moved the calls", err)
-	default:
-	}
-
-	cancel() // the stuck call gives up, as at its deadline
-	if err := <-answers; status.Code(err) != codes.Canceled {
-		t.Fatalf("the call on the silent replica ended with %v, want CANCELED", err)
+	if err := <-answers; status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("the call on the silent replica ended with %v, want DEADLINE_EXCEEDED (its connection still up)", err)
 	}
 	before = bs[1].calls.Load()
 	for i := range 20 {
 		if err := check(c); err != nil {
-			t.Fatalf("call %d after the stalled call gave up: %v, want it answered by the other", i, err)
+			t.Fatalf("call %d after the stalled call ran out of time: %v, want it answered by the other", i, err)
 		}
 	}
 	if got := bs[1].calls.Load() - before; got != 20 {
-		t.Errorf("after the stalled call gave up, %d of 20 calls went to the answering replica, want all", got)
+		t.Errorf("after the stalled call ran out of time, %d of 20 calls went to the answering replica, want all", got)
 	}
 }
 
@@ -455,12 +449,12 @@ func TestInflightStalled(t *testing.T) {
 		t.Error("the call left open 1.5 s is not a stall")
 	}
 	gaveUp := t0.Add(3 * time.Second)
-	in.end(b, context.DeadlineExceeded, gaveUp, time.Second)
+	in.end(b, status.Error(codes.DeadlineExceeded, "late"), gaveUp, time.Second)
 	if len(in.order) != 0 {
 		t.Errorf("no call open, %d ids kept", len(in.order))
 	}
 	if !in.stalled(gaveUp.Add(Suspicion-time.Millisecond), time.Second) || in.stalled(gaveUp.Add(Suspicion), time.Second) {
-		t.Errorf("a call that gave up after 2 s: want the address suspect for %v", Suspicion)
+		t.Errorf("a call that ran out of time after 2 s: want the address suspect for %v", Suspicion)
 	}
 	c := in.begin(gaveUp)
 	in.end(c, nil, gaveUp.Add(time.Millisecond), time.Second)
@@ -468,8 +462,13 @@ func TestInflightStalled(t *testing.T) {
 		t.Error("an answered call did not clear the suspicion")
 	}
 	d := in.begin(gaveUp)
-	in.end(d, context.Canceled, gaveUp.Add(10*time.Millisecond), time.Second)
+	in.end(d, status.Error(codes.Canceled, "the caller left"), gaveUp.Add(5*time.Second), time.Second)
+	if in.stalled(gaveUp.Add(5*time.Second), time.Second) {
+		t.Error("a call its caller gave up on made the address suspect")
+	}
+	e := in.begin(gaveUp)
+	in.end(e, status.Error(codes.DeadlineExceeded, "late"), gaveUp.Add(10*time.Millisecond), time.Second)
 	if in.stalled(gaveUp.Add(10*time.Millisecond), time.Second) {
-		t.Error("a call that failed at once made the address suspect")
+		t.Error("a call that ran out of time at once (a deadline shorter than the threshold) made the address suspect")
 	}
 }
