@@ -282,21 +282,28 @@ func (b *blackhole) serve(t *testing.T, c net.Conn) {
 	go pipe(c, up)
 }
 
+// silenceable starts two replicas behind one name, replica 0 reached through a proxy on
+// 127.0.0.3 that the test can silence, and returns a client with calls answered on both.
+func silenceable(t *testing.T, extra ...grpc.DialOption) ([]*backend, *blackhole, healthpb.HealthClient) {
+	t.Helper()
+	bs := backends(t, 2)
+	_, port, _ := net.SplitHostPort(bs[0].addr)
+	hole := newBlackhole(t, net.JoinHostPort("127.0.0.3", port), bs[0].addr)
+	n := &names{}
+	n.set(nil, "127.0.0.3", host(bs[1].addr))
+	c := dialNames(t, n, port, extra...)
+	wait.Until(t, "calls on both replicas", func() bool {
+		return check(c) == nil && bs[0].calls.Load() > 0 && bs[1].calls.Load() > 0
+	})
+	return bs, hole, c
+}
+
 // A replica that stops answering without closing anything is noticed by keepalive: the stream
 // open on it fails UNAVAILABLE, and calls go to the other replica. Takes up to
 // KeepaliveTime+KeepaliveTimeout (15s): gRPC does not let a client ping more often.
 func TestSilentReplicaIsLeftByKeepalive(t *testing.T) {
 	t.Parallel()
-	bs := backends(t, 2)
-	_, port, _ := net.SplitHostPort(bs[0].addr)
-	// Replica 0 is reached through a proxy on 127.0.0.3 that the test silences.
-	hole := newBlackhole(t, net.JoinHostPort("127.0.0.3", port), bs[0].addr)
-	n := &names{}
-	n.set(nil, "127.0.0.3", host(bs[1].addr))
-	c := dialNames(t, n, port)
-	wait.Until(t, "calls on both replicas", func() bool {
-		return check(c) == nil && bs[0].calls.Load() > 0 && bs[1].calls.Load() > 0
-	})
+	bs, hole, c := silenceable(t)
 	// A Watch stream on each replica: round robin puts one on each of two streams in a row.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -334,15 +341,7 @@ func TestSilentReplicaIsLeftByKeepalive(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the stream on the silent replica did not end in a minute: no keepalive")
 	}
-	before := bs[1].calls.Load()
-	for i := range 10 {
-		if err := check(c); err != nil {
-			t.Fatalf("call %d after the silent replica was noticed: %v", i, err)
-		}
-	}
-	if got := bs[1].calls.Load() - before; got != 10 {
-		t.Errorf("%d of 10 calls went to the answering replica, want all", got)
-	}
+	allAnsweredBy(t, c, bs[1], 10, "after the silent replica was noticed")
 	select {
 	case err := <-ended:
 		t.Errorf("the stream on the answering replica ended too: %v", err)
@@ -356,16 +355,8 @@ func TestSilentReplicaIsLeftByKeepalive(t *testing.T) {
 // still after the stuck call runs out of time (a REST caller's retry after its 503).
 func TestStalledReplicaIsPassedOver(t *testing.T) {
 	t.Parallel()
-	bs := backends(t, 2)
-	_, port, _ := net.SplitHostPort(bs[0].addr)
-	hole := newBlackhole(t, net.JoinHostPort("127.0.0.3", port), bs[0].addr)
-	n := &names{}
-	n.set(nil, "127.0.0.3", host(bs[1].addr))
 	const stallAfter = 200 * time.Millisecond
-	c := dialNames(t, n, port, grpc.WithDefaultServiceConfig(fmt.Sprintf(`{"loadBalancingConfig":[{%q:{"stallAfterMs":%d}}]}`, BalancerName, stallAfter.Milliseconds())))
-	wait.Until(t, "calls on both replicas", func() bool {
-		return check(c) == nil && bs[0].calls.Load() > 0 && bs[1].calls.Load() > 0
-	})
+	bs, hole, c := silenceable(t, grpc.WithDefaultServiceConfig(fmt.Sprintf(`{"loadBalancingConfig":[{%q:{"stallAfterMs":%d}}]}`, BalancerName, stallAfter.Milliseconds())))
 
 	hole.silent.Store(true)
 	// Two calls in a row: round robin puts one on each replica; the silent one's waits until
@@ -385,26 +376,24 @@ func TestStalledReplicaIsPassedOver(t *testing.T) {
 	}
 	wait.Until(t, "the stall threshold passed", func() bool { return time.Since(picked) > 2*stallAfter })
 
-	before := bs[1].calls.Load()
-	for i := range 20 {
-		if err := check(c); err != nil {
-			t.Fatalf("call %d after the silent replica's call stalled: %v, want it answered by the other", i, err)
-		}
-	}
-	if got := bs[1].calls.Load() - before; got != 20 {
-		t.Errorf("%d of 20 calls went to the answering replica, want all", got)
-	}
+	allAnsweredBy(t, c, bs[1], 20, "after the silent replica's call stalled")
 	if err := <-answers; status.Code(err) != codes.DeadlineExceeded {
 		t.Fatalf("the call on the silent replica ended with %v, want DEADLINE_EXCEEDED (its connection still up)", err)
 	}
-	before = bs[1].calls.Load()
-	for i := range 20 {
+	allAnsweredBy(t, c, bs[1], 20, "after the stalled call ran out of time")
+}
+
+// allAnsweredBy makes n calls and fails unless every one is answered, by b.
+func allAnsweredBy(t *testing.T, c healthpb.HealthClient, b *backend, n int64, when string) {
+	t.Helper()
+	before := b.calls.Load()
+	for i := range n {
 		if err := check(c); err != nil {
-			t.Fatalf("call %d after the stalled call ran out of time: %v, want it answered by the other", i, err)
+			t.Fatalf("call %d %s: %v, want it answered by %s", i, when, err, b.addr)
 		}
 	}
-	if got := bs[1].calls.Load() - before; got != 20 {
-		t.Errorf("after the stalled call ran out of time, %d of 20 calls went to the answering replica, want all", got)
+	if got := b.calls.Load() - before; got != n {
+		t.Errorf("%s, %d of %d calls went to %s, want all", when, got, n, b.addr)
 	}
 }
 
