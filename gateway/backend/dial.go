@@ -59,7 +59,8 @@ func reconnect() backoff.Config {
 // callTimeout gives a unary call without a deadline CallTimeout, and lets every unary call wait
 // (within its deadline) for a replica to be ready rather than fail at once while the
 // connections re-connect: with round robin a restarted replica's connection is in backoff for a
-// moment, and a call then is answered once it is back, or a 503 at the deadline.
+// moment, and a call then is answered once it is back, or a 503 at the deadline. A call that
+// is safe to send twice is sent again when a replica leaves it unanswered (hedge).
 func callTimeout(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	opts = append(opts, grpc.WaitForReady(true))
 	if _, ok := ctx.Deadline(); !ok {
@@ -67,5 +68,5 @@ func callTimeout(ctx context.Context, method string, req, reply any, cc *grpc.Cl
 		ctx, cancel = context.WithTimeout(ctx, CallTimeout)
 		defer cancel()
 	}
-	return invoker(ctx, method, req, reply, cc, opts...)
+	return hedge(ctx, method, req, reply, cc, invoker, opts...)
 }

@@ -15,7 +15,8 @@ const listScheme = "vigil-list"
 // scheme for the whole process.
 func withListResolver() grpc.DialOption { return grpc.WithResolvers(listResolverBuilder{}) }
 
-// listResolverBuilder resolves "vigil-list:///a:1,b:2" to those addresses, round-robin. With
+// listResolverBuilder resolves "vigil-list:///a:1,b:2" to those addresses, balanced as every
+// name is (grpcdial.BalancerName). With
 // several chat replicas listed, a room whose stream breaks re-attaches to another.
 type listResolverBuilder struct{}
 
@@ -28,8 +29,8 @@ func (listResolverBuilder) Build(t resolver.Target, cc resolver.ClientConn, _ re
 			addrs = append(addrs, resolver.Address{Addr: a})
 		}
 	}
-	sc := cc.ParseServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`)
-	if err := cc.UpdateState(resolver.State{Addresses: addrs, ServiceConfig: sc}); err != nil {
+	// No service config of its own: the connection's default (grpcdial's balancer) applies.
+	if err := cc.UpdateState(resolver.State{Addresses: addrs}); err != nil {
 		return nil, err
 	}
 	return listResolver{}, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -135,16 +136,30 @@ type picker struct {
 func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 	n := uint32(len(p.subs))
 	start := p.next.Add(1)
+	tried, _ := info.Ctx.Value(attemptsKey{}).(*attempts)
 	chosen := p.subs[start%n]
 	if n > 1 {
+		// The first address in round-robin order that is neither stalled nor one an earlier
+		// attempt of the call went to; else the first not tried; else the next in turn.
 		now := time.Now()
+		best := 3
 		for i := range n {
-			if s := p.subs[(start+i)%n]; !s.in.stalled(now, p.stallAfter) {
-				chosen = s
+			s := p.subs[(start+i)%n]
+			rank := 0
+			if tried.has(s.sc) {
+				rank = 2
+			} else if s.in.stalled(now, p.stallAfter) {
+				rank = 1
+			}
+			if rank < best {
+				chosen, best = s, rank
+			}
+			if rank == 0 {
 				break
 			}
 		}
 	}
+	tried.add(chosen.sc)
 	if info.Ctx.Value(unaryKey{}) == nil {
 		return balancer.PickResult{SubConn: chosen.sc}, nil // a stream: open as long as it lives
 	}
@@ -214,4 +229,37 @@ type unaryKey struct{}
 
 func markUnary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	return invoker(context.WithValue(ctx, unaryKey{}, true), method, req, reply, cc, opts...)
+}
+
+// attempts are the addresses the attempts of one call went to (WithAttempts).
+type attempts struct {
+	mu   sync.Mutex
+	used []balancer.SubConn
+}
+
+type attemptsKey struct{}
+
+// WithAttempts marks ctx as that of a call sent more than once when an attempt goes
+// unanswered (a hedged call): each attempt made with it is sent to an address no earlier one
+// went to, while there is one READY.
+func WithAttempts(ctx context.Context) context.Context {
+	return context.WithValue(ctx, attemptsKey{}, &attempts{})
+}
+
+func (a *attempts) has(sc balancer.SubConn) bool {
+	if a == nil {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Contains(a.used, sc)
+}
+
+func (a *attempts) add(sc balancer.SubConn) {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.used = append(a.used, sc)
 }
