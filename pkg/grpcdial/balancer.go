@@ -3,6 +3,7 @@ package grpcdial
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -165,9 +166,16 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 	}
 	id := chosen.in.begin(time.Now())
 	return balancer.PickResult{SubConn: chosen.sc, Done: func(d balancer.DoneInfo) {
-		chosen.in.end(id, d.Err, time.Now(), p.stallAfter)
+		err := d.Err
+		if err == nil && !d.BytesReceived {
+			err = errNotSent // the transport was not ready after all: gRPC picks again
+		}
+		chosen.in.end(id, err, time.Now(), p.stallAfter)
 	}}, nil
 }
+
+// errNotSent ends a pick whose call was not sent: it neither clears nor starts a suspicion.
+var errNotSent = errors.New("not sent")
 
 // inflight is the unary calls outstanding on one address, oldest first, and until when the
 // address is suspect.
