@@ -48,51 +48,43 @@ func withPostID(req any) bool {
 
 // hedge runs a call; if it is in hedged and has no answer after HedgeAfter, it sends it once
 // more and returns the first answer from a replica (anything but "no answer": UNAVAILABLE,
-// DEADLINE_EXCEEDED, CANCELED), or the last error when neither attempt got one.
+// DEADLINE_EXCEEDED, CANCELED), or the first attempt's error when neither got one. The first
+// attempt runs on the caller's goroutine into reply: an answered call costs a timer, no more.
 func hedge(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	safe := hedged[method]
 	out, ok := reply.(proto.Message)
 	if safe == nil || !ok || !safe(req) {
 		return invoker(ctx, method, req, reply, cc, opts...)
 	}
-	ctx, cancel := context.WithCancel(grpcdial.WithAttempts(ctx)) // cancel ends the attempt that lost
-	defer cancel()
-	type answer struct {
+	ctx, cancel := context.WithCancel(grpcdial.WithAttempts(ctx))
+	defer cancel() // ends the attempt that lost
+	var second struct {
 		reply proto.Message
 		err   error
 	}
-	answers := make(chan answer, 2)
-	attempt := func() {
+	done := make(chan struct{})
+	timer := time.AfterFunc(HedgeAfter, func() {
+		defer close(done)
 		r := out.ProtoReflect().New().Interface()
-		answers <- answer{r, invoker(ctx, method, req, r, cc, opts...)}
-	}
-	go attempt()
-	pending := 1
-	timer := time.NewTimer(HedgeAfter)
-	defer timer.Stop()
-	var last error
-	for pending > 0 {
-		select {
-		case <-timer.C:
-			go attempt()
-			pending++
-			continue
-		case a := <-answers:
-			pending--
-			if answered(a.err) {
-				if a.err == nil {
-					proto.Reset(out)
-					proto.Merge(out, a.reply)
-				}
-				return a.err
-			}
-			last = a.err
-			if pending == 0 && ctx.Err() == nil && timer.Stop() {
-				return last // failed at once (no replica ready): not a stall to hedge
-			}
+		err := invoker(ctx, method, req, r, cc, opts...)
+		second.reply, second.err = r, err
+		if answered(err) {
+			cancel() // the first attempt gives up: this answer wins
 		}
+	})
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	if timer.Stop() || answered(err) {
+		return err // answered before the second attempt began, or first
 	}
-	return last
+	<-done
+	if !answered(second.err) {
+		return err
+	}
+	if second.err == nil {
+		proto.Reset(out)
+		proto.Merge(out, second.reply)
+	}
+	return second.err
 }
 
 // answered reports whether err (nil included) is a replica's answer rather than none.
