@@ -29,9 +29,10 @@ type Harness struct {
 	// Prefix starts every key the run writes (removed afterwards from a shared Redis).
 	Prefix string
 
-	flags benchFlags
-	redis *benchRedis
-	stack stack
+	flags    benchFlags
+	redis    *benchRedis
+	stack    stack
+	children children
 }
 
 // Redis is the Redis under test, started or connected on first use.

@@ -79,13 +79,17 @@ func (h *Harness) Gateway(ctx context.Context, backends gateway.Backends) (strin
 	}
 	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	h.stack.start(func() { _ = srv.Serve(lis) }, func() { _ = srv.Close(); g.Close() })
-	// Fair to REST: keep-alive connections, one idle connection kept per concurrent caller (so
-	// none is closed and redialled between calls), and no gzip negotiation (the gRPC client
-	// compresses nothing either).
-	client := &http.Client{Transport: &http.Transport{
+	return "http://" + lis.Addr().String(), benchHTTPClient(), nil
+}
+
+// benchHTTPClient is an HTTP client sized for many concurrent callers. Fair to REST:
+// keep-alive connections, one idle connection kept per concurrent caller (so none is closed
+// and redialled between calls), and no gzip negotiation (the gRPC client compresses nothing
+// either).
+func benchHTTPClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{
 		MaxIdleConnsPerHost: 1024, DisableCompression: true,
 	}, Timeout: 30 * time.Second}
-	return "http://" + lis.Addr().String(), client, nil
 }
 
 // stop ends everything Serve and Gateway started, latest first, each before the next, so a

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
 func TestParseRedisBenchmarkCSV(t *testing.T) {
@@ -233,4 +235,58 @@ func TestBenchmarksRunOnTheRealStack(t *testing.T) {
 			}
 		}
 	})
+	t.Run("lobby -processes", func(t *testing.T) {
+		t.Parallel()
+		got := runJSON(t, "lobby", "--processes", "--churn", "12", "--parallel", "2", "--parallel-loads", "", "--rooms", "0")
+		for k, want := range map[string]float64{
+			"occupancy/1 room, sequential/n":                  12 + 7,
+			"occupancy/2 rooms at once, as fast as they go/n": 2 * (12 + 7),
+		} {
+			if v, ok := got[k]; !ok || v != want {
+				t.Errorf("lobby -processes %s = %v (reported: %v), want %v (%v)", k, v, ok, want, got)
+			}
+		}
+		// The services' CPU is their processes': this one's alone would be far below a
+		// change's, and the children's ticks are 10 ms, so only that some is counted is checked.
+		if cpu := got["occupancy/2 rooms at once, as fast as they go/CPU/op"]; cpu <= 0 {
+			t.Errorf("lobby -processes CPU/op = %v, want the stack's processes counted", cpu)
+		}
+	})
+}
+
+// TestProcessThatExitsAtStart: a child that exits before it listens is an error naming it, and
+// stopping the harness afterwards returns (it once waited for an exit already taken).
+func TestProcessThatExitsAtStart(t *testing.T) {
+	t.Parallel()
+	var h Harness
+	err := h.Process(context.Background(), "false", "/bin/false", "127.0.0.1:1")
+	if err == nil || !strings.Contains(err.Error(), "false exited at start") {
+		t.Fatalf("Process(/bin/false) = %v, want an error saying it exited at start", err)
+	}
+	stopped := make(chan struct{})
+	go func() {
+		h.stack.stop()
+		close(stopped)
+	}()
+	wait.Until(t, "the harness stopped", func() bool {
+		select {
+		case <-stopped:
+			return true
+		default:
+			return false
+		}
+	})
+}
+
+func TestProcCPUReadsThisProcess(t *testing.T) {
+	t.Parallel()
+	// Burn at least two clock ticks so that /proc shows some CPU time.
+	for start := time.Now(); time.Since(start) < 50*time.Millisecond; {
+	}
+	if cpu := procCPU(os.Getpid()); cpu <= 0 {
+		t.Fatalf("procCPU(self) = %v, want the CPU time this test burnt", cpu)
+	}
+	if cpu := procCPU(-1); cpu != 0 {
+		t.Fatalf("procCPU(-1) = %v, want 0 for a process that is not there", cpu)
+	}
 }

@@ -38,6 +38,7 @@ type lobbyBench struct {
 	// reached as fast as they go.
 	parallelLoads []float64
 	rooms         int
+	processes     bool
 	lists         int
 	touchRate     int
 	ceiling       bool
@@ -57,6 +58,7 @@ func benchLobby(ctx context.Context, h *Harness, fs *flag.FlagSet, args []string
 	fs.IntVar(&o.rooms, "rooms", 10000, "rooms added to the lobby for the listing runs (0 skips them)")
 	fs.IntVar(&o.lists, "lists", 200, "listings timed per way (gRPC, HTTP) and condition")
 	fs.IntVar(&o.touchRate, "touch-rate", 500, "room changes per second during the second listing run, and where the ceiling run starts")
+	fs.BoolVar(&o.processes, "processes", false, "run the Lobby, the Room service and the gateway as processes of their own, built from their cmd packages (as deployed), instead of in this process")
 	fs.BoolVar(&o.ceiling, "ceiling", true, "after the listings, double the change rate until a page's p99 passes 10 ms (needs -rooms)")
 	o.redis.register(fs)
 	if err := parseBenchFlags(fs, args); err != nil {
@@ -85,8 +87,13 @@ func benchLobby(ctx context.Context, h *Harness, fs *flag.FlagSet, args []string
 	rep.Settings["rooms"] = o.rooms
 	rep.Settings["lists"] = o.lists
 	rep.Settings["touch_rate"] = o.touchRate
+	rep.Settings["processes"] = o.processes
 
-	st, err := startLobbyStack(ctx, h, b.url)
+	start := startLobbyStack
+	if o.processes {
+		start = startLobbyProcesses
+	}
+	st, err := start(ctx, h, b.url)
 	if err != nil {
 		return err
 	}
@@ -114,7 +121,11 @@ func benchLobby(ctx context.Context, h *Harness, fs *flag.FlagSet, args []string
 			rep.add("lobby_ceiling_ratio", "the lobby's change ceiling / raw EVALSHA ceiling (unpipelined) of the same run", lobbyCeiling/raw.unpipelined, "x")
 		}
 	}
-	rep.note("CPU/op is this process's user+system CPU per operation: the whole stack (gateway, Room, Lobby) plus the benchmark's clients and poller, not Redis")
+	if o.processes {
+		rep.note("CPU/op is the user+system CPU per operation of the stack's processes (gateway, Room, Lobby) and of this one (the benchmark's clients and poller), not Redis")
+	} else {
+		rep.note("CPU/op is this process's user+system CPU per operation: the whole stack (gateway, Room, Lobby) plus the benchmark's clients and poller, not Redis")
+	}
 	return nil
 }
 
@@ -124,6 +135,8 @@ type lobbyStack struct {
 	gw           string
 	http         *http.Client
 	dialFailures atomic.Int64
+	// cpu is the CPU time the stack and the benchmark have used so far.
+	cpu func() time.Duration
 }
 
 func startLobbyStack(ctx context.Context, h *Harness, redisURL string) (*lobbyStack, error) {
@@ -137,30 +150,77 @@ func startLobbyStack(ctx context.Context, h *Harness, redisURL string) (*lobbySt
 		return nil, fmt.Errorf("room service: %w", err)
 	}
 	roomAddr := h.Serve(ctx, "room", room)
-	st := &lobbyStack{}
+	st := &lobbyStack{cpu: processCPU}
 	if st.gw, st.http, err = h.Gateway(ctx, gateway.Backends{Lobby: lobbyAddr, Room: roomAddr}); err != nil {
 		return nil, err
 	}
-	conn, err := grpcdial.New(lobbyAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err := st.dialLobby(h, lobbyAddr); err != nil {
+		return nil, err
+	}
+	benchStage("lobby on %s, room replica on %s, gateway on %s (in process)", lobbyAddr, roomAddr, st.gw)
+	return st, nil
+}
+
+// startLobbyProcesses starts the Lobby, a Room replica and the gateway as processes of their
+// own, built from services/lobby/cmd/lobby, services/room/cmd/room and gateway/cmd/gateway,
+// on loopback ports, logging warnings only, with no rate limits and no metrics listener but
+// the gateway's (it requires one).
+func startLobbyProcesses(ctx context.Context, h *Harness, redisURL string) (*lobbyStack, error) {
+	bins, cleanup, err := buildCommands(ctx, "services/lobby/cmd/lobby", "services/room/cmd/room", "gateway/cmd/gateway")
 	if err != nil {
 		return nil, err
 	}
+	h.stack.onStop(cleanup)
+	var addrs [4]string
+	for i := range addrs {
+		if addrs[i], err = freeAddr(); err != nil {
+			return nil, err
+		}
+	}
+	lobbyAddr, roomAddr, gwAddr, gwMetrics := addrs[0], addrs[1], addrs[2], addrs[3]
+	common := []string{"-redis-url", redisURL, "-prefix", h.Prefix, "-metrics-addr", "", "-log-format", "text", "-log-level", "warn"}
+	if err := h.Process(ctx, "lobby", bins[0], lobbyAddr, append([]string{"-grpc-addr", lobbyAddr}, common...)...); err != nil {
+		return nil, err
+	}
+	if err := h.Process(ctx, "room", bins[1], roomAddr, append([]string{"-grpc-addr", roomAddr, "-lobby-addr", lobbyAddr}, common...)...); err != nil {
+		return nil, err
+	}
+	if err := h.Process(ctx, "gateway", bins[2], gwAddr, "-addr", gwAddr, "-metrics-addr", gwMetrics, "-lobby-addr", lobbyAddr, "-room-addr", roomAddr,
+		"-rate-limit", "-1", "-log-format", "text", "-log-level", "warn"); err != nil {
+		return nil, err
+	}
+	st := &lobbyStack{gw: "http://" + gwAddr, http: benchHTTPClient(), cpu: h.children.cpu}
+	if err := waitHTTP(ctx, st.http, st.gw+"/healthz"); err != nil {
+		return nil, err
+	}
+	if err := st.dialLobby(h, lobbyAddr); err != nil {
+		return nil, err
+	}
+	benchStage("lobby on %s, room replica on %s, gateway on %s (separate processes)", lobbyAddr, roomAddr, st.gw)
+	return st, nil
+}
+
+// dialLobby gives the benchmark its own gRPC client of the Lobby.
+func (st *lobbyStack) dialLobby(h *Harness, addr string) error {
+	conn, err := grpcdial.New(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
 	h.stack.onStop(func() { _ = conn.Close() })
 	st.lobby = lobbyv1.NewLobbyServiceClient(conn)
-	benchStage("lobby on %s, room replica on %s, gateway on %s (in process)", lobbyAddr, roomAddr, st.gw)
-	return st, nil
+	return nil
 }
 
 // lobbyColumns are the columns of the lobby benchmark's tables.
 var lobbyColumns = []benchColumn{{"n", "ops"}, {"p50", "ms"}, {"p99", "ms"}, {"max", "ms"}, {"CPU/op", "ms"}}
 
-// lobbyRow adds timed operations and the CPU they cost since cpu0 as a row of t.
+// row adds timed operations and the CPU they cost since cpu0 as a row of t.
 // extra values follow those of lobbyColumns.
-func lobbyRow(t *benchTable, name string, l *benchLatencies, cpu0 time.Duration, extra ...float64) {
+func (st *lobbyStack) row(t *benchTable, name string, l *benchLatencies, cpu0 time.Duration, extra ...float64) {
 	n := l.len()
 	cpu := 0.0
 	if n > 0 {
-		cpu = float64(processCPU()-cpu0) / float64(time.Millisecond) / float64(n)
+		cpu = float64(st.cpu()-cpu0) / float64(time.Millisecond) / float64(n)
 	}
 	t.row(name, append([]float64{float64(n), l.percentile(50), l.percentile(99), l.percentile(100), cpu}, extra...)...)
 }
@@ -180,7 +240,7 @@ func (st *lobbyStack) benchChurn(ctx context.Context, rep *benchReport, o lobbyB
 	if err != nil {
 		return err
 	}
-	lobbyRow(t, "1 room, sequential", one.changes, one.cpu)
+	st.row(t, "1 room, sequential", one.changes, one.cpu)
 	runs := []*churnTimes{one}
 
 	benchStage("churn: %d rooms at once, %d changes each, as fast as they go", o.parallel, o.churn)
@@ -188,7 +248,7 @@ func (st *lobbyStack) benchChurn(ctx context.Context, rep *benchReport, o lobbyB
 	if err != nil {
 		return err
 	}
-	lobbyRow(t, fast.name, fast.changes, fast.cpu)
+	st.row(t, fast.name, fast.changes, fast.cpu)
 	rep.add("churn_parallel_rate", fmt.Sprintf("occupancy changes/s, %s", fast.name), fast.rate, "changes/s")
 	// The bound: many rooms churning at once within 2× of one room's p99, same run.
 	rep.ratio("churn_parallel_vs_one_p99", fmt.Sprintf("occupancy change → lobby p99, %s / 1 room", fast.name), fast.changes.percentile(99), one.changes.percentile(99))
@@ -203,7 +263,7 @@ func (st *lobbyStack) benchChurn(ctx context.Context, rep *benchReport, o lobbyB
 		if err != nil {
 			return err
 		}
-		lobbyRow(t, paced.name, paced.changes, paced.cpu)
+		st.row(t, paced.name, paced.changes, paced.cpu)
 		rep.add(fmt.Sprintf("churn_paced_%.0f_rate", 100*load), fmt.Sprintf("occupancy changes/s, %s", paced.name), paced.rate, "changes/s")
 		rep.ratio(fmt.Sprintf("churn_paced_%.0f_vs_one_p99", 100*load), fmt.Sprintf("occupancy change → lobby p99, %s / 1 room", paced.name), paced.changes.percentile(99), one.changes.percentile(99))
 		runs = append(runs, paced)
@@ -226,7 +286,7 @@ func (st *lobbyStack) benchChurn(ctx context.Context, rep *benchReport, o lobbyB
 type churnTimes struct {
 	name                           string
 	changes, answered, afterAnswer *benchLatencies
-	// cpu is the process CPU when the run began; rate its changes per second.
+	// cpu is the stack's CPU (lobbyStack.cpu) when the run began; rate its changes per second.
 	cpu  time.Duration
 	rate float64
 }
@@ -238,7 +298,7 @@ func (st *lobbyStack) churnRooms(ctx context.Context, rep *benchReport, w *watch
 	ct := &churnTimes{name: name, changes: new(benchLatencies), answered: new(benchLatencies), afterAnswer: new(benchLatencies)}
 	g, gctx := errgroup.WithContext(ctx)
 	began, polls := time.Now(), w.polled()
-	ct.cpu = processCPU()
+	ct.cpu = st.cpu()
 	for i := range rooms {
 		var p *pacing
 		if pace != nil {
@@ -289,14 +349,14 @@ func (st *lobbyStack) benchListing(ctx context.Context, rep *benchReport, o lobb
 		if rate > 0 {
 			bg.Go(func() { touchAtRate(ctx, st.lobby, codes, rate, stop, nil) })
 		}
-		c0 := processCPU()
+		c0 := st.cpu()
 		grpcTimes, gFailed := timeGRPCList(ctx, st.lobby, o.lists)
-		lobbyRow(t, "ListRooms page of 50 over gRPC, "+during, grpcTimes, c0, float64(gFailed))
+		st.row(t, "ListRooms page of 50 over gRPC, "+during, grpcTimes, c0, float64(gFailed))
 		var pages, searches benchLatencies
 		for _, p := range paths {
-			c1 := processCPU()
+			c1 := st.cpu()
 			httpTimes, size, hFailed := st.timeHTTPGet(ctx, p.path, o.lists)
-			lobbyRow(t, p.name+", "+during, httpTimes, c1, float64(hFailed))
+			st.row(t, p.name+", "+during, httpTimes, c1, float64(hFailed))
 			if rate == 0 && strings.Contains(p.path, "limit=50&") {
 				rep.add("page_json_kib", "a page of 50 rooms: body", float64(size)/1024, "KiB")
 			}
@@ -641,9 +701,15 @@ func (st *lobbyStack) dialRetrying(ctx context.Context, url string) (*websocket.
 	return nil, err
 }
 
+// drain reads a socket's frames until it closes, discarding them without keeping a copy (the
+// benchmark's clients share the in-process stack's heap and garbage collector).
 func drain(c *websocket.Conn) {
 	for {
-		if _, _, err := c.Read(context.Background()); err != nil {
+		_, r, err := c.Reader(context.Background())
+		if err != nil {
+			return
+		}
+		if _, err := io.Copy(io.Discard, r); err != nil {
 			return
 		}
 	}
