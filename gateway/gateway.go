@@ -148,6 +148,10 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	if g.metrics, err = newMetrics(o.Metrics); err != nil {
 		return nil, err
 	}
+	hedges, err := backend.NewHedges(o.Metrics)
+	if err != nil {
+		return nil, err
+	}
 	g.guard = auth.NewGuard(o.Security, o.Logger)
 	if g.sockets, err = g.socketRegistry(); err != nil {
 		return nil, err
@@ -159,7 +163,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		if d.addr == "" {
 			continue
 		}
-		conn, err := backend.Dial(d.addr, o.DialOptions...)
+		conn, err := backend.Dial(d.addr, hedges, o.DialOptions...)
 		if err != nil {
 			g.Close()
 			return nil, fmt.Errorf("dial %s at %s: %w", d.name, d.addr, err)

@@ -32,9 +32,10 @@ func DialOptions(tls server.TLS, maxMessageBytes int) ([]grpc.DialOption, error)
 // comma-separated list of addresses, or a target with a scheme; opts are the connection's
 // credentials and limits (DialOptions). Every connection has grpcdial's keepalive (a silent
 // peer is noticed within KeepaliveTime+KeepaliveTimeout and its streams fail, so the socket
-// kinds re-attach elsewhere), round robin over the addresses, and CallTimeout on unary calls.
-func Dial(addr string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
-	all := append(grpcdial.DialOptions(), withListResolver(), grpc.WithChainUnaryInterceptor(callTimeout),
+// kinds re-attach elsewhere), round robin over the addresses, and CallTimeout on unary calls;
+// the calls it sends twice are counted in hedges (nil: not counted).
+func Dial(addr string, hedges *Hedges, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
+	all := append(grpcdial.DialOptions(), withListResolver(), grpc.WithChainUnaryInterceptor(hedges.callTimeout),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: reconnect(), MinConnectTimeout: 5 * time.Second}))
 	return grpc.NewClient(Target(addr), append(all, opts...)...)
 }
@@ -61,12 +62,12 @@ func reconnect() backoff.Config {
 // connections re-connect: with round robin a restarted replica's connection is in backoff for a
 // moment, and a call then is answered once it is back, or a 503 at the deadline. A call that
 // is safe to send twice is sent again when a replica leaves it unanswered (hedge).
-func callTimeout(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+func (h *Hedges) callTimeout(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	opts = append(opts, grpc.WaitForReady(true))
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, CallTimeout)
 		defer cancel()
 	}
-	return hedge(ctx, method, req, reply, cc, invoker, opts...)
+	return h.hedge(ctx, method, req, reply, cc, invoker, opts...)
 }

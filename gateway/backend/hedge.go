@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -16,6 +18,7 @@ import (
 	reservationsv1 "github.com/vigil-dev/vigil/pkg/api/vigil/reservations/v1"
 	roomv1 "github.com/vigil-dev/vigil/pkg/api/vigil/room/v1"
 	"github.com/vigil-dev/vigil/pkg/grpcdial"
+	"github.com/vigil-dev/vigil/pkg/prom"
 )
 
 // HedgeAfter is how long a call that is safe to send twice waits for its answer before the
@@ -46,11 +49,40 @@ func withPostID(req any) bool {
 	return ok && p.GetPostId() != ""
 }
 
+// Hedges counts the calls sent a second time, by method and by the attempt whose answer the
+// caller got: vigil_gateway_hedged_calls_total{method, answered_by} with answered_by "first"
+// (the first attempt answered after all), "second" (the other replica answered first) or
+// "neither". A nil *Hedges counts nothing.
+type Hedges struct {
+	calls *prometheus.CounterVec
+}
+
+// NewHedges creates the counter and registers it on reg (or reuses the one registered there:
+// gateways on one registry count into the same series).
+func NewHedges(reg prometheus.Registerer) (*Hedges, error) {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vigil_gateway_hedged_calls_total",
+		Help: "Backend calls sent a second time because a replica left them unanswered for a second, by gRPC method and by which attempt answered (first, second, neither).",
+	}, []string{"method", "answered_by"})
+	c, err := prom.Register(reg, c)
+	if err != nil {
+		return nil, err
+	}
+	return &Hedges{calls: c}, nil
+}
+
+func (h *Hedges) count(method, answeredBy string) {
+	if h != nil {
+		h.calls.WithLabelValues(method, answeredBy).Inc()
+	}
+}
+
 // hedge runs a call; if it is in hedged and has no answer after HedgeAfter, it sends it once
 // more and returns the first answer from a replica (anything but "no answer": UNAVAILABLE,
 // DEADLINE_EXCEEDED, CANCELED), or the first attempt's error when neither got one. The first
 // attempt runs on the caller's goroutine into reply: an answered call costs a timer, no more.
-func hedge(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+// A call sent twice is counted in h.
+func (h *Hedges) hedge(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	safe := hedged[method]
 	out, ok := reply.(proto.Message)
 	if safe == nil || !ok || !safe(req) {
@@ -73,13 +105,19 @@ func hedge(ctx context.Context, method string, req, reply any, cc *grpc.ClientCo
 		}
 	})
 	err := invoker(ctx, method, req, reply, cc, opts...)
-	if timer.Stop() || answered(err) {
-		return err // answered before the second attempt began, or first
+	if timer.Stop() {
+		return err // answered before the second attempt began
+	}
+	if answered(err) {
+		h.count(method, "first")
+		return err
 	}
 	<-done
 	if !answered(second.err) {
+		h.count(method, "neither")
 		return err
 	}
+	h.count(method, "second")
 	if second.err == nil {
 		proto.Reset(out)
 		proto.Merge(out, second.reply)

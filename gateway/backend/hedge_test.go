@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -55,7 +57,11 @@ func startChatReplica(t *testing.T, stalled bool) *chatReplica {
 func TestCallsSafeToRepeatAreHedged(t *testing.T) {
 	t.Parallel()
 	silent, live := startChatReplica(t, true), startChatReplica(t, false)
-	conn, err := Dial(silent.addr+","+live.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	hedges, err := NewHedges(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := Dial(silent.addr+","+live.addr, hedges, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,6 +87,14 @@ func TestCallsSafeToRepeatAreHedged(t *testing.T) {
 	if got := live.calls.Load(); got != posts {
 		t.Errorf("the answering replica got %d posts, want each of the %d once", got, posts)
 	}
+	// Every post the silent replica held was sent again and answered by the other one.
+	counted := func(by string) float64 {
+		return testutil.ToFloat64(hedges.calls.WithLabelValues(chatv1.ChatService_PostMessage_FullMethodName, by))
+	}
+	if got, want := counted("second"), float64(silent.calls.Load()); got != want || counted("first") != 0 || counted("neither") != 0 {
+		t.Errorf("hedged posts answered by the second attempt = %v (first %v, neither %v), want %v", got, counted("first"), counted("neither"), want)
+	}
+	hedgedBefore := counted("second")
 
 	// Without a key a post is not repeated: it stays where it was sent, on the silent replica
 	// one time in two.
@@ -95,4 +109,7 @@ func TestCallsSafeToRepeatAreHedged(t *testing.T) {
 		}
 		return err != nil // it waited for its deadline on the silent replica
 	})
+	if got := counted("second") + counted("first") + counted("neither"); got != hedgedBefore {
+		t.Errorf("posts without a key counted as hedged: %v hedges, want %v", got, hedgedBefore)
+	}
 }
