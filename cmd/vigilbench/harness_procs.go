@@ -124,7 +124,7 @@ func freeAddr() (string, error) {
 }
 
 // Process starts bin with args as a child that lives until the benchmark ends (then it gets
-// SIGTERM, and SIGKILL 10 s later) and waits until addr accepts connections. Its output goes
+// SIGINT, and SIGKILL 10 s later) and waits until addr accepts connections. Its output goes
 // to this process's stderr.
 func (h *Harness) Process(ctx context.Context, name, bin, addr string, args ...string) error {
 	cmd := exec.Command(bin, args...)
