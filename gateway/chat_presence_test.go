@@ -93,6 +93,11 @@ func TestChatPresenceAcrossGateways(t *testing.T) {
 
 	ann2 := dialChat(t, gw2.URL, "room=here&userId=ann&username=Annie") // no presence frames
 	ann2.nextOfType("history")
+	// ann2's session is entered on gw2's stream, which carol's below does not wait for. The
+	// service applies a stream's enter before it reads the stream's next request, so the echo
+	// of ann2's first post means her session is open before the test closes ann's first one.
+	ann2.say("second tab")
+	ann2.nextOfType("message")
 	carol := dialChat(t, gw1.URL, "room=here&userId=carol&username=Carol")
 	carol.nextOfType("history")
 	for _, w := range []*wsClient{ann, bob} {
