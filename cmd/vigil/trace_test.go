@@ -89,25 +89,12 @@ func TestTraceFollowsARequestAcrossServices(t *testing.T) {
 // name never carries user input) and walks down its trace: HTTP server → gRPC client → gRPC
 // server → the Redis script (unless script is empty: the lock store batches its scripts, so
 // they are not children of the call). It returns the HTTP span.
+//
+// Spans end in no fixed order across the processes' roles: the gRPC server span ends after
+// the service has sent its answer, so the gateway can finish the HTTP request (and end its
+// span) before the service's span has ended. The whole chain is awaited, not only its root.
 func traceOf(t *testing.T, rec *tracetest.SpanRecorder, route, method, script string) sdktrace.ReadOnlySpan {
 	t.Helper()
-	// The HTTP span ends last, once the handler has returned.
-	var root sdktrace.ReadOnlySpan
-	wait.For(t, "the HTTP server span "+route, func() error {
-		for _, s := range rec.Ended() {
-			if s.SpanKind() == trace.SpanKindServer && s.Name() == route {
-				root = s
-				return nil
-			}
-		}
-		return fmt.Errorf("spans: %v", names(rec.Ended()))
-	})
-	byParent := map[trace.SpanID][]sdktrace.ReadOnlySpan{}
-	for _, s := range rec.Ended() {
-		if s.SpanContext().TraceID() == root.SpanContext().TraceID() {
-			byParent[s.Parent().SpanID()] = append(byParent[s.Parent().SpanID()], s)
-		}
-	}
 	want := []struct {
 		kind  trace.SpanKind
 		names []string
@@ -119,19 +106,39 @@ func traceOf(t *testing.T, rec *tracetest.SpanRecorder, route, method, script st
 	if script == "" {
 		want = want[:2]
 	}
-	parent := root
-	for _, w := range want {
-		var found sdktrace.ReadOnlySpan
-		for _, c := range byParent[parent.SpanContext().SpanID()] {
-			if c.SpanKind() == w.kind && slices.Contains(w.names, c.Name()) {
-				found = c
+	var root sdktrace.ReadOnlySpan
+	wait.For(t, "the trace of "+route, func() error {
+		ended := rec.Ended()
+		root = nil
+		for _, s := range ended {
+			if s.SpanKind() == trace.SpanKindServer && s.Name() == route {
+				root = s
 			}
 		}
-		if found == nil {
-			t.Fatalf("no %v span %q under %q; the trace holds %v", w.kind, w.names[0], parent.Name(), names(rec.Ended()))
+		if root == nil {
+			return fmt.Errorf("no HTTP server span %q; spans: %v", route, names(ended))
 		}
-		parent = found
-	}
+		byParent := map[trace.SpanID][]sdktrace.ReadOnlySpan{}
+		for _, s := range ended {
+			if s.SpanContext().TraceID() == root.SpanContext().TraceID() {
+				byParent[s.Parent().SpanID()] = append(byParent[s.Parent().SpanID()], s)
+			}
+		}
+		parent := root
+		for _, w := range want {
+			var found sdktrace.ReadOnlySpan
+			for _, c := range byParent[parent.SpanContext().SpanID()] {
+				if c.SpanKind() == w.kind && slices.Contains(w.names, c.Name()) {
+					found = c
+				}
+			}
+			if found == nil {
+				return fmt.Errorf("no %v span %q under %q; the trace holds %v", w.kind, w.names[0], parent.Name(), names(ended))
+			}
+			parent = found
+		}
+		return nil
+	})
 	return root
 }
 
