@@ -301,14 +301,16 @@ func (c *Clock) Check() error {
 	return nil
 }
 
-// describe says how far the base clock is from the shared one.
+// describe says how far the base clock is from the shared one, to a tenth of the bound (at
+// least a millisecond): the offset is an estimate within a round trip, so "30s ahead" says
+// what an operator needs where "29.999s" would claim a precision it does not have.
 func describe(offset, bound time.Duration) string {
 	dir := "behind"
 	if offset < 0 {
 		dir = "ahead of"
 	}
 	return fmt.Sprintf("this replica's clock is %s %s Redis's TIME (more than %s): its time decisions use Redis's time, but the host's clock needs fixing (NTP)",
-		abs(offset).Round(time.Millisecond), dir, bound)
+		abs(offset).Round(max(bound/10, time.Millisecond)), dir, bound)
 }
 
 func abs(d time.Duration) time.Duration {

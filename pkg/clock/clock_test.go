@@ -288,3 +288,22 @@ func TestRedisTimeDisciplinesASkewedClock(t *testing.T) {
 			skew, st.Offset, st.Offset+skew, st.Error, st.RTT, st.Samples)
 	}
 }
+
+// The warning names the offset to a tenth of the bound: an estimate 1 ms short of 30s reads
+// "30s", not "29.999s", and a small bound keeps a finer step.
+func TestDescribeRoundsToATenthOfTheBound(t *testing.T) {
+	for _, tc := range []struct {
+		offset, bound time.Duration
+		want          string
+	}{
+		{-29999 * time.Millisecond, time.Second, "is 30s ahead of"},
+		{30001 * time.Millisecond, time.Second, "is 30s behind"},
+		{1234 * time.Millisecond, time.Second, "is 1.2s behind"},
+		{-62 * time.Millisecond, 50 * time.Millisecond, "is 60ms ahead of"},
+		{3 * time.Millisecond, 2 * time.Millisecond, "is 3ms behind"},
+	} {
+		if got := describe(tc.offset, tc.bound); !strings.Contains(got, tc.want) {
+			t.Errorf("describe(%v, %v) = %q, want it to say %q", tc.offset, tc.bound, got, tc.want)
+		}
+	}
+}
