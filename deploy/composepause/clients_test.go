@@ -90,6 +90,12 @@ func (k *sock) read(ctx context.Context) {
 			k.pos = f.PositionMs
 		case "message":
 			k.messages[f.Body]++
+		case "history":
+			// A socket's join answers with the room's recent messages: one posted before the
+			// member's join completed (the 101 comes first) arrives here, not as a message frame.
+			for _, m := range f.Messages {
+				k.messages[m.Body]++
+			}
 		case "error":
 			k.errors = append(k.errors, f.Error)
 		}
