@@ -3,6 +3,20 @@
 # images. The image is FROM scratch: the redis-server binary, the shared libraries it links, and
 # a non-root user; redis-cli too when it is installed (redis-tools), for health checks and for
 # creating clusters. Usage: deploy/redis/build-image.sh [tag]   (default vigil/redis:local)
+#
+# The entrypoint is redis-server, so the image takes redis-server's flags as the official one
+# does (compose, testcontainers). It also runs Sentinel, which rewrites its config file with
+# what it learns (the current primary, the other sentinels, the epoch) and so needs one it can
+# write:
+#   - /data/sentinel.conf is in the image, empty and owned by the redis user:
+#       redis-server /data/sentinel.conf --sentinel --port 26379 --sentinel monitor m host 6379 2
+#     works in a fresh container (a restarted one would find its monitor lines twice);
+#   - /usr/bin/vigil-sentinel LINE... writes each argument as a line of /data/sentinel.conf on a
+#     container's first start only, then runs Sentinel on it: a restarted sentinel keeps what it
+#     learned. As the entrypoint:
+#       entrypoint: [vigil-sentinel]
+#       command: ["port 26379", "sentinel monitor m host 6379 2", ...]
+#   The script runs on Debian's dash, copied in as /bin/sh with the libraries it links.
 set -euo pipefail
 tag=${1:-vigil/redis:local}
 bin=$(command -v redis-server || true)
@@ -14,7 +28,9 @@ ctx=$(mktemp -d)
 trap 'rm -rf "$ctx"' EXIT
 mkdir -p "$ctx/root/usr/bin" "$ctx/root/etc" "$ctx/root/data" "$ctx/root/tmp"
 cp "$(readlink -f "$bin")" "$ctx/root/usr/bin/redis-server"
-bins=("$bin")
+mkdir -p "$ctx/root/bin"
+cp "$(readlink -f /bin/sh)" "$ctx/root/bin/sh"
+bins=("$bin" /bin/sh)
 if cli=$(command -v redis-cli); then
   cp "$(readlink -f "$cli")" "$ctx/root/usr/bin/redis-cli"
   bins+=("$cli")
@@ -25,6 +41,22 @@ for b in "${bins[@]}"; do ldd "$b"; done | sort -u | awk '/=>/ {print $3} !/=>/ 
   mkdir -p "$ctx/root$(dirname "$lib")"
   cp -L "$lib" "$ctx/root$lib"
 done
+# Shell builtins only (printf, test, exec): the image has no coreutils.
+cat > "$ctx/root/usr/bin/vigil-sentinel" <<'SENTINEL'
+#!/bin/sh
+# vigil-sentinel LINE...: on a container's first start, writes each argument as one line of
+# /data/sentinel.conf (VIGIL_SENTINEL_CONF); then runs Sentinel on that file, which it rewrites
+# with what it learns, so a restart keeps the current primary and the epoch.
+set -e
+conf=${VIGIL_SENTINEL_CONF:-/data/sentinel.conf}
+if [ ! -s "$conf" ]; then
+  : >"$conf"
+  for line in "$@"; do printf '%s\n' "$line" >>"$conf"; done
+fi
+exec /usr/bin/redis-server "$conf" --sentinel
+SENTINEL
+chmod 755 "$ctx/root/usr/bin/vigil-sentinel"
+: > "$ctx/root/data/sentinel.conf"
 echo 'redis:x:999:999:redis:/data:/sbin/nologin' > "$ctx/root/etc/passwd"
 echo 'redis:x:999:' > "$ctx/root/etc/group"
 cat > "$ctx/Dockerfile" <<'DOCKER'
@@ -33,7 +65,7 @@ COPY --chown=999:999 root/ /
 ENV PATH=/usr/bin
 USER 999:999
 WORKDIR /data
-EXPOSE 6379
+EXPOSE 6379 26379
 ENTRYPOINT ["/usr/bin/redis-server"]
 CMD ["--bind", "0.0.0.0", "--protected-mode", "no", "--appendonly", "yes", "--dir", "/data"]
 DOCKER
