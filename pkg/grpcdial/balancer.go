@@ -107,7 +107,7 @@ func (pb *pickerBuilder) Build(info base.PickerBuildInfo) balancer.Picker {
 	for sc := range info.ReadySCs {
 		in := pb.calls[sc]
 		if in == nil {
-			in = &inflight{open: map[uint64]time.Time{}}
+			in = &inflight{}
 			pb.calls[sc] = in
 		}
 		p.subs = append(p.subs, sub{sc, in})
@@ -164,13 +164,13 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 	if info.Ctx.Value(unaryKey{}) == nil {
 		return balancer.PickResult{SubConn: chosen.sc}, nil // a stream: open as long as it lives
 	}
-	id := chosen.in.begin(time.Now())
+	c := chosen.in.begin(time.Now())
 	return balancer.PickResult{SubConn: chosen.sc, Done: func(d balancer.DoneInfo) {
 		err := d.Err
 		if err == nil && !d.BytesReceived {
 			err = errNotSent // the transport was not ready after all: gRPC picks again
 		}
-		chosen.in.end(id, err, time.Now(), p.stallAfter)
+		chosen.in.end(c, err, time.Now(), p.stallAfter)
 	}}, nil
 }
 
@@ -179,38 +179,65 @@ var errNotSent = errors.New("not sent")
 
 // inflight is the unary calls outstanding on one address, oldest first, and until when the
 // address is suspect.
+//
+// The calls are a list in the order they were picked, each taken out when it ends: what it
+// holds is the calls open now, however many were made and whether or not the picker looks
+// (with one address it never does), and the oldest open call is its head.
 type inflight struct {
-	mu      sync.Mutex
-	seq     uint64
-	open    map[uint64]time.Time // id → when it was picked
-	order   []uint64             // ids in the order they were picked; ended ones are dropped lazily
-	suspect time.Time
+	mu         sync.Mutex
+	head, tail *call // oldest, newest
+	open       int   // calls in the list
+	suspect    time.Time
 }
 
-func (in *inflight) begin(now time.Time) uint64 {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	in.seq++
-	in.open[in.seq] = now
-	in.order = append(in.order, in.seq)
-	return in.seq
+// call is one unary call outstanding on an address.
+type call struct {
+	at         time.Time // when it was picked
+	prev, next *call
+	ended      bool
 }
 
-// end ends call id at now: answered (err nil) clears a suspicion; running out of time after
-// waiting longer than stallAfter starts one.
-func (in *inflight) end(id uint64, err error, now time.Time, stallAfter time.Duration) {
+func (in *inflight) begin(now time.Time) *call {
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	c := &call{at: now, prev: in.tail}
+	if in.tail != nil {
+		in.tail.next = c
+	} else {
+		in.head = c
+	}
+	in.tail = c
+	in.open++
+	return c
+}
+
+// end ends call c at now: answered (err nil) clears a suspicion; running out of time after
+// waiting longer than stallAfter starts one. A call ends once; a second end changes nothing.
+func (in *inflight) end(c *call, err error, now time.Time, stallAfter time.Duration) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if c.ended {
+		return
+	}
 	switch {
 	case err == nil:
 		in.suspect = time.Time{}
-	case status.Code(err) == codes.DeadlineExceeded && now.Sub(in.open[id]) > stallAfter:
+	case status.Code(err) == codes.DeadlineExceeded && now.Sub(c.at) > stallAfter:
 		in.suspect = now.Add(Suspicion)
 	}
-	delete(in.open, id)
-	if len(in.open) == 0 {
-		in.order = in.order[:0]
+	c.ended = true
+	if c.prev != nil {
+		c.prev.next = c.next
+	} else {
+		in.head = c.next
 	}
+	if c.next != nil {
+		c.next.prev = c.prev
+	} else {
+		in.tail = c.prev
+	}
+	c.prev, c.next = nil, nil
+	in.open--
 }
 
 // stalled reports whether the address is suspect, or its oldest outstanding call was picked
@@ -221,14 +248,7 @@ func (in *inflight) stalled(now time.Time, d time.Duration) bool {
 	if now.Before(in.suspect) {
 		return true
 	}
-	for len(in.order) > 0 {
-		at, ok := in.open[in.order[0]]
-		if ok {
-			return now.Sub(at) > d
-		}
-		in.order = in.order[1:]
-	}
-	return false
+	return in.head != nil && now.Sub(in.head.at) > d
 }
 
 // unaryKey marks a unary call's context, so that the picker counts it (a stream stays open

@@ -423,7 +423,7 @@ func TestBalancerConfig(t *testing.T) {
 
 // The oldest call still open decides; ended calls do not count however old they were.
 func TestInflightStalled(t *testing.T) {
-	in := inflight{open: map[uint64]time.Time{}}
+	var in inflight
 	t0 := time.Unix(1000, 0)
 	a := in.begin(t0)
 	b := in.begin(t0.Add(time.Second))
@@ -439,8 +439,8 @@ func TestInflightStalled(t *testing.T) {
 	}
 	gaveUp := t0.Add(3 * time.Second)
 	in.end(b, status.Error(codes.DeadlineExceeded, "late"), gaveUp, time.Second)
-	if len(in.order) != 0 {
-		t.Errorf("no call open, %d ids kept", len(in.order))
+	if n, err := in.retained(); n != 0 || err != nil {
+		t.Errorf("no call open, %d calls kept (%v)", n, err)
 	}
 	if !in.stalled(gaveUp.Add(Suspicion-time.Millisecond), time.Second) || in.stalled(gaveUp.Add(Suspicion), time.Second) {
 		t.Errorf("a call that ran out of time after 2 s: want the address suspect for %v", Suspicion)
@@ -460,4 +460,130 @@ func TestInflightStalled(t *testing.T) {
 	if in.stalled(gaveUp.Add(10*time.Millisecond), time.Second) {
 		t.Error("a call that ran out of time at once (a deadline shorter than the threshold) made the address suspect")
 	}
+}
+
+// A call held open while thousands begin and end after it keeps the list at the calls open:
+// what ended is gone at once, not when the oldest call ends or the picker looks.
+func TestInflightKeepsOnlyOpenCalls(t *testing.T) {
+	var in inflight
+	t0 := time.Unix(1000, 0)
+	held := in.begin(t0)
+	var open []*call
+	for i := range 10_000 {
+		open = append(open, in.begin(t0.Add(time.Duration(i)*time.Microsecond)))
+		if len(open) == 8 {
+			for _, c := range open {
+				in.end(c, nil, t0.Add(time.Duration(i)*time.Microsecond), time.Second)
+			}
+			open = open[:0]
+		}
+		if n, err := in.retained(); n > 9 || err != nil {
+			t.Fatalf("after %d calls, %d kept (%v), want at most the 9 open", i+1, n, err)
+		}
+	}
+	if !in.stalled(t0.Add(1500*time.Millisecond), time.Second) {
+		t.Error("the call held open 1.5 s is not a stall: the oldest open call was lost")
+	}
+	in.end(held, nil, t0.Add(2*time.Second), time.Second)
+	in.end(held, nil, t0.Add(2*time.Second), time.Second) // a second end changes nothing
+	if n, err := in.retained(); n != 0 || err != nil || in.stalled(t0.Add(2*time.Second), time.Second) {
+		t.Errorf("every call ended: %d kept (%v), stalled %v; want none", n, err, in.stalled(t0.Add(2*time.Second), time.Second))
+	}
+}
+
+// With one address (the default deployment: one replica) and calls that always overlap, the
+// picker never compares addresses, and what it keeps per call must still end with the call:
+// 16 callers make thousands of calls while one more is held open the whole time, and the
+// calls the connection's picker keeps never exceed the calls open.
+func TestOneAddressOverlappingCallsKeepBoundedState(t *testing.T) {
+	const callers, calls = 16, 20_000
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	var holding atomic.Bool
+	srv := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if r, ok := req.(*healthpb.HealthCheckRequest); ok && r.Service == "held" {
+			holding.Store(true)
+			<-release
+		}
+		return h(ctx, req)
+	}))
+	hs := health.NewServer()
+	hs.SetServingStatus("held", healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(srv, hs)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+
+	conn, err := grpc.NewClient("passthrough:///"+lis.Addr().String(), append(balancing(),
+		grpc.WithDefaultServiceConfig(fmt.Sprintf(`{"loadBalancingConfig":[{%q:{}}]}`, observedBalancerName)),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	c := healthpb.NewHealthClient(conn)
+	if err := check(c); err != nil {
+		t.Fatal(err)
+	}
+	pb := <-observedBuilds
+
+	held := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		_, err := c.Check(ctx, &healthpb.HealthCheckRequest{Service: "held"})
+		held <- err
+	}()
+	wait.Until(t, "the held call at the server", holding.Load)
+
+	var next, most atomic.Int64
+	failed := make(chan error, callers)
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1); i <= calls; i = next.Add(1) {
+				if err := check(c); err != nil {
+					failed <- err
+					return
+				}
+				if i%100 == 0 {
+					n, err := pb.retained()
+					if err != nil {
+						failed <- err
+						return
+					}
+					for m := most.Load(); int64(n) > m && !most.CompareAndSwap(m, int64(n)); m = most.Load() {
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(failed)
+	if err := <-failed; err != nil {
+		t.Fatal(err)
+	}
+	n, err := pb.retained()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 || most.Load() > callers+1 {
+		t.Errorf("after %d calls by %d callers beside one held open: %d calls kept (at most %d while they ran), want 1 (the held call) and at most %d",
+			calls, callers, n, most.Load(), callers+1)
+	}
+	close(release)
+	if err := <-held; err != nil {
+		t.Fatalf("the held call: %v", err)
+	}
+	wait.For(t, "nothing kept once every call ended", func() error {
+		n, err := pb.retained()
+		if err == nil && n != 0 {
+			err = fmt.Errorf("%d calls kept", n)
+		}
+		return err
+	})
 }
