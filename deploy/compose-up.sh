@@ -6,6 +6,10 @@
 # missing: the development PKI (deploy/secrets/make-dev-pki.sh) and an admin API key, whose line
 # goes to deploy/secrets/api-keys and the key itself to deploy/secrets/admin-api-key (mode 600).
 # VIGIL_INSECURE=1 starts the open stack instead (docker-compose.yml alone; every service warns).
+# VIGIL_HA=1 adds the highly available store (docker-compose.ha.yml, and docker-compose.ha.secure.yml
+# unless open): a primary, two replicas per domain and three sentinels, `replica` durability.
+# Stop it with the same files: docker-compose -f deploy/docker-compose.yml -f
+# deploy/docker-compose.ha.yml -p vigil down -v (or add --remove-orphans to a down of the first file).
 #
 # Uses `docker compose` when the Docker CLI has it, else `docker-compose`. The Redis image is
 # vigil/redis:local when that image exists (built by deploy/redis/build-image.sh), else
@@ -46,10 +50,32 @@ else
   files+=(-f docker-compose.secure.yml)
   url=https://127.0.0.1:$port
 fi
+
+if [ "${VIGIL_HA:-}" = 1 ]; then
+  files+=(-f docker-compose.ha.yml)
+  if [ "${VIGIL_INSECURE:-}" != 1 ]; then
+    # Certificates made before the HA store existed do not name its replicas and sentinels.
+    if ! openssl x509 -in secrets/redis.pem -noout -ext subjectAltName 2>/dev/null | grep -q 'DNS:sentinel-3'; then
+      echo "deploy/secrets/redis.pem does not name the HA nodes and sentinels: making the development PKI again"
+      secrets/make-dev-pki.sh
+    fi
+    # Every node may become a replica (masterauth); the sentinels log in to every primary.
+    pass=$(cat secrets/redis-password)
+    printf 'requirepass %s\nmasterauth %s\n' "$pass" "$pass" > secrets/redis-ha.conf
+    : > secrets/sentinel-auth.conf
+    for d in reservations locks chat lobby room; do
+      printf 'sentinel auth-pass vigil-%s %s\n' "$d" "$pass" >> secrets/sentinel-auth.conf
+    done
+    chmod 644 secrets/redis-ha.conf secrets/sentinel-auth.conf # read by the containers' own user
+    files+=(-f docker-compose.ha.secure.yml)
+  fi
+  echo "VIGIL_HA=1: every domain's store is a primary, two replicas and three sentinels (durability ${VIGIL_REDIS_DURABILITY:-replica})"
+fi
 "${compose[@]}" "${files[@]}" -p "$project" up -d
 
-# docker-compose v1 has no --wait: poll every container's health, for up to 120 seconds.
-deadline=$((SECONDS + 120))
+# docker-compose v1 has no --wait: poll every container's health, for up to VIGIL_COMPOSE_WAIT
+# seconds (default 120).
+deadline=$((SECONDS + ${VIGIL_COMPOSE_WAIT:-120}))
 while :; do
   ids=$("${compose[@]}" "${files[@]}" -p "$project" ps -q)
   states=$(docker inspect -f '{{.Name}} {{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Status}}{{end}}' $ids)
@@ -65,7 +91,7 @@ while :; do
     exit 0
   fi
   if [ $SECONDS -ge $deadline ]; then
-    echo "not healthy after 120s:" >&2
+    echo "not healthy after $((${VIGIL_COMPOSE_WAIT:-120}))s:" >&2
     echo "$states" >&2
     "${compose[@]}" "${files[@]}" -p "$project" logs --tail 30 >&2
     exit 1

@@ -8,7 +8,11 @@ set -eu
 out=${1:-$(dirname "$0")}
 cd "$out"
 days=${VIGIL_CERT_DAYS:-365}
-names=${VIGIL_CERT_NAMES:-"DNS:localhost,IP:127.0.0.1,DNS:gateway,DNS:reservations,DNS:locks,DNS:chat,DNS:lobby,DNS:room,DNS:redis-reservations,DNS:redis-locks,DNS:redis-chat,DNS:redis-lobby,DNS:redis-room"}
+# The highly available store (docker-compose.ha.yml): each domain's replicas and the sentinels.
+ha=""
+for d in reservations locks chat lobby room; do ha="${ha}DNS:redis-$d-2,DNS:redis-$d-3,"; done
+ha="${ha}DNS:sentinel-1,DNS:sentinel-2,DNS:sentinel-3"
+names=${VIGIL_CERT_NAMES:-"DNS:localhost,IP:127.0.0.1,DNS:gateway,DNS:reservations,DNS:locks,DNS:chat,DNS:lobby,DNS:room,DNS:redis-reservations,DNS:redis-locks,DNS:redis-chat,DNS:redis-lobby,DNS:redis-room,$ha"}
 
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days "$days" \
   -subj "/CN=vigil deployment CA" -keyout ca-key.pem -out ca.pem 2>/dev/null
