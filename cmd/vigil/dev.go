@@ -37,6 +37,8 @@ type devOptions struct {
 	// PortBase is the first gRPC port; 0 for any free ports.
 	PortBase int
 	Logger   *slog.Logger
+	// Durability is every service's redisx.Config.Durability. Default async.
+	Durability redisx.Durability
 	// Now is every service's clock. Default time.Now.
 	Now func() time.Time
 	// Ready, when set, gets the gateway's address once it serves; default: print the banner.
@@ -47,7 +49,9 @@ type devOptions struct {
 func runDev(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("vigil dev", flag.ContinueOnError)
 	httpAddr := config.String(fs, "addr", "VIGIL_HTTP_ADDR", "127.0.0.1:8080", "gateway HTTP listen address (loopback only)")
-	redisURL := config.String(fs, "redis-url", "REDIS_URL", "", "Redis URL; empty: a local redis-server child, else the embedded store")
+	redisURL := config.String(fs, "redis-url", "REDIS_URL", "", "Redis URL (redis://, rediss:// or redis+sentinel://); empty: a local redis-server child, else the embedded store")
+	durability := config.String(fs, "redis-durability", "VIGIL_REDIS_DURABILITY", string(redisx.Async),
+		"when a write counts as done: async, replica or fsync (docs/OPERATIONS.md, Durability)")
 	dataDir := config.String(fs, "data", "VIGIL_DATA_DIR", ".data", "data directory of the redis-server child or the embedded store")
 	storeKind := config.String(fs, "store", "VIGIL_DEV_STORE", "", "without -redis-url: redis-server or embedded; empty: redis-server when installed, else embedded")
 	logFormat := config.String(fs, "log-format", "VIGIL_LOG_FORMAT", "text", "log format: json or text")
@@ -57,15 +61,16 @@ func runDev(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if err := errors.Join(config.Check(fs), config.LogSettings(*logFormat, *logLevel)); err != nil {
+	if err := errors.Join(config.Check(fs), config.LogSettings(*logFormat, *logLevel), config.RedisSettings(*durability, "", "")); err != nil {
 		return err
 	}
 	log := config.Logger(*logFormat, *logLevel)
 	return startDev(ctx, devOptions{
-		HTTPAddr: *httpAddr,
-		Store:    devstore.Options{URL: *redisURL, DataDir: *dataDir, Kind: devstore.Kind(*storeKind), Logger: log},
-		PortBase: *portBase,
-		Logger:   log,
+		HTTPAddr:   *httpAddr,
+		Store:      devstore.Options{URL: *redisURL, DataDir: *dataDir, Kind: devstore.Kind(*storeKind), Logger: log},
+		PortBase:   *portBase,
+		Logger:     log,
+		Durability: redisx.Durability(*durability),
 	})
 }
 
@@ -89,7 +94,7 @@ func startDev(ctx context.Context, o devOptions) (err error) {
 			err = errors.Join(err, fmt.Errorf("store: %w", cerr))
 		}
 	}()
-	rc := redisx.Config{URL: store.URL}
+	rc := redisx.Config{URL: store.URL, Durability: o.Durability}
 
 	// addr is where the i-th service listens: the CLI's default address, or any free port.
 	addr := func(i int) string {

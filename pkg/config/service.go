@@ -2,6 +2,7 @@ package config
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -55,6 +56,16 @@ type ServiceFlags struct {
 	// RedisTimeout bounds each Redis call (-redis-timeout, VIGIL_REDIS_TIMEOUT).
 	// Default redisx.DefaultTimeout.
 	RedisTimeout *time.Duration
+	// RedisDurability is when a write counts as done: async, replica or fsync
+	// (-redis-durability, VIGIL_REDIS_DURABILITY; redisx.Durability). Default async.
+	RedisDurability *string
+	// RedisSentinels is a comma-separated list of Sentinel addresses watching the primary named
+	// RedisMaster; when set it wins over -redis-url (-redis-sentinels, VIGIL_REDIS_SENTINELS;
+	// -redis-master, VIGIL_REDIS_MASTER). A redis+sentinel:// URL says the same. Default: none.
+	RedisSentinels, RedisMaster *string
+	// RedisSentinelPassword authenticates to the Sentinels themselves
+	// (-redis-sentinel-password, VIGIL_REDIS_SENTINEL_PASSWORD). Default: none.
+	RedisSentinelPassword *string
 	// ClockWarnAbove: a replica whose clock is further than this from Redis's TIME says so
 	// (-clock-warn-above, VIGIL_CLOCK_WARN_ABOVE). Default 1s (clock.DefaultWarnAbove).
 	ClockWarnAbove *time.Duration
@@ -83,21 +94,45 @@ func Service(fs *flag.FlagSet, grpcAddr, metricsAddr string) ServiceFlags {
 		RedisTLSCert:      String(fs, "redis-tls-cert", "VIGIL_REDIS_TLS_CERT", "", "client certificate (PEM) for a Redis that requires one"),
 		RedisTLSKey:       String(fs, "redis-tls-key", "VIGIL_REDIS_TLS_KEY", "", "key (PEM) of -redis-tls-cert"),
 		RedisTimeout:      Duration(fs, "redis-timeout", "VIGIL_REDIS_TIMEOUT", redisx.DefaultTimeout, "bound on each Redis call (a Go duration)"),
-		ClockWarnAbove:    Duration(fs, "clock-warn-above", "VIGIL_CLOCK_WARN_ABOVE", clock.DefaultWarnAbove, "a clock further than this from Redis's TIME is reported (log, vigil_clock_offset_seconds, /healthz on the metrics address)"),
+		RedisDurability: String(fs, "redis-durability", "VIGIL_REDIS_DURABILITY", string(redisx.Async),
+			"when a write counts as done: async (the primary has it), replica (a replica has it too) or fsync (and on disk); docs/OPERATIONS.md, Durability"),
+		RedisSentinels:        String(fs, "redis-sentinels", "VIGIL_REDIS_SENTINELS", "", "comma-separated Redis Sentinel addresses watching -redis-master; overrides -redis-url"),
+		RedisMaster:           String(fs, "redis-master", "VIGIL_REDIS_MASTER", "", "name the Sentinels know the primary by"),
+		RedisSentinelPassword: String(fs, "redis-sentinel-password", "VIGIL_REDIS_SENTINEL_PASSWORD", "", "password of the Sentinels themselves (the nodes' is -redis-password)"),
+		ClockWarnAbove:        Duration(fs, "clock-warn-above", "VIGIL_CLOCK_WARN_ABOVE", clock.DefaultWarnAbove, "a clock further than this from Redis's TIME is reported (log, vigil_clock_offset_seconds, /healthz on the metrics address)"),
 	}
 	Validate(fs, func() error { return LogSettings(*f.LogFormat, *f.LogLevel) })
+	Validate(fs, func() error { return RedisSettings(*f.RedisDurability, *f.RedisSentinels, *f.RedisMaster) })
 	return f
 }
 
-// Redis is the Redis the flags name: the cluster when a seed list is given, else the URL, with
-// the password, TLS and timeout the flags give.
+// RedisSettings checks a durability setting and a Sentinel list with its master name as
+// redisx.Open reads them, so that a bad value stops the start before anything connects.
+func RedisSettings(durability, sentinels, master string) error {
+	var errs []error
+	if _, err := redisx.ParseDurability(durability); err != nil {
+		errs = append(errs, fmt.Errorf("%w (VIGIL_REDIS_DURABILITY, -redis-durability)", err))
+	}
+	if addrs := redisx.ParseClusterAddrs(sentinels); len(addrs) > 0 && strings.TrimSpace(master) == "" {
+		errs = append(errs, fmt.Errorf("redis sentinels %s are given without the name of the primary they watch: "+
+			"set VIGIL_REDIS_MASTER (-redis-master) to it", strings.Join(addrs, ",")))
+	}
+	return errors.Join(errs...)
+}
+
+// Redis is the Redis the flags name: the cluster when a seed list is given, else the
+// Sentinels when given, else the URL, with the password, TLS, timeout and durability the flags
+// give.
 func (f ServiceFlags) Redis() redisx.Config {
 	c := redisx.Config{
 		Password: *f.RedisPassword, PasswordFile: *f.RedisPasswordFile, Timeout: *f.RedisTimeout,
-		TLS: redisx.TLS{Enabled: *f.RedisTLS, CAFile: *f.RedisTLSCA, CertFile: *f.RedisTLSCert, KeyFile: *f.RedisTLSKey},
+		TLS:        redisx.TLS{Enabled: *f.RedisTLS, CAFile: *f.RedisTLSCA, CertFile: *f.RedisTLSCert, KeyFile: *f.RedisTLSKey},
+		Durability: redisx.Durability(*f.RedisDurability), SentinelPassword: *f.RedisSentinelPassword,
 	}
 	if addrs := redisx.ParseClusterAddrs(*f.RedisCluster); len(addrs) > 0 {
 		c.ClusterAddrs = addrs
+	} else if sentinels := redisx.ParseClusterAddrs(*f.RedisSentinels); len(sentinels) > 0 {
+		c.SentinelAddrs, c.MasterName = sentinels, strings.TrimSpace(*f.RedisMaster)
 	} else {
 		c.URL = *f.RedisURL
 	}

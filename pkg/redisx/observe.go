@@ -106,6 +106,11 @@ func (h observeHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (h observeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if resent(ctx) {
+			// A single command the durability hook sends again as a pipeline: ProcessHook
+			// already times it.
+			return next(ctx, cmds)
+		}
 		var scripts []string
 		for _, c := range cmds {
 			if s := scriptOf(c); s != "" {

@@ -1,11 +1,13 @@
-// Package redisx opens Redis connections (one server or a Redis Cluster) and runs Lua scripts
-// in a way that also works inside pipelines and after a Redis restart.
+// Package redisx opens Redis connections (one server, a primary watched by Redis Sentinel, or a
+// Redis Cluster), makes writes as durable as Config.Durability asks, and runs Lua scripts in a
+// way that also works inside pipelines and after a Redis restart.
 package redisx
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -13,12 +15,34 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Config says which Redis to use. Exactly one of URL and ClusterAddrs is set.
+// Config says which Redis to use: ClusterAddrs when set, else SentinelAddrs, else URL.
 type Config struct {
-	// URL of one Redis server: redis://[user:password@]host:port[/db], or rediss:// for TLS.
+	// URL of one Redis server: redis://[user:password@]host:port[/db], or rediss:// for TLS;
+	// or of a primary watched by Sentinels:
+	// redis+sentinel://[user:password@]host1:port1,host2:port2/mastername[/db]
+	// (rediss+sentinel:// for TLS), the user and password being the Redis nodes'.
 	URL string
 	// ClusterAddrs are seed addresses (host:port) of a Redis Cluster. Empty means no cluster.
 	ClusterAddrs []string
+	// SentinelAddrs are addresses (host:port) of Redis Sentinels watching the primary named
+	// MasterName, the same as a redis+sentinel:// URL. Default: none.
+	SentinelAddrs []string
+	// MasterName is the name the Sentinels know the primary by; required with SentinelAddrs.
+	MasterName string
+	// DB is the database of a primary named by SentinelAddrs. Default 0.
+	DB int
+	// SentinelPassword authenticates to the Sentinels themselves (requirepass in their
+	// configuration). Default: none; the nodes' password is Password or the URL's.
+	SentinelPassword string
+	// Durability says when a write counts as done: Async (the default: once the primary
+	// applied it), Replica (once a replica has it too) or Fsync (on disk as well). Open checks
+	// that the Redis it reaches can keep the promise, and refuses to start when it cannot. Under
+	// Replica and Fsync, a batch that holds a write waits up to half of Timeout for its
+	// replica (WAIT); one not confirmed in time fails with ErrOutcomeUnknown.
+	Durability Durability
+	// Logger gets one line at Open saying what the durability setting promises (and, under
+	// Async, what losing the primary would cost). Default: nil, silent.
+	Logger *slog.Logger
 	// Password for the cluster's nodes, or for a single server whose URL has none. Default:
 	// none.
 	Password string
@@ -34,7 +58,9 @@ type Config struct {
 	// instead of hanging for go-redis's 5 s dial and 3 s read defaults. A call that timed out is
 	// not retried (its outcome is unknown; callers' scripts are idempotent and they may retry);
 	// stale pooled connections are still replaced before use. A redis:// URL's dial_timeout,
-	// read_timeout, write_timeout, pool_timeout and max_retries parameters win. Default:
+	// read_timeout, write_timeout, pool_timeout and max_retries parameters win. Under Replica
+	// and Fsync durability, WAIT's own timeout is half of this (the read timeout), so that a
+	// replica that does not answer shows as ErrOutcomeUnknown, never as a read timeout. Default:
 	// UnsetTimeout (DefaultTimeout outside tests).
 	Timeout time.Duration
 	// Metrics is where the client registers vigil_redis_script_duration_seconds (every client
@@ -83,22 +109,30 @@ func ParseClusterAddrs(s string) []string {
 	return out
 }
 
-// Open connects to the configured Redis and checks it answers PING.
+// Open connects to the configured Redis, checks it answers PING and that it can keep the
+// promise cfg.Durability makes (see checkDurability); a Redis that cannot is refused with a
+// sentence naming the fix.
 func Open(ctx context.Context, cfg Config) (redis.UniversalClient, error) {
 	var c redis.UniversalClient
 	cfg = cfg.timeouts()
+	durability, err := ParseDurability(string(cfg.Durability))
+	if err != nil {
+		return nil, err
+	}
+	cfg.Durability = durability
 	password, err := cfg.password()
 	if err != nil {
 		return nil, err
 	}
 	cfg.Password = password
+	pol := &policy{wait: cfg.Timeout / 2}
 	switch {
 	case len(cfg.ClusterAddrs) > 0:
 		tc, err := cfg.TLS.tlsConfig(nil)
 		if err != nil {
 			return nil, err
 		}
-		c = redis.NewClusterClient(&redis.ClusterOptions{
+		cc := redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs:                      cfg.ClusterAddrs,
 			Password:                   cfg.Password,
 			PoolSize:                   cfg.PoolSize,
@@ -110,6 +144,17 @@ func Open(ctx context.Context, cfg Config) (redis.UniversalClient, error) {
 			MaxRetries:                 -1, // redirects after a failover still follow MOVED
 			ClusterStateReloadInterval: cfg.ClusterRefresh,
 		})
+		// Each node's client gets the hook, so that it sees that node's batch on one
+		// connection: one barrier and WAIT per master that took writes.
+		pol.cluster = true
+		cc.OnNewNode(func(n *redis.Client) { n.AddHook(&durabilityHook{client: n, p: pol}) })
+		c = cc
+	case len(cfg.SentinelAddrs) > 0 || IsSentinelURL(cfg.URL):
+		opt, err := cfg.failoverOptions()
+		if err != nil {
+			return nil, err
+		}
+		c = redis.NewFailoverClient(opt)
 	case cfg.URL != "":
 		opt, err := redis.ParseURL(cfg.URL)
 		if err != nil {
@@ -139,9 +184,12 @@ func Open(ctx context.Context, cfg Config) (redis.UniversalClient, error) {
 		if opt.MaxRetries == 0 {
 			opt.MaxRetries = -1
 		}
+		if opt.ReadTimeout > 0 {
+			pol.wait = opt.ReadTimeout / 2
+		}
 		c = redis.NewClient(opt)
 	default:
-		return nil, errors.New("redis: set a URL or cluster addresses")
+		return nil, errors.New("redis: set a URL, Sentinel addresses or cluster addresses")
 	}
 	seconds, err := scriptHistogram(cfg.Metrics)
 	if err != nil {
@@ -149,9 +197,16 @@ func Open(ctx context.Context, cfg Config) (redis.UniversalClient, error) {
 		return nil, err
 	}
 	c.AddHook(observeHook{seconds: seconds})
+	if one, ok := c.(*redis.Client); ok {
+		one.AddHook(&durabilityHook{client: one, p: pol})
+	}
 	if err := c.Ping(ctx).Err(); err != nil {
 		_ = c.Close()
 		return nil, fmt.Errorf("redis ping: %w", err)
+	}
+	if err := checkDurability(ctx, c, cfg, pol); err != nil {
+		_ = c.Close()
+		return nil, err
 	}
 	return c, nil
 }

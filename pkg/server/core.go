@@ -22,7 +22,9 @@ type Core struct {
 	GRPCAddr string
 	// MetricsAddr serves Prometheus /metrics when set. Default "": none.
 	MetricsAddr string
-	// Redis holds the service's data. Required: a URL or cluster addresses.
+	// Redis holds the service's data, as durably as Redis.Durability asks (Build refuses to
+	// start on a Redis that cannot keep that promise). Required: a URL, Sentinel addresses or
+	// cluster addresses.
 	Redis redisx.Config
 	// Prefix starts every key and pub/sub channel; distinct deployments sharing one Redis need
 	// distinct prefixes. Default "vigil".
@@ -65,8 +67,8 @@ type Core struct {
 // WithDefaults is c with every zero value replaced by its default; name (the service's short
 // name, "locks") starts its error.
 func (c Core) WithDefaults(name string) (Core, error) {
-	if c.Redis.URL == "" && len(c.Redis.ClusterAddrs) == 0 {
-		return c, errors.New(name + ": Options.Redis needs a URL or cluster addresses")
+	if c.Redis.URL == "" && len(c.Redis.ClusterAddrs) == 0 && len(c.Redis.SentinelAddrs) == 0 {
+		return c, errors.New(name + ": Options.Redis needs a URL, Sentinel addresses or cluster addresses")
 	}
 	c.name = name
 	if c.GRPCAddr == "" {
@@ -83,6 +85,10 @@ func (c Core) WithDefaults(name string) (Core, error) {
 	}
 	if c.Redis.Metrics == nil {
 		c.Redis.Metrics = c.Registerer
+	}
+	if c.Redis.Logger == nil {
+		// Open says, once, what the durability setting promises.
+		c.Redis.Logger = c.Logger
 	}
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = DefaultMaxInFlight

@@ -54,6 +54,22 @@ var (
 	ErrUnavailable = errors.New("unavailable")
 )
 
+// The two ways a write can fail against a replicated store, each an ErrUnavailable
+// (UNAVAILABLE, 503) with a sentence of its own: what the caller may do differs. pkg/redisx
+// returns them (redisx.ErrNotApplied, redisx.ErrOutcomeUnknown); a domain that can say more
+// (which request to repeat) wraps them in an *Error of its own kind ErrUnavailable.
+var (
+	// ErrNotApplied is a write the store refused before making it: its primary is cut off
+	// from its replicas, or is no longer the primary. Sending the same request again is safe.
+	ErrNotApplied = &Error{Kind: ErrUnavailable, Msg: "The store refused the change (its primary is cut off from its replicas " +
+		"or is no longer the primary) and nothing was changed; send the same request again in a few seconds."}
+	// ErrOutcomeUnknown is a write the store's primary applied but did not confirm, in time,
+	// to be on a replica (or on disk): it may or may not survive a failover. Sending the same
+	// request again (the same ids) tells which.
+	ErrOutcomeUnknown = &Error{Kind: ErrUnavailable, Msg: "The store did not confirm in time that the change reached a replica, " +
+		"so its outcome is unknown; send the same request again, with the same ids, to learn it."}
+)
+
 // Invalid is an ErrInvalid with a formatted sentence.
 func Invalid(format string, args ...any) error { return New(ErrInvalid, format, args...) }
 

@@ -26,6 +26,8 @@ func TestStatus(t *testing.T) {
 		{fmt.Errorf("eval: %w", context.DeadlineExceeded), codes.DeadlineExceeded, "request timed out"},
 		{status.Error(codes.Aborted, "already a status"), codes.Aborted, "already a status"},
 		{storeDown, codes.Unavailable, "the test store is unavailable; try again"},
+		{fmt.Errorf("create: %w", ErrNotApplied), codes.Unavailable, ErrNotApplied.Msg},
+		{fmt.Errorf("create: %w", ErrOutcomeUnknown), codes.Unavailable, ErrOutcomeUnknown.Msg},
 	}
 	for _, tt := range tests {
 		st := status.Convert(Status(context.Background(), nil, "test store", tt.err))
