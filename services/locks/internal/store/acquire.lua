@@ -1,5 +1,5 @@
 -- acquire.lua: take a free lock, refresh one the caller holds, or queue the caller.
--- KEYS[1..4], ARGV[1..2]  as in lib.lua
+-- KEYS[1..4], ARGV[1..2]  as in lib.lua; the reply ends with the grant notices, as in lib.lua
 -- ARGV[3]  owner
 -- ARGV[4]  ttl in ms
 -- ARGV[5]  the caller's waiter entry to queue when the lock is held, or '' not to wait
@@ -16,7 +16,7 @@ local owner, ttl = ARGV[3], tonumber(ARGV[4])
 local holder, token, exp = settle()
 if not holder then
   token, exp = grant(owner, ttl, '')
-  return {1, token, exp, '', wake()}
+  return reply({1, token, exp, '', wake()})
 end
 if holder == owner then
   -- A retried acquire must not lock its own caller out: same token, fresh lease. The grant
@@ -24,12 +24,12 @@ if holder == owner then
   exp = now + ttl
   redis.call('HSET', lock_key, 'exp', string.format('%d', exp), 'wid', '')
   arm(exp)
-  return {1, token, exp, '', wake()}
+  return reply({1, token, exp, '', wake()})
 end
 if ARGV[5] ~= '' then
   local most = tonumber(ARGV[7])
   if most > 0 and redis.call('LLEN', queue_key) >= most then
-    return {0, token, exp, holder, 0}
+    return reply({0, token, exp, holder, 0})
   end
   redis.call('RPUSH', queue_key, ARGV[5])
   -- The queue outlives its last waiter only briefly, so waiters of a crashed service vanish.
@@ -37,6 +37,6 @@ if ARGV[5] ~= '' then
   if redis.call('PTTL', queue_key) < keep then
     redis.call('PEXPIRE', queue_key, keep)
   end
-  return {2, token, exp, holder, 0}
+  return reply({2, token, exp, holder, 0})
 end
-return {0, token, exp, holder, 0}
+return reply({0, token, exp, holder, 0})

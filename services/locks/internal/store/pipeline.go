@@ -17,6 +17,8 @@ import (
 type pipeliner struct {
 	rdb     redis.UniversalClient
 	scripts []*redisx.Script
+	// publish sends the grant notices of a batch's calls that succeeded, after the batch.
+	publish func(ctx context.Context, notices []string)
 	// max is how many pipelines may be in flight at once.
 	max int
 
@@ -38,7 +40,9 @@ type scriptCall struct {
 // callTimeout bounds one pipeline; a caller whose context ends stops waiting sooner.
 const callTimeout = 10 * time.Second
 
-// do runs the script and returns its reply as a slice.
+// do runs the script and returns its reply as a slice, without the grant notices that end it:
+// those are published once the whole batch has been answered, so a waiter never hears of a
+// grant whose write failed (or whose durability wait did).
 func (p *pipeliner) do(ctx context.Context, sc *redisx.Script, keys []string, args ...any) ([]any, error) {
 	c := &scriptCall{sc: sc, keys: keys, args: args, done: make(chan struct{})}
 	p.mu.Lock()
@@ -82,9 +86,14 @@ func (p *pipeliner) exec(batch []*scriptCall) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	defer func() {
+		var notices []string
 		for _, c := range batch {
+			if c.err == nil {
+				c.res, notices = splitNotices(c.res, notices)
+			}
 			close(c.done)
 		}
+		p.publish(ctx, notices)
 	}()
 	if len(batch) == 1 {
 		c := batch[0]

@@ -1,5 +1,5 @@
 -- release.lua: free the lock if the caller holds it, handing it to the next live waiter.
--- KEYS[1..4], ARGV[1..2]  as in lib.lua
+-- KEYS[1..4], ARGV[1..2]  as in lib.lua; the reply ends with the grant notices, as in lib.lua
 -- ARGV[3]  owner
 -- ARGV[4]  the releasing replica's grant channel: a waiter there is answered by the replica
 --          from this reply, so its grant is not published
@@ -14,10 +14,10 @@ end
 local holder, held_token = settle()
 quiet_channel = ARGV[4]
 if holder ~= ARGV[3] or (ARGV[5] ~= nil and ARGV[5] ~= '' and held_token ~= tonumber(ARGV[5])) then
-  return {0, wake(), '', 0, 0}
+  return reply({0, wake(), '', 0, 0})
 end
 local next_owner, token, exp, wid = handoff()
 if next_owner then
-  return {1, wake(), wid, token, exp}
+  return reply({1, wake(), wid, token, exp})
 end
-return {1, wake(), '', 0, 0}
+return reply({1, wake(), '', 0, 0})

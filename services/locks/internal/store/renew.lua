@@ -1,5 +1,5 @@
 -- renew.lua: extend the lease if the caller holds the lock.
--- KEYS[1..4], ARGV[1..2]  as in lib.lua
+-- KEYS[1..4], ARGV[1..2]  as in lib.lua; the reply ends with the grant notices, as in lib.lua
 -- ARGV[3]  owner
 -- ARGV[4]  ttl in ms from now
 -- ARGV[5]  the fencing token of the hold to extend, or '' for whatever hold owner has: a
@@ -11,9 +11,9 @@ if type(ARGV[3]) ~= 'string' or not nat(ARGV[4]) or (ARGV[5] ~= nil and ARGV[5] 
 end
 local holder, held_token = settle()
 if holder ~= ARGV[3] or (ARGV[5] ~= nil and ARGV[5] ~= '' and held_token ~= tonumber(ARGV[5])) then
-  return {0, 0, wake()}
+  return reply({0, 0, wake()})
 end
 local exp = now + tonumber(ARGV[4])
 redis.call('HSET', lock_key, 'exp', string.format('%d', exp))
 arm(exp)
-return {1, exp, wake()}
+return reply({1, exp, wake()})

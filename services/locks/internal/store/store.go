@@ -2,7 +2,11 @@
 // first settles the lock (a lease past its end is handed to the next live waiter or freed),
 // so correctness never waits for the expiry alarm. Waiting calls queue in Redis; the script
 // that frees a lock grants it to the first waiter and publishes to that waiter's service,
-// which answers the waiting call without another round trip.
+// which answers the waiting call without another round trip. The script does not publish
+// itself: it returns the notice, and the store publishes it once the call has succeeded (after
+// the durability wait, pkg/redisx), so no waiter hears of a grant a failover then loses. A
+// notice lost on the way (the service crashing between the write and the publish) costs
+// latency only: a waiting call looks for a grant itself every pollEvery.
 package store
 
 import (
@@ -152,7 +156,7 @@ func New(rdb redis.UniversalClient, o Options) (*Store, error) {
 		closing: make(chan struct{}),
 	}
 	s.scripts = []*redisx.Script{s.acquire, s.release, s.renew, s.get, s.expire, s.leave}
-	s.pipe = &pipeliner{rdb: rdb, scripts: s.scripts, max: o.Pipelines}
+	s.pipe = &pipeliner{rdb: rdb, scripts: s.scripts, max: o.Pipelines, publish: s.publish}
 	return s, nil
 }
 
@@ -257,6 +261,38 @@ func send(ch chan notice, n notice) {
 	}
 }
 
+// splitNotices returns a script's reply without its last element, the grant notices
+// {channel, payload, ...}, and notices with those appended.
+func splitNotices(res []any, notices []string) ([]any, []string) {
+	if len(res) == 0 {
+		return res, notices
+	}
+	last, _ := res[len(res)-1].([]any)
+	for _, v := range last {
+		str, _ := v.(string)
+		notices = append(notices, str)
+	}
+	return res[:len(res)-1], notices
+}
+
+// publish sends grant notices ({channel, payload, ...}) in one pipeline, in order. A notice
+// that does not go out is logged: its waiter finds the grant when it next looks (pollEvery).
+func (s *Store) publish(ctx context.Context, notices []string) {
+	if len(notices) < 2 {
+		return
+	}
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := 0; i+1 < len(notices); i += 2 {
+			p.Publish(ctx, notices[i], notices[i+1])
+		}
+		return nil
+	})
+	if err != nil {
+		s.o.Logger.Warn("grant notices not published; their waiters find the grants when they next look",
+			"event", "lock_notice_failed", "notices", len(notices)/2, "err", err)
+	}
+}
+
 // Scripts are the store's Lua scripts, for loading before a pipeline uses them.
 func (s *Store) Scripts() []*redisx.Script { return s.scripts }
 
@@ -329,8 +365,16 @@ func (s *Store) Acquire(ctx context.Context, resource, owner string, ttl, wait t
 
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
+	poll := time.NewTicker(pollEvery(ttl))
+	defer poll.Stop()
 	for {
 		select {
+		case <-poll.C:
+			// A grant's notice may have been lost (the service that granted it stopped between
+			// its write and its publish): look, well before the granted lease would run out.
+			if a, err := s.leaveQueue(ctx, k, resource, entry, wid, "2"); err == nil && a.OK {
+				return a, nil
+			}
 		case n := <-notices:
 			if !n.recheck {
 				if ctx.Err() != nil {
@@ -361,6 +405,13 @@ func (s *Store) Acquire(ctx context.Context, resource, owner string, ttl, wait t
 			return domain.Acquired{}, domain.ErrShuttingDown
 		}
 	}
+}
+
+// pollEvery is how often a waiting call looks for a grant whose notice was lost: within half
+// the lease it asked for (so it finds the grant before the lease runs out), between 1 s and
+// 10 s (a notice is rarely lost, and every look is a script run).
+func pollEvery(ttl time.Duration) time.Duration {
+	return min(max(ttl/2, time.Second), 10*time.Second)
 }
 
 // abandon takes a waiter whose caller is gone out of the queue, and gives back the lock if it
@@ -482,6 +533,8 @@ func (s *Store) Expire(ctx context.Context, ids []string) (changed []bool, errs 
 		}
 	})
 	changed, errs = make([]bool, len(ids)), make([]error, len(ids))
+	var notices []string
+	defer func() { s.publish(ctx, notices) }()
 	for i, id := range ids {
 		if cmds[i] == nil {
 			errs[i] = fmt.Errorf("expire %q: %w", id, err)
@@ -492,6 +545,7 @@ func (s *Store) Expire(ctx context.Context, ids []string) (changed []bool, errs 
 			errs[i] = fmt.Errorf("expire %q: %w", id, cerr)
 			continue
 		}
+		res, notices = splitNotices(res, notices)
 		c, _ := res[0].(int64)
 		changed[i] = c == 1
 		s.wakeIfDue(ctx, keys[i], now, res[1])

@@ -1,0 +1,161 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/wait"
+	"github.com/vigil-dev/vigil/services/locks/internal/domain"
+)
+
+// errUnknown stands for a durability wait that timed out after the script ran (pkg/redisx's
+// hook fails the call the same way): the write is in Redis, the call failed.
+var errUnknown = errors.New("outcome unknown: no replica acknowledged the write")
+
+// failScriptsAfterRun fails every script call on rdb after Redis has run it.
+type failScriptsAfterRun struct{}
+
+func (failScriptsAfterRun) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (failScriptsAfterRun) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if isScriptCall(cmd) && err == nil {
+			cmd.SetErr(errUnknown)
+			return errUnknown
+		}
+		return err
+	}
+}
+
+func (failScriptsAfterRun) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, cmd := range cmds {
+			if isScriptCall(cmd) && cmd.Err() == nil {
+				cmd.SetErr(errUnknown)
+				err = errUnknown
+			}
+		}
+		return err
+	}
+}
+
+func isScriptCall(cmd redis.Cmder) bool {
+	return strings.HasPrefix(strings.ToLower(cmd.Name()), "eval")
+}
+
+// A release whose call fails after its script ran (the durability wait timed out) publishes
+// no grant: the waiter's replica hears nothing until the write is known to have succeeded. The
+// waiter still gets the lock, by looking for it (pollEvery), with the token Redis holds.
+func TestNoGrantNoticeForAFailedWrite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := redistest.Client(t)
+	s := testStore(t, rdb, prefix, Options{})
+	listen(t, s)
+	// The releasing replica's calls all fail after running.
+	opt, _ := redis.ParseURL(redistest.URL(t))
+	failing := redis.NewClient(opt)
+	defer failing.Close()
+	failing.AddHook(failScriptsAfterRun{})
+	other := testStore(t, failing, prefix, Options{Alarms: s.q})
+
+	// A second subscriber on the waiter's grant channel sees what the waiter's replica would.
+	heard := rdb.Subscribe(ctx, s.channel)
+	defer heard.Close()
+	if _, err := heard.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	if a, err := s.Acquire(ctx, "ledger", "holder", time.Minute, 0); err != nil || !a.OK {
+		t.Fatalf("Acquire(ledger, holder) = %+v, %v", a, err)
+	}
+	const ttl = 2 * time.Second // the waiter looks for itself every second
+	got := make(chan domain.Acquired, 1)
+	go func() {
+		a, err := s.Acquire(ctx, "ledger", "waiter", ttl, time.Minute)
+		if err != nil {
+			t.Errorf("waiting Acquire(ledger, waiter) = %v", err)
+		}
+		got <- a
+	}()
+	k := keysOf(s.q, "ledger")
+	wait.Until(t, "waiter queued", func() bool { n, _ := rdb.LLen(ctx, k.queue).Result(); return n == 1 })
+
+	if ok, err := other.Release(ctx, "ledger", "holder", 0); !errors.Is(err, errUnknown) {
+		t.Fatalf("Release(ledger, holder) through a failing call = %v, %v; want the call's error", ok, err)
+	}
+	l, err := s.Get(ctx, "ledger")
+	if err != nil || l.Owner != "waiter" {
+		t.Fatalf("Get(ledger) = %+v, %v; want granted to the waiter by the release that ran", l, err)
+	}
+	// Anything the release published went out before this marker: the marker must come first.
+	if err := rdb.Publish(ctx, s.channel, "marker").Err(); err != nil {
+		t.Fatal(err)
+	}
+	first, err := heard.ReceiveMessage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Payload != "marker" {
+		t.Fatalf("grant channel heard %q before the marker; want nothing from a failed release", first.Payload)
+	}
+
+	select {
+	case a := <-got:
+		if !a.OK || a.Token != l.Token {
+			t.Errorf("waiting Acquire = %+v; want acquired with the granted token %d", a, l.Token)
+		}
+	case <-time.After(wait.Deadline):
+		t.Fatalf("waiter did not find its grant within %v (its notice was never published)", wait.Deadline)
+	}
+}
+
+// A failover that loses the tail of the replication stream sets the shard's fencing counter
+// back. The next token still exceeds every token handed out before, and stays a JSON-safe
+// integer.
+func TestTokensIncreaseAfterTheCounterGoesBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _, rdb, _ := newStore(t)
+	k := keysOf(s.q, "boiler")
+	var highest int64
+	take := func(owner string) int64 {
+		t.Helper()
+		a, err := s.Acquire(ctx, "boiler", owner, time.Minute, 0)
+		if err != nil || !a.OK {
+			t.Fatalf("Acquire(boiler, %s) = %+v, %v", owner, a, err)
+		}
+		if a.Token <= highest {
+			t.Fatalf("Acquire(boiler, %s) token %d, want above every earlier token (%d)", owner, a.Token, highest)
+		}
+		if a.Token >= 1<<53 {
+			t.Fatalf("token %d is not a JSON-safe integer (>= 2^53)", a.Token)
+		}
+		if ok, err := s.Release(ctx, "boiler", owner, a.Token); err != nil || !ok {
+			t.Fatalf("Release(boiler, %s, %d) = %v, %v", owner, a.Token, ok, err)
+		}
+		highest = a.Token
+		return a.Token
+	}
+	for _, setBack := range []string{"", "0", "1", "", "5"} {
+		if setBack != "" {
+			// What a replica promoted without the last increments would hold.
+			if err := rdb.Set(ctx, k.fence, setBack, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		take("owner-" + setBack)
+	}
+	// Tokens handed out in one clock tick still increase one by one.
+	for range 50 {
+		take("fast")
+	}
+}
