@@ -9,15 +9,20 @@ PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.0
 GRPC_GATEWAY_VERSION := v2.33.0
 
-# Every Go module of the workspace, as ./dir/... patterns.
+# Every Go module of the workspace, as ./dir/... patterns. go skips directories whose name starts
+# with a dot when it expands ./dir/..., so .ci's module is named by its import path.
 MODULES := $(shell sed -n 's|^\t\./\(.*\)$$|\1|p' go.work)
-PACKAGES := $(addprefix ./,$(addsuffix /...,$(MODULES)))
+PACKAGES := $(foreach m,$(MODULES),$(if $(filter .%,$(m)),github.com/vigil-dev/vigil/$(patsubst .%,%,$(m))/...,./$(m)/...))
+
+# The CI checker (.ci/testcheck): a stage's tests run through .ci/gotest, which fails when one
+# failed, was skipped or never ended, or when a test the stage names in .ci/expected did not run.
+TESTCHECK := $(BIN)/testcheck
 
 # The Redis image tests run: the local one built from Debian's redis-server when it exists,
 # else whatever VIGIL_REDIS_IMAGE says, else the official image (see pkg/redistest).
 REDIS_IMAGE_LOCAL := vigil/redis:local
 
-.PHONY: all tools generate check-generated lint vet test test-short test-race run deps redis-image bench images
+.PHONY: all tools generate check-generated lint vet test test-race run deps redis-image bench images
 
 all: generate lint test
 
@@ -31,6 +36,8 @@ $(BIN)/protoc-gen-grpc-gateway:
 	GOBIN=$(BIN) go install github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-grpc-gateway@$(GRPC_GATEWAY_VERSION)
 $(BIN)/protoc-gen-openapiv2:
 	GOBIN=$(BIN) go install github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-openapiv2@$(GRPC_GATEWAY_VERSION)
+$(TESTCHECK): $(wildcard .ci/testcheck/*.go)
+	go build -o $@ github.com/vigil-dev/vigil/ci/testcheck
 
 tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/protoc-gen-grpc-gateway $(BIN)/protoc-gen-openapiv2
 
@@ -62,7 +69,8 @@ redis-image:
 	@if command -v redis-server >/dev/null && ! docker image inspect $(REDIS_IMAGE_LOCAL) >/dev/null 2>&1; then \
 		deploy/redis/build-image.sh $(REDIS_IMAGE_LOCAL); fi
 
-# The test suite: real Redis in containers (or VIGIL_TEST_REDIS_URL), real gRPC, real sockets.
+# The test suite: real Redis in containers (or VIGIL_TEST_REDIS_URL), real gRPC, real sockets,
+# headless Chromium; .ci's own tests break each CI guard once and see it fail.
 test: deps redis-image
 	@if [ -z "$$VIGIL_REDIS_IMAGE" ] && docker image inspect $(REDIS_IMAGE_LOCAL) >/dev/null 2>&1; then \
 		export VIGIL_REDIS_IMAGE=$(REDIS_IMAGE_LOCAL); fi; \
@@ -71,12 +79,6 @@ test: deps redis-image
 # go vet over every module (lint runs it too, after buf and gofmt).
 vet:
 	go vet $(PACKAGES)
-
-# The tests that skip their long parts under -short, over every module.
-test-short: redis-image
-	@if [ -z "$$VIGIL_REDIS_IMAGE" ] && docker image inspect $(REDIS_IMAGE_LOCAL) >/dev/null 2>&1; then \
-		export VIGIL_REDIS_IMAGE=$(REDIS_IMAGE_LOCAL); fi; \
-	go test -short -count=1 -timeout 20m $(PACKAGES)
 
 # The Go benchmarks (no tests), each run for BENCHTIME, the whole run bounded by BENCH_TIMEOUT.
 BENCHTIME ?= 200ms
@@ -121,38 +123,40 @@ compose-down:
 
 # The alarm queue's, reservations', locks' and chat's store tests on a real Redis Cluster (3 masters with a
 # replica each, started per test binary), the reservations service's SIGKILLed-replica test on
-# it, then a master killed mid-load.
+# it (every test of these packages; none may skip), then a master killed mid-load
+# (.ci/expected/cluster.txt names the tests).
 CLUSTER_PACKAGES := ./pkg/alarm/... ./pkg/redisx/... ./services/reservations/internal/store/... ./services/reservations/service/... \
 	./services/locks/internal/store/... ./services/chat/internal/store/...
 test-cluster: redis-image
 	@if [ -z "$$VIGIL_REDIS_IMAGE" ] && docker image inspect $(REDIS_IMAGE_LOCAL) >/dev/null 2>&1; then \
 		export VIGIL_REDIS_IMAGE=$(REDIS_IMAGE_LOCAL); fi; \
-	set -o pipefail; VIGIL_TEST_REDIS_CLUSTER=start go test -count=1 -p 1 -timeout 15m $(CLUSTER_PACKAGES) && \
-	go test -tags faulttest -count=1 -v -timeout 10m -run 'TestCluster' ./deploy/faulttest/ | grep -E '^(=== RUN|--- |\s+\w+_test.go|ok|FAIL|PASS|panic)'
+	VIGIL_TEST_REDIS_CLUSTER=start .ci/gotest -- -count=1 -p 1 -timeout 15m $(CLUSTER_PACKAGES) && \
+	.ci/gotest -expect .ci/expected/cluster.txt -v -show '$(FAULT_LINES)' -- \
+		-tags faulttest -count=1 -timeout 10m -run '^TestCluster' ./deploy/faulttest/
 
 # Fault suite: each test prints what was at stake and what was lost. The SIGKILLed-replica test
 # lives beside the reservations service (services/reservations/service/crash_test.go) and runs
 # in `make test`; it is not run twice.
-FAULT_FILTER := grep -E '^(=== RUN|--- |\s+\w+_test.go|ok|FAIL|PASS|panic)'
+# .ci/expected/faults.txt names the tests; FAULT_LINES are the lines of their output shown.
+FAULT_LINES := ^(=== RUN|--- |\s+\w+_test.go|ok|FAIL|PASS|panic)
 test-faults: redis-image
 	@if [ -z "$$VIGIL_REDIS_IMAGE" ] && docker image inspect $(REDIS_IMAGE_LOCAL) >/dev/null 2>&1; then \
 		export VIGIL_REDIS_IMAGE=$(REDIS_IMAGE_LOCAL); fi; \
-	set -o pipefail; \
 	go vet -tags faulttest ./deploy/faulttest/ && \
-	go test -tags faulttest -count=1 -v -timeout 10m -run 'TestFault' ./deploy/faulttest/ | $(FAULT_FILTER)
+	.ci/gotest -expect .ci/expected/faults.txt -v -show '$(FAULT_LINES)' -- \
+		-tags faulttest -count=1 -timeout 10m -run '^TestFault' ./deploy/faulttest/
 
 # Nemesis suite (issue 25): two replicas of locks, reservations and chat under load while one is
 # paused (SIGSTOP), partitioned (its traffic held by the test's proxy), run 30s ahead, or
 # SIGKILLed; a history checker per domain; one table (docs/OPERATIONS.md, "When a replica stops
-# answering"). At most NEMESIS_TIMEOUT.
+# answering"). .ci/expected/nemesis.txt names the tests. At most NEMESIS_TIMEOUT.
 NEMESIS_TIMEOUT ?= 8m
 .PHONY: test-nemesis
 test-nemesis: redis-image
 	@if [ -z "$$VIGIL_REDIS_IMAGE" ] && docker image inspect $(REDIS_IMAGE_LOCAL) >/dev/null 2>&1; then \
 		export VIGIL_REDIS_IMAGE=$(REDIS_IMAGE_LOCAL); fi; \
-	set -o pipefail; \
 	go vet -tags nemesis ./deploy/nemesis/ && \
-	go test -tags nemesis -count=1 -v -timeout $(NEMESIS_TIMEOUT) ./deploy/nemesis/ | grep -vE '^=== (PAUSE|CONT)'
+	.ci/gotest -expect .ci/expected/nemesis.txt -v -- -tags nemesis -count=1 -timeout $(NEMESIS_TIMEOUT) ./deploy/nemesis/
 
 # Through the composed gateway: write to every domain, SIGKILL every Redis, check nothing was lost.
 .PHONY: compose-smoke
@@ -163,22 +167,26 @@ compose-smoke:
 # replicas each of room, chat and locks (project vigilpause, gateway on 127.0.0.1:18090), 30
 # room viewers, 30 chat members and REST lock calls through the gateway while the serving
 # replica of each is frozen with docker pause; then one replica each paused for 30 s. Prints
-# every time it measures. At most COMPOSE_PAUSE_TIMEOUT; the stack is taken down after.
+# every time it measures. .ci/expected/compose-pause.txt names the tests. At most
+# COMPOSE_PAUSE_TIMEOUT; the stack is taken down after.
 COMPOSE_PAUSE_TIMEOUT ?= 7m
 .PHONY: test-compose-pause
 test-compose-pause: images
-	set -o pipefail; go vet -tags composepause ./deploy/composepause/ && \
-	go test -tags composepause -count=1 -v -timeout $(COMPOSE_PAUSE_TIMEOUT) ./deploy/composepause/ | grep -vE '^=== (PAUSE|CONT)'
+	go vet -tags composepause ./deploy/composepause/ && \
+	.ci/gotest -expect .ci/expected/compose-pause.txt -v -- -tags composepause -count=1 -timeout $(COMPOSE_PAUSE_TIMEOUT) ./deploy/composepause/
 
 # The Kubernetes manifests decoded strictly with k8s.io/api types, plus cross-reference checks
-# (no schema registry is reachable for kubeconform; see deploy/k8s/validate_test.go).
+# (no schema registry is reachable for kubeconform; see deploy/k8s/validate_test.go);
+# .ci/expected/k8s.txt names the tests.
 k8s-validate:
-	set -o pipefail; go test -count=1 -v ./deploy/k8s/ | grep -E '^(--- |\s+\w+_test.go|ok|FAIL|PASS)'
+	.ci/gotest -expect .ci/expected/k8s.txt -v -show '^(--- |\s+\w+_test.go|ok|FAIL|PASS)' -- -count=1 ./deploy/k8s/
 
-# The generated Python client (pkg/api/python) against `vigil dev`, over gRPC.
+# The generated Python client (pkg/api/python) against `vigil dev`, over gRPC; unittest's own
+# report read by testcheck, which fails when a test .ci/expected/python.txt names did not run
+# and pass, or one was skipped.
 .PHONY: test-python
-test-python:
-	deploy/python-client-test.sh
+test-python: $(TESTCHECK)
+	set -o pipefail; deploy/python-client-test.sh 2>&1 | $(TESTCHECK) -unittest -expect .ci/expected/python.txt
 
 # Modules a caller can import (issue 14): every module is tidy and builds on its own, outside the
 # workspace (replace lines point at its siblings); no non-test package anywhere imports the test

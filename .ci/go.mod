@@ -1,0 +1,3 @@
+module github.com/vigil-dev/vigil/ci
+
+go 1.26.0
