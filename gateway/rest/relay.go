@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/vigil-dev/vigil/gateway/jsonapi"
+	"github.com/vigil-dev/vigil/pkg/usererr"
 )
 
 // Mux is where a part registers its routes: the gateway's router, which guards each pattern
@@ -106,7 +107,10 @@ func (s *Relay) WriteRPCError(w http.ResponseWriter, r *http.Request, err error)
 		// The object's state forbids the call (confirming an expired hold): a conflict.
 		code = http.StatusConflict
 	case codes.Unavailable:
-		msg = "A backend service is unavailable; try again shortly."
+		if !usererr.ForUser(st) {
+			// A service's own sentence (a store write refused, or its outcome unknown) is kept.
+			msg = "A backend service is unavailable; try again shortly."
+		}
 		w.Header().Set("Retry-After", "1")
 	case codes.DeadlineExceeded:
 		msg = "The request timed out; try again."

@@ -10,9 +10,35 @@ import (
 	"fmt"
 	"log/slog"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
+
+// sentenceDomain marks a status whose message is an *Error's sentence (ErrorInfo.Domain), for
+// the codes whose message an edge otherwise replaces: UNAVAILABLE also comes from gRPC itself
+// (a refused dial, a closed transport), whose messages are internals.
+const sentenceDomain = "usererr.vigil.dev"
+
+// forUser is a status of code with msg, marked as a sentence for the user.
+func forUser(code codes.Code, msg string) error {
+	st := status.New(code, msg)
+	if marked, err := st.WithDetails(&errdetails.ErrorInfo{Reason: "USER_SENTENCE", Domain: sentenceDomain}); err == nil {
+		st = marked
+	}
+	return st.Err()
+}
+
+// ForUser reports whether st's message is a sentence a service wrote for the user (an
+// *Error's), which an edge shows as it is even where the code is UNAVAILABLE.
+func ForUser(st *status.Status) bool {
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == sentenceDomain {
+			return true
+		}
+	}
+	return false
+}
 
 // Error is an error with a sentence a person can act on.
 type Error struct {
@@ -112,6 +138,8 @@ func Status(ctx context.Context, log *slog.Logger, store string, err error) erro
 	if code, ok := Code(err); ok {
 		var ue *Error
 		switch {
+		case errors.As(err, &ue) && code == codes.Unavailable:
+			return forUser(code, ue.Msg)
 		case errors.As(err, &ue):
 			return status.Error(code, ue.Msg)
 		case code == codes.Canceled:

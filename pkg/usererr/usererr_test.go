@@ -35,6 +35,14 @@ func TestStatus(t *testing.T) {
 			t.Errorf("Status(%v) = %v %q, want %v %q", tt.err, st.Code(), st.Message(), tt.wantCode, tt.wantMsg)
 		}
 	}
+	for _, err := range []error{ErrNotApplied, fmt.Errorf("post: %w", ErrOutcomeUnknown)} {
+		if st := status.Convert(Status(context.Background(), nil, "test store", err)); !ForUser(st) {
+			t.Errorf("Status(%v) is not marked ForUser: an edge would hide its sentence", err)
+		}
+	}
+	if st := status.Convert(Status(context.Background(), nil, "test store", storeDown)); ForUser(st) {
+		t.Errorf("Status(%v) is marked ForUser: an edge would show internals", storeDown)
+	}
 	if Status(context.Background(), nil, "x", nil) != nil {
 		t.Error("Status(nil) is not nil")
 	}
