@@ -22,6 +22,9 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
+
+	"github.com/vigil-dev/vigil/pkg/config"
+	"github.com/vigil-dev/vigil/pkg/redisx"
 )
 
 // manifests are every object of every *.yaml file in this directory but the kustomization.
@@ -341,4 +344,37 @@ func portDeclared(p intstr.IntOrString, ports []corev1.ContainerPort) bool {
 		}
 	}
 	return false
+}
+
+// TestStoreSettingsKeepThePromise: the durability every service reads is one the services
+// accept, and under replica (or fsync) every domain's store is named so that it can keep it:
+// a Sentinel URL (a primary with replicas that fail over) or a Cluster's seed list.
+func TestStoreSettingsKeepThePromise(t *testing.T) {
+	m := load(t)
+	durability := m.configMaps["vigil"].Data["VIGIL_REDIS_DURABILITY"]
+	if err := config.RedisSettings(durability, "", ""); err != nil {
+		t.Fatalf("ConfigMap vigil: %v", err)
+	}
+	if durability != string(redisx.Replica) {
+		t.Errorf("ConfigMap vigil: VIGIL_REDIS_DURABILITY = %q, want %q (the deployment's promise: nothing acknowledged lost with a primary)", durability, redisx.Replica)
+	}
+	sec := m.secrets["vigil-redis"]
+	if sec == nil {
+		t.Fatal("no Secret vigil-redis")
+	}
+	for _, d := range m.deployments {
+		for _, c := range d.Spec.Template.Spec.Containers {
+			for _, e := range c.Env {
+				if e.Name != "REDIS_URL" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
+					continue
+				}
+				u := sec.StringData[e.ValueFrom.SecretKeyRef.Key]
+				cluster := sec.StringData[strings.TrimSuffix(e.ValueFrom.SecretKeyRef.Key, "-url")+"-cluster"]
+				if !redisx.IsSentinelURL(u) && cluster == "" {
+					t.Errorf("%s: REDIS_URL (vigil-redis %s) = %q, want a redis+sentinel:// or rediss+sentinel:// URL (or a -cluster seed list) under %s durability",
+						d.Name, e.ValueFrom.SecretKeyRef.Key, u, durability)
+				}
+			}
+		}
+	}
 }
