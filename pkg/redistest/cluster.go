@@ -394,3 +394,52 @@ func (s *Server) docker(t testing.TB, verb string) {
 		t.Fatalf("docker %s: %v: %s", verb, err, out)
 	}
 }
+
+// ReplicaOf is the address of a replica of the master at addr, as that master lists it.
+func (c *Cluster) ReplicaOf(t testing.TB, master string) string {
+	t.Helper()
+	nc := redis.NewClient(&redis.Options{Addr: master})
+	defer nc.Close()
+	info, err := nc.Info(context.Background(), "replication").Result()
+	if err != nil {
+		t.Fatalf("INFO replication of %s: %v", master, err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if !strings.HasPrefix(line, "slave0:") {
+			continue
+		}
+		var ip, port string
+		for _, kv := range strings.Split(strings.TrimSpace(strings.TrimPrefix(line, "slave0:")), ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "ip":
+				ip = v
+			case "port":
+				port = v
+			}
+		}
+		return net.JoinHostPort(ip, port)
+	}
+	t.Fatalf("master %s lists no replica", master)
+	return ""
+}
+
+// Pause freezes the node at addr (docker pause): connections stay open and nothing answers.
+func (c *Cluster) Pause(t testing.TB, addr string) { t.Helper(); c.dockerNode(t, "pause", addr) }
+
+// Unpause lets a paused node answer again.
+func (c *Cluster) Unpause(t testing.TB, addr string) { t.Helper(); c.dockerNode(t, "unpause", addr) }
+
+func (c *Cluster) dockerNode(t testing.TB, verb, addr string) {
+	t.Helper()
+	for _, n := range c.nodes {
+		if n.addr == addr {
+			out, err := exec.Command("docker", verb, n.c.GetContainerID()).CombinedOutput()
+			if err != nil {
+				t.Fatalf("docker %s %s: %v: %s", verb, addr, err, out)
+			}
+			return
+		}
+	}
+	t.Fatalf("no node %s", addr)
+}

@@ -26,7 +26,8 @@ const SentinelMaster = "vigil"
 type SentinelOptions struct {
 	// Replicas of the primary. Default 1.
 	Replicas int
-	// Sentinels watching it; a failover needs a majority of them. Default 1.
+	// Sentinels watching it; a failover needs a majority of them. Default 1; negative: none (a
+	// primary and replicas only; Primary and WaitFailover then have no one to ask).
 	Sentinels int
 	// Quorum is how many Sentinels must find the primary down. Default a majority.
 	Quorum int
@@ -58,9 +59,10 @@ func StartSentinel(t testing.TB, o SentinelOptions) *Sentinel {
 	if o.Replicas <= 0 {
 		o.Replicas = 1
 	}
-	if o.Sentinels <= 0 {
+	if o.Sentinels == 0 {
 		o.Sentinels = 1
 	}
+	o.Sentinels = max(o.Sentinels, 0)
 	if o.Quorum <= 0 {
 		o.Quorum = o.Sentinels/2 + 1
 	}

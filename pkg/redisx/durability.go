@@ -113,10 +113,12 @@ const barrierKey = "vigil:barrier"
 // node's commands on one connection: a pipeline that holds a write gets a barrier write and
 // WAIT (or WAITAOF) appended, sent in the same round trip on the same connection.
 //
-// Why the barrier: WAIT covers the connection's last propagated write. A script that found
-// earlier state (written by another connection) and wrote nothing would WAIT on nothing; a
-// write on the same connection after it sets the connection's offset to the primary's, which
-// covers every earlier write by any connection, so the reply's state is covered too.
+// Why the barrier: WAIT covers the connection's write offset. Redis 7.0 (Debian's) moves it to
+// the primary's after every command, but the promise WAIT documents is only the connection's
+// own writes, and a Redis that moves it only on propagation would let a script that found
+// earlier state (written by another connection) and wrote nothing WAIT on nothing. A write on
+// the same connection sets the offset to the primary's whatever the version, which covers
+// every earlier write by any connection, so the reply's state is covered too.
 type durabilityHook struct {
 	client *redis.Client
 	p      *policy
