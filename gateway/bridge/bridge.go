@@ -10,10 +10,15 @@
 //
 //	join:  Hub.Join(name) → the room (the first joiner starts its loop) → the kind adds its socket
 //	leave: the kind removes its socket → Hub.Leave(room) (the last one ends the loop and its stream)
-//	loop:  Upstream.Attach until it breaks → Upstream.Broken → back off (10 ms doubling to 1 s,
-//	       reset once a stream was answered) → Attach again, on any replica
+//	loop:  Upstream.Attach until it breaks → Upstream.Broken → back off (a random wait below a
+//	       ceiling of 10 ms doubling to 1 s, reset once a stream was answered) → Attach again,
+//	       on any replica
 //
-// A stream that breaks because its replica stopped or restarted re-attaches at once. A replica
+// A stream that breaks because its replica stopped or restarted re-attaches at once, within
+// the first ceiling (10 ms). The wait is "full jitter": uniform below the ceiling, the first
+// one too, so the rooms of every gateway, which all break at the same instant when a replica
+// restarts, do not all come back at the same instants (a fixed 10, 20, 40 ms … 1 s would have
+// every room of every gateway call the new replica in one burst each time). A replica
 // that stops answering closes nothing (a paused process, a partition): the heartbeat notices.
 // While a room hears nothing for Heartbeat.Every the Hub asks the room to Ping (the service
 // answers); after Heartbeat.Silence without a word the stream is abandoned and the loop
@@ -25,6 +30,7 @@ package bridge
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,6 +90,53 @@ func (h Heartbeat) withDefaults() Heartbeat {
 	return h
 }
 
+// Backoff is how long a room waits before it attaches again. Zero values have the defaults
+// in comments.
+type Backoff struct {
+	// Min is the first ceiling, after a stream that was answered. Default 10 ms.
+	Min time.Duration
+	// Max is the highest ceiling. Default 1 s.
+	Max time.Duration
+	// Rand returns a number in [0, 1): the wait is Rand() times the ceiling. Default
+	// math/rand/v2's Float64; a test injects a seeded source.
+	Rand func() float64
+}
+
+func (b Backoff) withDefaults() Backoff {
+	if b.Min <= 0 {
+		b.Min = 10 * time.Millisecond
+	}
+	if b.Max <= 0 {
+		b.Max = time.Second
+	}
+	if b.Max < b.Min {
+		b.Max = b.Min
+	}
+	if b.Rand == nil {
+		b.Rand = rand.Float64
+	}
+	return b
+}
+
+// retry is one room's back-off: the ceiling of its next wait.
+type retry struct {
+	b       Backoff
+	ceiling time.Duration
+}
+
+func newRetry(b Backoff) *retry { return &retry{b: b, ceiling: b.Min} }
+
+// answered starts the ceilings over: the stream that broke had been answered.
+func (r *retry) answered() { r.ceiling = r.b.Min }
+
+// next is the wait before the next attach: uniform in [0, ceiling), after which the ceiling
+// doubles, up to Max.
+func (r *retry) next() time.Duration {
+	d := time.Duration(r.b.Rand() * float64(r.ceiling))
+	r.ceiling = min(r.ceiling*2, r.b.Max)
+	return d
+}
+
 // Room is the bridge's part of a room: its name, its reference count and its life. Embed it in
 // the socket kind's room type (as a value); the Hub fills it.
 type Room struct {
@@ -114,6 +167,9 @@ type Hub[U Upstream] struct {
 	conn      *grpc.ClientConn
 	newRoom   func(name string) U
 	heartbeat Heartbeat
+	backoff   Backoff
+	// after is the timer of a room's wait before it attaches again (time.After; a test's own).
+	after func(time.Duration) <-chan time.Time
 	// pong is set once the service answered a ping: until then (a service that predates pings)
 	// silence is left to gRPC keepalive, so streams that are merely quiet are not abandoned.
 	pong atomic.Bool
@@ -125,7 +181,13 @@ type Hub[U Upstream] struct {
 // NewHub holds rooms made by newRoom, whose streams run over conn (a closed conn ends every
 // loop), judged by hb when the rooms are Pingers.
 func NewHub[U Upstream](conn *grpc.ClientConn, hb Heartbeat, newRoom func(name string) U) *Hub[U] {
-	return &Hub[U]{conn: conn, newRoom: newRoom, heartbeat: hb.withDefaults(), rooms: map[string]U{}}
+	return &Hub[U]{conn: conn, newRoom: newRoom, heartbeat: hb.withDefaults(), backoff: Backoff{}.withDefaults(), after: time.After, rooms: map[string]U{}}
+}
+
+// WithBackoff sets how rooms wait before attaching again; call it before the first Join.
+func (h *Hub[U]) WithBackoff(b Backoff) *Hub[U] {
+	h.backoff = b.withDefaults()
+	return h
 }
 
 // Join takes a reference on the room name, making it (and starting its loop) for the first
@@ -172,18 +234,12 @@ func (h *Hub[U]) forgetLocked(u U) {
 	}
 }
 
-// The reconnect back-off: from minBackoff, doubling to maxBackoff, reset by an answered stream.
-const (
-	minBackoff = 10 * time.Millisecond
-	maxBackoff = time.Second
-)
-
 // run keeps the room attached until its last socket leaves, the room ends, or the backend
 // connection closes.
 func (h *Hub[U]) run(u U) {
 	r := u.room()
 	defer r.cancel()
-	backoff := minBackoff
+	wait := newRetry(h.backoff)
 	for {
 		answered, err := h.attach(u)
 		if r.ctx.Err() != nil || errors.Is(err, ErrEnded) {
@@ -194,17 +250,14 @@ func (h *Hub[U]) run(u U) {
 			return
 		}
 		if answered {
-			backoff = minBackoff
+			wait.answered()
 		}
 		u.Broken(err)
-		t := time.NewTimer(backoff)
 		select {
 		case <-r.ctx.Done():
-			t.Stop()
 			return
-		case <-t.C:
+		case <-h.after(wait.next()):
 		}
-		backoff = min(backoff*2, maxBackoff)
 	}
 }
 

@@ -3,6 +3,8 @@ package bridge
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,6 +26,8 @@ type fakeRoom struct {
 	silent   atomic.Bool
 	// brk breaks the current stream with an error.
 	brk chan error
+	// unanswered: the streams break before the service answered anything.
+	unanswered atomic.Bool
 }
 
 func newFakeRoom() *fakeRoom { return &fakeRoom{broken: make(chan error, 16), brk: make(chan error)} }
@@ -33,7 +37,7 @@ func (f *fakeRoom) Attach(ctx context.Context) (bool, error) {
 	f.Heard()
 	select {
 	case err := <-f.brk:
-		return true, err
+		return !f.unanswered.Load(), err
 	case <-ctx.Done():
 		return true, ctx.Err()
 	}
@@ -139,5 +143,102 @@ func TestQuietStreamOfAServiceWithoutPings(t *testing.T) {
 	wait.Until(t, "pings over several silences", func() bool { return r.pings.Load() >= 20 })
 	if n := r.attaches.Load(); n != 1 {
 		t.Errorf("%d streams to a service that never answered a ping, want 1", n)
+	}
+}
+
+// seeded is a deterministic source of Backoff.Rand.
+func seeded(seed uint64) func() float64 { return rand.New(rand.NewPCG(seed, 1)).Float64 }
+
+// TestBackoffIsFullJitter: each wait is uniform below a ceiling of 10 ms doubling to 1 s (the
+// first wait too), and an answered stream starts the ceilings over.
+func TestBackoffIsFullJitter(t *testing.T) {
+	b := Backoff{Rand: seeded(7)}.withDefaults()
+	want := Backoff{Rand: seeded(7)}.withDefaults() // the same draws, to compute the waits
+	r := newRetry(b)
+	ceiling := 10 * time.Millisecond
+	for i := range 12 {
+		got := r.next()
+		if w := time.Duration(want.Rand() * float64(ceiling)); got != w || got < 0 || got >= ceiling {
+			t.Fatalf("wait %d = %v, want %v: uniform in [0, %v)", i, got, w, ceiling)
+		}
+		ceiling = min(2*ceiling, time.Second)
+	}
+	r.answered()
+	if got, w := r.next(), time.Duration(want.Rand()*float64(10*time.Millisecond)); got != w {
+		t.Errorf("the wait after an answered stream = %v, want %v (below 10 ms again)", got, w)
+	}
+}
+
+// TestRestartedReplicaSpreadsTheReattach: 1,000 rooms whose streams break at the same instant
+// (their replica restarted) and whose attaches fail until it is back 3 s later come back spread
+// over the last ceiling, not in one burst, and each within one ceiling (1 s) of its return.
+// The lockstep back-off this replaced (a wait of exactly the ceiling) is the contrast: every
+// room at the same instant.
+func TestRestartedReplicaSpreadsTheReattach(t *testing.T) {
+	const rooms, down = 1000, 3 * time.Second
+	reattach := func(b Backoff) (at []time.Duration) {
+		for range rooms {
+			r, now := newRetry(b.withDefaults()), time.Duration(0)
+			for now < down { // an attach before the replica is back fails at once
+				now += r.next()
+			}
+			at = append(at, now)
+		}
+		slices.Sort(at)
+		return at
+	}
+	jittered := reattach(Backoff{Rand: seeded(11)})
+	lockstep := reattach(Backoff{Rand: func() float64 { return 1 - 1e-12 }}) // the ceiling itself
+	if lockstep[0] != lockstep[rooms-1] {
+		t.Fatalf("lockstep re-attach spread %v, want every room at one instant", lockstep[rooms-1]-lockstep[0])
+	}
+	if wait := jittered[rooms-1] - down; wait >= time.Second {
+		t.Errorf("the last room re-attached %v after the replica was back, want within 1 s", wait)
+	}
+	if spread := jittered[rooms-1] - jittered[0]; spread < 800*time.Millisecond {
+		t.Errorf("re-attaches spread over %v, want most of the 1 s ceiling", spread)
+	}
+	// No 10 ms of the burst holds more than 4 % of the rooms (uniform over 1 s: 1 %).
+	for i, j := 0, 0; i < rooms; i++ {
+		for j < rooms && jittered[j]-jittered[i] < 10*time.Millisecond {
+			j++
+		}
+		if n := j - i; n > rooms*4/100 {
+			t.Fatalf("%d rooms re-attached within 10 ms of %v, want at most %d", n, jittered[i], rooms*4/100)
+		}
+	}
+}
+
+// TestHubWaitsTheJitteredBackoff: the room's loop waits what its Backoff draws between
+// attaches (on the Hub's timer, injected), the ceiling growing while streams break unanswered
+// and starting over after one was answered.
+func TestHubWaitsTheJitteredBackoff(t *testing.T) {
+	t.Parallel()
+	h, _ := newTestHub(t, Heartbeat{})
+	waits := make(chan time.Duration, 16)
+	h.WithBackoff(Backoff{Rand: seeded(3)})
+	h.after = func(d time.Duration) <-chan time.Time {
+		waits <- d
+		c := make(chan time.Time, 1)
+		c <- time.Time{}
+		return c
+	}
+	want := newRetry(Backoff{Rand: seeded(3)}.withDefaults())
+	r := h.Join("r")
+	defer h.Leave(r)
+	r.unanswered.Store(true)
+	for i := range 6 {
+		r.brk <- errors.New("unavailable")
+		<-r.broken
+		if got, w := <-waits, want.next(); got != w {
+			t.Fatalf("wait %d = %v, want %v", i, got, w)
+		}
+	}
+	r.unanswered.Store(false)
+	r.brk <- errors.New("the replica restarted")
+	<-r.broken
+	want.answered()
+	if got, w := <-waits, want.next(); got != w || got >= 10*time.Millisecond {
+		t.Errorf("the wait after an answered stream = %v, want %v (below 10 ms)", got, w)
 	}
 }
