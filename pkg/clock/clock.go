@@ -19,6 +19,21 @@
 // with time.Now as the base, that is Go's monotonic reading, so a step of the host's wall
 // clock between samples does not move Now.
 //
+// Now never goes back: from the first sample on, it never returns a time earlier than one it
+// returned before, in any goroutine. A better sample that puts the shared clock ahead is taken
+// at once (Now steps forward); one that puts it behind what Now has been reading is not
+// stepped to (unless Now has not been read since the first sample, as in Sync): Now runs slow by Slew (5 %: a 100 ms step back is absorbed in 2 s) until it
+// meets the new estimate, and the error bound counts what is left to absorb meanwhile. The
+// clock slows down, it never stops.
+//
+// After a failover (Sentinel promoting a replica) or a restart of Redis, the connection
+// reaches another server, whose clock is not the one the kept samples measured. RedisTime
+// reads the server's run_id with each TIME (one pipeline, one server): when it changes, the
+// samples of the old server are dropped and the new server's clock is followed from its first
+// sample (through the slew above when it is behind). Samples are taken every Interval through
+// the same client as the service's data, so a failover client's switch to the new primary is
+// followed within one Interval.
+//
 // On Redis Cluster each TIME is answered by whichever master the client picks, and masters'
 // hosts disagree by their own NTP error (usually well under a millisecond, but not zero): a
 // key's data is only ever compared against one master's writes, yet the samples mix masters.
@@ -30,6 +45,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,11 +57,53 @@ import (
 )
 
 // Source reads the shared clock once.
-type Source func(ctx context.Context) (time.Time, error)
+type Source func(ctx context.Context) (Reading, error)
 
-// RedisTime is rdb's TIME: the clock of the server holding the service's data.
+// Reading is one answer of the shared clock.
+type Reading struct {
+	// Time is the shared clock's time.
+	Time time.Time
+	// Server names the server that answered (Redis's run_id); "" where the source cannot tell.
+	// When it changes, the samples kept so far measured another server's clock and are dropped.
+	Server string
+}
+
+// RedisTime is rdb's TIME: the clock of the server holding the service's data, with its
+// run_id (INFO server, in the same pipeline, so answered by the same server). On Redis
+// Cluster, where each TIME may be answered by another master, and where INFO is refused (an
+// ACL without it), the server is not named.
 func RedisTime(rdb redis.UniversalClient) Source {
-	return func(ctx context.Context) (time.Time, error) { return rdb.Time(ctx).Result() }
+	if _, ok := rdb.(*redis.ClusterClient); ok {
+		return func(ctx context.Context) (Reading, error) {
+			t, err := rdb.Time(ctx).Result()
+			return Reading{Time: t}, err
+		}
+	}
+	return func(ctx context.Context) (Reading, error) {
+		var tc *redis.TimeCmd
+		var info *redis.StringCmd
+		// TIME first: the time is read before INFO's work, within the round trip Sample times.
+		_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			tc = p.Time(ctx)
+			info = p.Info(ctx, "server")
+			return nil
+		})
+		t, err := tc.Result()
+		if err != nil {
+			return Reading{}, err
+		}
+		return Reading{Time: t, Server: runID(info.Val())}, nil
+	}
+}
+
+// runID is the run_id line of INFO server's answer; "" when there is none.
+func runID(info string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // Defaults of Options.
@@ -54,6 +112,7 @@ const (
 	DefaultKeep      = 12
 	DefaultDrift     = 100e-6
 	DefaultWarnAbove = time.Second
+	DefaultSlew      = 0.05
 	// startSamples is how many samples Sync takes, so that the first estimate already has the
 	// best of a few round trips.
 	startSamples = 3
@@ -77,6 +136,11 @@ type Options struct {
 	// the log, Check's error). Time decisions stay right, through the offset; the host's
 	// clock (its NTP) needs fixing. Default DefaultWarnAbove (1s).
 	WarnAbove time.Duration
+	// Slew is how much slower than the base clock Now runs while it absorbs a step back (a
+	// better sample, or a new server, putting the shared clock behind what Now has read), as a
+	// fraction: 0.05 runs at 95 % of the base clock's rate. Default DefaultSlew (0.05); New
+	// refuses 1 or more (a clock that stops or runs back).
+	Slew float64
 	// Service names the service in the log and the gauges' "service" label. Default "vigil".
 	Service string
 	// Logger for the warning and failed samples. Default slog.Default().
@@ -89,12 +153,14 @@ type Options struct {
 // Clock is a base clock disciplined to a shared one. Its Now is safe for concurrent use.
 type Clock struct {
 	o      Options
-	cur    atomic.Pointer[sample] // the sample Now reads; nil before the first
+	cur    atomic.Pointer[mapping] // how Now reads the base clock; nil before the first sample
+	last   atomic.Int64            // the latest time Now returned, in Unix nanoseconds
 	offset prometheus.Gauge
 	bound  prometheus.Gauge
 
 	mu       sync.Mutex
-	samples  []sample // the last Keep, oldest first
+	samples  []sample // the last Keep, oldest first, all from server
+	server   string   // the server the samples measured ("" unknown)
 	warned   bool     // the offset is beyond WarnAbove and was logged
 	failing  bool     // the last sample failed and was logged
 	lastFail error
@@ -105,6 +171,29 @@ type sample struct {
 	local  time.Time     // the base clock halfway through the exchange (t0 + rtt/2)
 	shared time.Time     // the shared clock's answer
 	rtt    time.Duration // t1 − t0
+}
+
+// mapping is how Now reads the base clock: the chosen sample's time, plus what is left of a
+// step back not taken (excess, as of the base clock reading since), shrinking by slew per
+// second.
+type mapping struct {
+	s      sample
+	excess time.Duration
+	since  time.Time
+	slew   float64
+}
+
+// at is Now's reading when the base clock reads b.
+func (m *mapping) at(b time.Time) time.Time {
+	return m.s.shared.Add(b.Sub(m.s.local)).Add(m.remaining(b))
+}
+
+// remaining is what is left of the step back when the base clock reads b.
+func (m *mapping) remaining(b time.Time) time.Duration {
+	if m.excess <= 0 {
+		return 0
+	}
+	return max(m.excess-time.Duration(m.slew*float64(max(b.Sub(m.since), 0))), 0)
 }
 
 // offset is shared − local: positive when the base clock is behind the shared one.
@@ -133,6 +222,12 @@ func New(o Options) (*Clock, error) {
 	if o.WarnAbove <= 0 {
 		o.WarnAbove = DefaultWarnAbove
 	}
+	if o.Slew <= 0 {
+		o.Slew = DefaultSlew
+	}
+	if o.Slew >= 1 {
+		return nil, fmt.Errorf("clock: Slew is %v: a clock absorbing a step back at that rate would stop or run back; give a fraction below 1, such as %v", o.Slew, DefaultSlew)
+	}
 	if o.Service == "" {
 		o.Service = "vigil"
 	}
@@ -157,14 +252,28 @@ func New(o Options) (*Clock, error) {
 }
 
 // Now is the shared clock's time as this replica knows it: the chosen sample's shared time
-// plus the base clock's time since. Before the first sample it is the base clock's.
+// plus the base clock's time since, and what is left of a step back being absorbed. It is
+// never earlier than a time it returned before. Before the first sample it is the base
+// clock's (the services Sync before they serve).
 func (c *Clock) Now() time.Time {
 	b := c.o.Base()
-	s := c.cur.Load()
-	if s == nil {
+	m := c.cur.Load()
+	if m == nil {
 		return b
 	}
-	return s.shared.Add(b.Sub(s.local))
+	t := m.at(b)
+	n := t.UnixNano()
+	for {
+		// Two callers may read the base clock in one order and the mapping in the other (a
+		// sample adopted between): the later one returns at least the earlier one's time.
+		last := c.last.Load()
+		if n <= last {
+			return time.Unix(0, last)
+		}
+		if c.last.CompareAndSwap(last, n) {
+			return t
+		}
+	}
 }
 
 // Sync takes the first samples (a few, keeping the best); call it before serving. It fails
@@ -220,16 +329,25 @@ func (c *Clock) Run(ctx context.Context, src Source) error {
 // Sample reads src once and, if it answered, makes the best recent sample the one Now reads.
 func (c *Clock) Sample(ctx context.Context, src Source) error {
 	t0 := c.o.Base()
-	shared, err := src(ctx)
+	r, err := src(ctx)
 	t1 := c.o.Base()
 	if err != nil {
 		return err
 	}
 	rtt := max(t1.Sub(t0), 0)
-	s := sample{local: t0.Add(rtt / 2), shared: shared, rtt: rtt}
+	s := sample{local: t0.Add(rtt / 2), shared: r.Time, rtt: rtt}
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if r.Server != "" {
+		if c.server != "" && r.Server != c.server {
+			// A failover or a restart: the kept samples measured a clock no longer read.
+			c.samples = c.samples[:0]
+			c.o.Logger.Info("the shared clock is another server's now; following it from its first sample", "event", "clock_server_changed",
+				"service", c.o.Service, "was", c.server, "now", r.Server)
+		}
+		c.server = r.Server
+	}
 	c.samples = append(c.samples, s)
 	if len(c.samples) > c.o.Keep {
 		c.samples = c.samples[len(c.samples)-c.o.Keep:]
@@ -240,10 +358,22 @@ func (c *Clock) Sample(ctx context.Context, src Source) error {
 			best = x
 		}
 	}
-	c.cur.Store(&best)
+	next := &mapping{s: best, since: t1, slew: c.o.Slew}
+	if prev := c.cur.Load(); prev != nil && c.last.Load() != 0 {
+		// Now has been reading prev; a new estimate behind it is not stepped to but slewed.
+		// (Until Now has returned a time, as during Sync, nothing can have read it go back.)
+		was := prev.at(t1)
+		if last := time.Unix(0, c.last.Load()); last.After(was) {
+			was = last // a reading Now returned meanwhile, on prev
+		}
+		if back := was.Sub(best.shared.Add(t1.Sub(best.local))); back > 0 {
+			next.excess = back
+		}
+	}
+	c.cur.Store(next)
 	off := best.offset()
 	c.offset.Set(off.Seconds())
-	c.bound.Set(best.errorAt(t1, c.o.Drift).Seconds())
+	c.bound.Set((best.errorAt(t1, c.o.Drift) + next.excess).Seconds())
 	switch beyond := abs(off) > c.o.WarnAbove; {
 	case beyond && !c.warned:
 		c.warned = true
@@ -263,8 +393,14 @@ type Status struct {
 	Synced bool
 	// Offset is the shared clock minus the base clock: positive when the base is behind.
 	Offset time.Duration
-	// Error bounds how far Now may be from the shared clock.
+	// Error bounds how far Now may be from the shared clock: the sample's error bound, plus
+	// Slewing.
 	Error time.Duration
+	// Slewing is what is left of a step back being absorbed: Now reads that much ahead of the
+	// best estimate, and runs slow by Options.Slew until it is zero.
+	Slewing time.Duration
+	// Server is the server whose clock the samples measured (Redis's run_id); "" unknown.
+	Server string
 	// RTT is the round trip of the sample in use; Age how long ago it was taken.
 	RTT, Age time.Duration
 	// Samples is how many recent samples the choice looked at.
@@ -275,16 +411,17 @@ type Status struct {
 
 // Status reports the sample in use.
 func (c *Clock) Status() Status {
-	s := c.cur.Load()
+	m := c.cur.Load()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if s == nil {
+	if m == nil {
 		return Status{LastErr: c.lastFail}
 	}
 	now := c.o.Base()
+	s, slewing := m.s, m.remaining(now)
 	return Status{
-		Synced: true, Offset: s.offset(), Error: s.errorAt(now, c.o.Drift), RTT: s.rtt,
-		Age: max(now.Sub(s.local), 0), Samples: len(c.samples), LastErr: c.lastFail,
+		Synced: true, Offset: s.offset(), Error: s.errorAt(now, c.o.Drift) + slewing, Slewing: slewing, Server: c.server,
+		RTT: s.rtt, Age: max(now.Sub(s.local), 0), Samples: len(c.samples), LastErr: c.lastFail,
 	}
 }
 

@@ -5,18 +5,24 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"math"
+	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/vigil-dev/vigil/pkg/clock/clocktest"
 	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -37,13 +43,22 @@ func (m *manual) shared() time.Time {
 	return m.Now().Add(m.skew)
 }
 
-func (m *manual) source(out, back time.Duration) Source {
-	return func(context.Context) (time.Time, error) {
+func (m *manual) source(out, back time.Duration) Source { return m.sourceOf("", out, back) }
+
+// sourceOf is source answered by the named server.
+func (m *manual) sourceOf(server string, out, back time.Duration) Source {
+	return func(context.Context) (Reading, error) {
 		m.Add(out)
 		t := m.shared()
 		m.Add(back)
-		return t, nil
+		return Reading{Time: t, Server: server}, nil
 	}
+}
+
+func (m *manual) setSkew(d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.skew = d
 }
 
 func newTestClock(t *testing.T, m *manual, o Options) (*Clock, *prometheus.Registry, *bytes.Buffer) {
@@ -196,9 +211,7 @@ func TestOffsetBeyondTheBoundWarns(t *testing.T) {
 			lines[0]["offsetSeconds"] != tc.skew.Seconds() || lines[0]["service"] != "test" {
 			t.Errorf("log with %v = %v, want one clock_offset warning with offsetSeconds %v", tc.skew, lines, tc.skew.Seconds())
 		}
-		m.mu.Lock()
-		m.skew = 900 * time.Millisecond
-		m.mu.Unlock()
+		m.setSkew(900 * time.Millisecond)
 		sampleOnce(t, c, m.source(0, 0))
 		if err := c.Check(); err != nil {
 			t.Errorf("Check 0.9s off = %v, want nil", err)
@@ -214,7 +227,7 @@ func TestFailedSamplesKeepTheLastGoodOne(t *testing.T) {
 	t.Parallel()
 	m := &manual{Manual: clocktest.New(time.Unix(1_000_000, 0)), skew: 30 * time.Second}
 	c, _, _ := newTestClock(t, m, Options{})
-	down := func(context.Context) (time.Time, error) { return time.Time{}, errors.New("connection refused") }
+	down := func(context.Context) (Reading, error) { return Reading{}, errors.New("connection refused") }
 	if err := c.Sync(context.Background(), down); err == nil || !strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("Sync with the shared clock down = %v, want its error", err)
 	}
@@ -305,5 +318,311 @@ func TestDescribeRoundsToATenthOfTheBound(t *testing.T) {
 		if got := describe(tc.offset, tc.bound); !strings.Contains(got, tc.want) {
 			t.Errorf("describe(%v, %v) = %q, want it to say %q", tc.offset, tc.bound, got, tc.want)
 		}
+	}
+}
+
+// A better sample that puts the shared clock 100 ms behind what Now has read is not stepped
+// to: Now runs at 95 % of the base clock's rate (DefaultSlew) until it meets the new estimate,
+// 2 s later, the error bound counting what is left meanwhile, and follows it after.
+func TestStepBackIsSlewedNotStepped(t *testing.T) {
+	t.Parallel()
+	m := &manual{Manual: clocktest.New(time.Unix(1_000_000, 0)), skew: 5 * time.Second}
+	c, _, _ := newTestClock(t, m, Options{})
+	sampleOnce(t, c, m.source(5*time.Millisecond, 5*time.Millisecond)) // rtt 10 ms
+	before := c.Now()
+	m.setSkew(5*time.Second - 100*time.Millisecond)
+	sampleOnce(t, c, m.source(time.Millisecond, time.Millisecond)) // rtt 2 ms: the better one
+	// The new sample's estimate at this moment is 100 ms behind the old one's.
+	adopted := c.Now()
+	if adopted.Before(before) {
+		t.Fatalf("Now after the better sample = %v, earlier than %v, read before it", adopted, before)
+	}
+	st := c.Status()
+	if want := before.Add(2 * time.Millisecond).Sub(m.shared()); st.Slewing != want || st.Error != time.Millisecond+drifted(time.Millisecond)+st.Slewing {
+		t.Fatalf("Status Slewing, Error = %v, %v; want %v (the step back not taken), the sample's bound + it", st.Slewing, st.Error, want)
+	}
+	for i := 1; st.Slewing > 0; i++ {
+		m.Add(100 * time.Millisecond)
+		now := c.Now()
+		st = c.Status()
+		if st.Slewing > 0 {
+			if got := now.Sub(adopted); got != time.Duration(i)*95*time.Millisecond {
+				t.Fatalf("%v of base clock into the slew, Now moved %v, want %v (95 %%)", time.Duration(i)*100*time.Millisecond, got, time.Duration(i)*95*time.Millisecond)
+			}
+		}
+		if miss := now.Sub(m.shared()); miss < 0 || miss > st.Error {
+			t.Fatalf("%d: Now − shared = %v, want within [0, the error bound %v]", i, miss, st.Error)
+		}
+		if i > 21 {
+			t.Fatalf("still slewing %v after %v: a 100 ms step back at 5 %% takes 2 s", st.Slewing, time.Duration(i)*100*time.Millisecond)
+		}
+	}
+	// Met: the clock runs at the base clock's rate on the new estimate.
+	a := c.Now()
+	m.Add(time.Second)
+	if got := c.Now().Sub(a); got != time.Second {
+		t.Errorf("after the slew Now moved %v in a second of the base clock, want 1s", got)
+	}
+	if miss := c.Now().Sub(m.shared()); abs(miss) > c.Status().Error {
+		t.Errorf("after the slew Now − shared = %v, beyond the bound %v", miss, c.Status().Error)
+	}
+}
+
+// A better sample that puts the shared clock ahead is taken at once: Now steps forward.
+func TestStepForwardIsTakenAtOnce(t *testing.T) {
+	t.Parallel()
+	m := &manual{Manual: clocktest.New(time.Unix(1_000_000, 0)), skew: 5 * time.Second}
+	c, _, _ := newTestClock(t, m, Options{})
+	sampleOnce(t, c, m.source(5*time.Millisecond, 5*time.Millisecond))
+	c.Now()
+	m.setSkew(5*time.Second + 300*time.Millisecond)
+	sampleOnce(t, c, m.source(time.Millisecond, time.Millisecond))
+	if st := c.Status(); st.Slewing != 0 || st.Offset != 5*time.Second+300*time.Millisecond {
+		t.Fatalf("Status Slewing, Offset = %v, %v; want 0, 5.3s", st.Slewing, st.Offset)
+	}
+	if miss := c.Now().Sub(m.shared()); abs(miss) > c.Status().Error {
+		t.Errorf("Now − shared = %v after the step forward, beyond the bound %v", miss, c.Status().Error)
+	}
+}
+
+// Callers on many goroutines never see Now go back, while samples keep putting the shared
+// clock behind and ahead of what Now has read: a call that starts after another returned
+// reads at least what that one did, and the clock keeps moving. Run with -race.
+func TestNowNeverGoesBackWithConcurrentCallers(t *testing.T) {
+	t.Parallel()
+	m := &manual{Manual: clocktest.New(time.Unix(1_000_000, 0))}
+	c, _, _ := newTestClock(t, m, Options{Keep: 2})
+	sampleOnce(t, c, m.source(time.Millisecond, time.Millisecond))
+	start := c.Now()
+	var returned atomic.Int64 // the latest time a completed call returned
+	returned.Store(start.UnixNano())
+	var calls atomic.Int64
+	stop := make(chan struct{})
+	var callers sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		callers.Add(1)
+		go func() {
+			defer callers.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				floor := returned.Load()
+				got := c.Now().UnixNano()
+				calls.Add(1)
+				if got < floor {
+					errs <- fmt.Errorf("Now = %v after a call had returned %v: %v back", time.Unix(0, got), time.Unix(0, floor), time.Duration(floor-got))
+					return
+				}
+				for r := returned.Load(); got > r && !returned.CompareAndSwap(r, got); r = returned.Load() {
+				}
+			}
+		}()
+	}
+	// The base clock moves on, and every sample steps the shared clock 50 ms back or 20 ms
+	// ahead (each the newest of two with a round trip of 0, so the one chosen), until the
+	// callers have made 200,000 calls among them.
+	base := m.Now()
+	for i := 0; i < 2000 || calls.Load() < 200_000; i++ {
+		m.Add(500 * time.Microsecond)
+		if i%20 == 0 {
+			step := -50 * time.Millisecond
+			if i%40 == 0 {
+				step = 20 * time.Millisecond
+			}
+			m.setSkew(m.skew + step)
+			sampleOnce(t, c, m.source(0, 0))
+		}
+	}
+	close(stop)
+	callers.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	moved := m.Now().Sub(base)
+	if end := c.Now(); end.Sub(start) < moved/2 {
+		t.Errorf("Now moved %v while the base clock moved %v: want the clock to keep running (at least half as fast)", end.Sub(start), moved)
+	}
+	t.Logf("%d calls while the base clock moved %v", calls.Load(), moved)
+}
+
+// Slew of 1 or more would stop the clock or run it back: New refuses it with a sentence.
+func TestNewRefusesASlewThatStopsTheClock(t *testing.T) {
+	_, err := New(Options{Slew: 1, Registerer: prometheus.NewRegistry()})
+	if err == nil || !strings.Contains(err.Error(), "fraction below 1") {
+		t.Errorf("New(Slew 1) = %v, want an error asking for a fraction below 1", err)
+	}
+}
+
+// A sample answered by another server (a failover promoted a replica, or Redis restarted)
+// drops the samples of the old one, however good their round trips: Now follows the new
+// server's clock, here 40 ms behind the old one, through the slew, and the log says so.
+func TestANewServerIsFollowedFromItsFirstSample(t *testing.T) {
+	t.Parallel()
+	m := &manual{Manual: clocktest.New(time.Unix(1_000_000, 0)), skew: time.Second}
+	c, _, log := newTestClock(t, m, Options{})
+	for range 3 {
+		sampleOnce(t, c, m.sourceOf("old-primary", 500*time.Microsecond, 500*time.Microsecond)) // rtt 1 ms
+	}
+	c.Now() // the service reads the clock: from here on it may not go back
+	m.setSkew(time.Second - 40*time.Millisecond)
+	sampleOnce(t, c, m.sourceOf("new-primary", 5*time.Millisecond, 5*time.Millisecond)) // rtt 10 ms
+	st := c.Status()
+	if st.Server != "new-primary" || st.Samples != 1 || st.RTT != 10*time.Millisecond || st.Offset != time.Second-40*time.Millisecond {
+		t.Fatalf("after the new server's first sample: Server, Samples, RTT, Offset = %q, %d, %v, %v; want new-primary, 1, 10ms, 960ms",
+			st.Server, st.Samples, st.RTT, st.Offset)
+	}
+	if st.Slewing <= 35*time.Millisecond {
+		t.Errorf("Slewing = %v, want about the 40 ms the new server is behind", st.Slewing)
+	}
+	m.Add(time.Second)
+	if got := c.Status().Slewing; got != st.Slewing-50*time.Millisecond && got != 0 {
+		t.Errorf("a second later Slewing = %v, want %v less (5 %% of 1s)", got, 50*time.Millisecond)
+	}
+	m.Add(time.Second)
+	if miss := c.Now().Sub(m.shared()); abs(miss) > c.Status().Error || c.Status().Slewing != 0 {
+		t.Errorf("2s later Now − the new server's time = %v (bound %v, slewing %v), want it followed", miss, c.Status().Error, c.Status().Slewing)
+	}
+	lines := logLines(t, log)
+	if len(lines) != 1 || lines[0]["event"] != "clock_server_changed" || lines[0]["was"] != "old-primary" || lines[0]["now"] != "new-primary" {
+		t.Errorf("log = %v, want one clock_server_changed from old-primary to new-primary", lines)
+	}
+}
+
+// Against real Redis, as a failover reaches the client: the address it dials (a proxy here)
+// forwards to a second Redis from one moment on, the connections to the first one cut. The
+// run_id that RedisTime reads with TIME changes, the first server's samples are dropped, and
+// Now follows the second server's TIME within the error bound. (Sentinel's own switch is the
+// failover client's; what the clock must do is notice the server changed.)
+func TestRedisTimeFollowsANewPrimary(t *testing.T) {
+	t.Parallel()
+	first, _ := redistest.Client(t)
+	second := redistest.Start(t).Client(t)
+	proxy := newSwitchProxy(t, first.Options().Addr)
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	var log bytes.Buffer
+	c, err := New(Options{Registerer: prometheus.NewRegistry(), Logger: slog.New(slog.NewJSONHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.Sync(ctx, RedisTime(rdb)); err != nil {
+		t.Fatal(err)
+	}
+	if st, want := c.Status(), runIDOf(t, first); st.Server != want || st.Samples != 3 {
+		t.Fatalf("synced through the proxy: Server, Samples = %q, %d; want the first server's run_id %q, 3", st.Server, st.Samples, want)
+	}
+
+	proxy.switchTo(second.Options().Addr)
+	want := runIDOf(t, second)
+	wait.For(t, "a sample of the second server", func() error {
+		if err := c.Sample(ctx, RedisTime(rdb)); err != nil {
+			return err // the first calls on the cut connections fail: the clock keeps its samples
+		}
+		if st := c.Status(); st.Server != want {
+			return fmt.Errorf("Server = %q, want %q", st.Server, want)
+		}
+		return nil
+	})
+	st := c.Status()
+	if st.Samples != 1 {
+		t.Errorf("after the switch Samples = %d, want 1: the first server's samples dropped", st.Samples)
+	}
+	before := c.Now()
+	shared := redistest.Time(t, second)
+	after := c.Now()
+	slack := c.Status().Error + time.Microsecond
+	if shared.Before(before.Add(-slack)) || shared.After(after.Add(slack)) {
+		t.Errorf("the second server's TIME %v outside the clock's [%v, %v] ± %v", shared, before, after, slack)
+	}
+	if !strings.Contains(log.String(), `"event":"clock_server_changed"`) {
+		t.Errorf("log = %s, want a clock_server_changed line", log.String())
+	}
+}
+
+func runIDOf(t *testing.T, rdb *redis.Client) string {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "server").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := runID(info)
+	if id == "" {
+		t.Fatalf("no run_id in INFO server: %q", info)
+	}
+	return id
+}
+
+// switchProxy forwards TCP connections to a target that the test can change; a change cuts
+// the connections open to the old one, as a failover leaves a client's connections to the
+// old primary dead.
+type switchProxy struct {
+	lis    net.Listener
+	mu     sync.Mutex
+	target string
+	open   []net.Conn
+}
+
+func newSwitchProxy(t *testing.T, target string) *switchProxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &switchProxy{lis: l, target: target}
+	t.Cleanup(func() { _ = l.Close(); p.switchTo("") })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			target := p.target
+			p.mu.Unlock()
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.open = append(p.open, c, up)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(up, c); _ = up.Close() }()
+			go func() { _, _ = io.Copy(c, up); _ = c.Close() }()
+		}
+	}()
+	return p
+}
+
+func (p *switchProxy) addr() string { return p.lis.Addr().String() }
+
+// switchTo forwards new connections to target and closes those open.
+func (p *switchProxy) switchTo(target string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.target = target
+	for _, c := range p.open {
+		_ = c.Close()
+	}
+	p.open = nil
+}
+
+// Until Now has returned a time after the first sample (Sync, before a service serves), a
+// better sample is stepped to, back or forward: nothing has read the clock go back.
+func TestSamplesBeforeTheFirstReadAreSteppedTo(t *testing.T) {
+	t.Parallel()
+	m := &manual{Manual: clocktest.New(time.Unix(1_000_000, 0)), skew: 5 * time.Second}
+	c, _, _ := newTestClock(t, m, Options{})
+	sampleOnce(t, c, m.source(50*time.Millisecond, 50*time.Millisecond))
+	m.setSkew(5*time.Second - 100*time.Millisecond)
+	sampleOnce(t, c, m.source(time.Millisecond, time.Millisecond))
+	if st := c.Status(); st.Slewing != 0 || st.Offset != 5*time.Second-100*time.Millisecond {
+		t.Errorf("Status Slewing, Offset = %v, %v; want 0, 4.9s (stepped to)", st.Slewing, st.Offset)
 	}
 }
