@@ -120,7 +120,7 @@ func (b *Bridge) ServeSocket(w http.ResponseWriter, r *http.Request) {
 	m.upgraded(sock)
 	// The handler returns, so net/http frees the connection's state; the reader goroutine is
 	// the socket's only goroutine.
-	go m.readSocket()
+	go m.readSocket(sock)
 }
 
 // refuseRoomSocket answers a refused hello before any upgrade.

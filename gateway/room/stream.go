@@ -27,9 +27,10 @@ import (
 //     the client sent with a ref of its own is answered on the socket with that ref: an ack
 //     frame (with the Ack's room-clock at) or the error frame.
 //   - The room's relayed frames and occupancy arrive once, with the room's version: the room
-//     frames each once (socket.TextFrame) and queues it on every socket that is attached and
-//     has not seen that version (relayed leader frames go to viewers only). It keeps the last
-//     few, so a socket whose State arrives after a frame newer than it still gets that frame.
+//     frames each once (socket.TextFrame) and queues it on every socket whose State came on
+//     that stream and has not seen that version (relayed leader frames go to viewers only). It
+//     keeps the last few, so a socket whose State arrives after a frame newer than it still
+//     gets that frame.
 //   - When the stream breaks because the Room service went away (a drain's UNAVAILABLE, a
 //     killed replica, a refused connection), no socket closes: the room opens a new stream on
 //     any live replica and re-sends every socket's hello (same session id, client id, role and
@@ -41,8 +42,11 @@ import (
 //     the session (1013, reconnect), the room gone or the token refused on a re-attach (4000
 //     "ended", 1008), and the gateway shutting down (1001).
 //
-// The room's goroutine only receives: every Send happens on a socket's reader goroutine or a
-// short-lived one, under sendMu, so a stream blocked by flow control never stalls the fan-out.
+// One lock, the room's mu, owns all of this state, and nobody blocks while holding it: what
+// goes to the service is queued on the stream (upstream) for the stream's one sender
+// goroutine, and what goes to a socket on the socket's own queue, which never blocks. So a
+// stream held by flow control stalls neither the fan-out (the room's goroutine only
+// receives) nor a socket's reader.
 
 // roomHelloTimeout bounds the Room service's answer to a socket's first hello.
 const roomHelloTimeout = 10 * time.Second
@@ -60,19 +64,44 @@ type practiceRoom struct {
 	bridge.Room // its code, reference count and life
 	b           *Bridge
 
-	sendMu sync.Mutex // serialises Send on the stream; never taken by the receiving goroutine
-
+	// mu guards every field below and the mutable fields of every roomMember, and is never held
+	// across a call that can block. Whenever it is free:
+	//   - up is the stream the room's requests are queued on (nil between streams), and each
+	//     session in members has its hello queued on it once, each session in leaving its hello
+	//     and then its detach (a hello the service was unavailable for is queued again a second
+	//     later).
+	//   - A member is open only while its State came on up (m.on == up); its controls are queued
+	//     on up then and only then, after the ones it held: the service gets a session's
+	//     controls after its hello, in ref order.
+	//   - A member with no State yet (m.on == nil) is a socket waiting in join: it gets exactly
+	//     one answer on m.ready, and leaves members when that is a refusal.
 	mu      sync.Mutex
-	stream  roomv1.RoomService_AttachClient // nil while re-attaching
-	gen     int                             // counts the room's streams
-	members map[string]*roomMember          // by session id
-	recent  []roomRecent                    // the latest room frames, in version order
+	up      *upstream
+	members map[string]*roomMember // by session id
+	recent  []roomRecent           // the latest room frames, in version order
 	// leaving are the sessions of sockets that left, until the service answers their detach:
 	// a detach lost with its stream (or sent while there was none) is sent again, after the
 	// session's hello, on the next stream, so the Lobby counts the leave then, not at the
 	// session's lease end.
 	leaving map[string]*roomv1.Hello
 	ended   bool
+}
+
+// upstream is one Attach stream with the requests queued for it, which its one sender
+// goroutine (practiceRoom.send) sends in order.
+type upstream struct {
+	stream roomv1.RoomService_AttachClient
+	out    []*roomv1.AttachRequest // queued, not yet taken by the sender; guarded by the room's mu
+	wake   chan struct{}           // holds a token while out may have requests
+}
+
+// queue queues reqs for the sender. Called with the room's mu.
+func (up *upstream) queue(reqs ...*roomv1.AttachRequest) {
+	up.out = append(up.out, reqs...)
+	select {
+	case up.wake <- struct{}{}:
+	default:
+	}
 }
 
 // roomRecent is one of the room's frames, framed once for every socket.
@@ -87,43 +116,36 @@ type roomMember struct {
 	r      *practiceRoom
 	hello  *roomv1.Hello
 	viewer bool
+	ready  chan error // the answer to the first hello: nil (its State came) or the refusal
 
 	// Guarded by r.mu.
-	sock       *socket.Conn   // nil until upgraded
-	pending    []socket.Frame // frames before the upgrade
-	seen       int64          // the room version the socket is at
-	stateGen   int            // the stream its last State came on
-	live       int            // the stream its controls go to (0: hold them)
-	nextRef    int64
-	unanswered []*roomv1.JoinRequest // sent or waiting, no Ack/Error yet, in ref order
-	clientRefs map[int64]int64       // the socket's own ref of an unanswered control, by its ref here
-	ready      chan struct{}         // closed at the first State or refusal
-	readyErr   error
-	// closing is set when the socket was to be closed before its upgrade.
-	closing     bool
+	on          *upstream      // the stream its last State came on (nil: none yet)
+	open        bool           // its controls go on r.up (on == r.up); false: they wait
+	sock        *socket.Conn   // nil until upgraded
+	pending     []socket.Frame // frames before the upgrade
 	closeCode   websocket.StatusCode
-	closeReason string
+	closeReason string // with closeCode (not 0): the socket is to be closed at its upgrade
+	seen        int64  // the room version the socket is at
+	nextRef     int64
+	unanswered  []*roomv1.JoinRequest // sent or waiting, no Ack/Error yet, in ref order
+	clientRefs  map[int64]int64       // the socket's own ref of an unanswered control, by its ref here
 }
 
 // join adds a socket's session to its room, starting the room's stream if it is the first,
 // and waits for its first State (nil) or its refusal.
 func (b *Bridge) join(hello *roomv1.Hello) (*roomMember, error) {
 	r := b.rooms.Join(hello.GetCode())
-	m := &roomMember{r: r, hello: hello, viewer: hello.GetRole() != roomv1.Role_ROLE_LEADER, ready: make(chan struct{})}
+	m := &roomMember{r: r, hello: hello, viewer: hello.GetRole() != roomv1.Role_ROLE_LEADER, ready: make(chan error, 1)}
 	r.mu.Lock()
 	r.members[hello.GetSessionId()] = m
-	stream := r.stream
-	r.mu.Unlock()
-	if stream != nil {
-		r.send(stream, &roomv1.AttachRequest{Frame: &roomv1.AttachRequest_Hello{Hello: hello}})
+	if r.up != nil {
+		r.up.queue(helloRequest(hello))
 	}
+	r.mu.Unlock()
 	t := time.NewTimer(roomHelloTimeout)
 	defer t.Stop()
 	select {
-	case <-m.ready:
-		r.mu.Lock()
-		err := m.readyErr
-		r.mu.Unlock()
+	case err := <-m.ready:
 		if err == nil {
 			return m, nil
 		}
@@ -141,18 +163,16 @@ func (b *Bridge) leave(m *roomMember) {
 	r := m.r
 	id := m.hello.GetSessionId()
 	r.mu.Lock()
-	var stream roomv1.RoomService_AttachClient
 	if r.members[id] == m {
 		delete(r.members, id)
 		if !r.ended {
 			r.leaving[id] = m.hello
-			stream = r.stream
+			if r.up != nil {
+				r.up.queue(detachRequest(id))
+			}
 		}
 	}
 	r.mu.Unlock()
-	if stream != nil {
-		r.send(stream, &roomv1.AttachRequest{Frame: &roomv1.AttachRequest_Detach{Detach: id}})
-	}
 	b.rooms.Leave(r)
 }
 
@@ -165,35 +185,12 @@ var (
 	_ bridge.Pinger   = (*practiceRoom)(nil)
 )
 
-// send sends one request on stream; a failed send is repaired by the next stream.
-func (r *practiceRoom) send(stream roomv1.RoomService_AttachClient, req *roomv1.AttachRequest) {
-	r.sendMu.Lock()
-	defer r.sendMu.Unlock()
-	_ = stream.Send(req)
+func helloRequest(h *roomv1.Hello) *roomv1.AttachRequest {
+	return &roomv1.AttachRequest{Frame: &roomv1.AttachRequest_Hello{Hello: h}}
 }
 
-// Closed closes every socket: the gateway is shutting down.
-func (r *practiceRoom) Closed() { r.closeAll(socket.GoingAway, "gateway shutting down") }
-
-// Broken refuses every socket still waiting for its first State (503), as a Join that could
-// not reach the service was: it has no session to keep. The others' sessions re-attach on the
-// next stream.
-func (r *practiceRoom) Broken(err error) {
-	r.refuseWaiting(err)
-	r.b.log.Info("room stream broke; re-attaching its sessions", "event", "room_reattach",
-		"code", r.Name(), "grpc.code", status.Code(err).String(), "err", err)
-}
-
-// Ping asks the service for a pong on the room's stream (the bridge's heartbeat): a replica
-// that stopped answering is noticed in seconds. It may block behind a stream held by flow
-// control; the bridge calls it from a goroutine of its own.
-func (r *practiceRoom) Ping() {
-	r.mu.Lock()
-	stream := r.stream
-	r.mu.Unlock()
-	if stream != nil {
-		r.send(stream, pingRequest())
-	}
+func detachRequest(sessionID string) *roomv1.AttachRequest {
+	return &roomv1.AttachRequest{Frame: &roomv1.AttachRequest_Detach{Detach: sessionID}}
 }
 
 // pingRequest is a heartbeat; its number (any, not 0) comes back in the pong.
@@ -201,49 +198,50 @@ func pingRequest() *roomv1.AttachRequest {
 	return &roomv1.AttachRequest{Frame: &roomv1.AttachRequest_Ping{Ping: time.Now().UnixNano()}}
 }
 
-// Attach runs one stream until it breaks: it sends every socket's hello, then receives.
+// Closed closes every socket: the gateway is shutting down.
+func (r *practiceRoom) Closed() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closeAll(socket.GoingAway, "gateway shutting down")
+}
+
+// Broken refuses every socket still waiting for its first State (503), as a Join that could
+// not reach the service was: it has no session to keep. The others' sessions re-attach on the
+// next stream.
+func (r *practiceRoom) Broken(err error) {
+	r.mu.Lock()
+	for id, m := range r.members {
+		if m.on == nil {
+			delete(r.members, id)
+			m.ready <- err
+		}
+	}
+	r.mu.Unlock()
+	r.b.log.Info("room stream broke; re-attaching its sessions", "event", "room_reattach",
+		"code", r.Name(), "grpc.code", status.Code(err).String(), "err", err)
+}
+
+// Ping asks the service for a pong on the room's stream (the bridge's heartbeat): a replica
+// that stopped answering is noticed in seconds.
+func (r *practiceRoom) Ping() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.up != nil {
+		r.up.queue(pingRequest())
+	}
+}
+
+// Attach runs one stream until it breaks: it queues every socket's hello, then receives.
 // answered reports whether the service answered anything on it.
 func (r *practiceRoom) Attach(ctx context.Context) (answered bool, err error) {
 	stream, err := r.b.client.Attach(ctx) // ends with ctx, which the loop ends when Attach returns
 	if err != nil {
 		return false, err
 	}
-	r.mu.Lock()
-	r.gen++
-	gen := r.gen
-	r.stream = stream
-	hellos := make([]*roomv1.AttachRequest, 0, len(r.members)+2*len(r.leaving)+1)
-	for _, m := range r.members {
-		hellos = append(hellos, &roomv1.AttachRequest{Frame: &roomv1.AttachRequest_Hello{Hello: m.hello}})
-	}
-	// A socket that left with its detach unanswered: its session is re-attached and closed, so
-	// the Lobby counts its leave now rather than when its lease ends.
-	for _, h := range r.leaving {
-		hellos = append(hellos,
-			&roomv1.AttachRequest{Frame: &roomv1.AttachRequest_Hello{Hello: h}},
-			&roomv1.AttachRequest{Frame: &roomv1.AttachRequest_Detach{Detach: h.GetSessionId()}})
-	}
-	// A first ping with the hellos: its pong tells the bridge at once that the service answers
-	// pings, so the heartbeat judges this stream from its start.
-	hellos = append(hellos, pingRequest())
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		r.stream = nil
-		for _, m := range r.members {
-			m.live = 0 // controls wait for the next stream
-		}
-		r.mu.Unlock()
-	}()
-	go func() {
-		r.sendMu.Lock()
-		defer r.sendMu.Unlock()
-		for _, h := range hellos {
-			if stream.Send(h) != nil {
-				return // the stream broke: the next one sends them
-			}
-		}
-	}()
+	up := &upstream{stream: stream, wake: make(chan struct{}, 1)}
+	r.begin(up)
+	defer r.broke(up)
+	go r.send(ctx, up)
 	for {
 		resp, err := stream.Recv()
 		if err != nil {
@@ -263,16 +261,66 @@ func (r *practiceRoom) Attach(ctx context.Context) (answered bool, err error) {
 				r.end(ended.GetReason())
 				return true, bridge.ErrEnded
 			}
-			r.fanOut(gen, resp)
+			r.fanOut(up, resp)
 			continue
 		}
-		r.session(stream, gen, resp)
+		r.session(up, resp)
 	}
 }
 
-// fanOut queues one of the room's frames, framed once, on every socket attached on this
-// stream that has not seen its version.
-func (r *practiceRoom) fanOut(gen int, resp *roomv1.AttachResponse) {
+// begin makes up the room's stream and queues on it every session's hello; the hello and then
+// the detach of every socket that left with its detach unanswered (its session is re-attached
+// and closed, so the Lobby counts its leave now rather than when its lease ends); and a first
+// ping, whose pong tells the bridge at once that the service answers pings, so the heartbeat
+// judges this stream from its start.
+func (r *practiceRoom) begin(up *upstream) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.up = up
+	for _, m := range r.members {
+		up.queue(helloRequest(m.hello))
+	}
+	for id, h := range r.leaving {
+		up.queue(helloRequest(h), detachRequest(id))
+	}
+	up.queue(pingRequest())
+}
+
+// broke ends up's time as the room's stream: controls wait for the next one.
+func (r *practiceRoom) broke(up *upstream) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.up = nil
+	for _, m := range r.members {
+		m.open = false
+	}
+}
+
+// send is up's sender: it sends what is queued, in order, until the stream breaks or ctx (the
+// stream's own) ends. What it could not send is sent again on the next stream (its hellos,
+// detaches and unanswered controls) or not needed there (a ping).
+func (r *practiceRoom) send(ctx context.Context, up *upstream) {
+	for {
+		select {
+		case <-up.wake:
+		case <-ctx.Done():
+			return
+		}
+		r.mu.Lock()
+		reqs := up.out
+		up.out = nil
+		r.mu.Unlock()
+		for _, req := range reqs {
+			if up.stream.Send(req) != nil {
+				return // the stream broke: Recv says why
+			}
+		}
+	}
+}
+
+// fanOut queues one of the room's frames, framed once, on every socket whose State came on
+// up and has not seen its version.
+func (r *practiceRoom) fanOut(up *upstream, resp *roomv1.AttachResponse) {
 	f := roomRecent{
 		version:     resp.GetVersion(),
 		frame:       socket.TextFrame(encodeRoomFrame(resp.GetFrame())),
@@ -285,7 +333,7 @@ func (r *practiceRoom) fanOut(gen int, resp *roomv1.AttachResponse) {
 	}
 	r.recent = append(r.recent, f)
 	for _, m := range r.members {
-		if m.stateGen == gen {
+		if m.on == up {
 			m.deliver(f)
 		}
 	}
@@ -315,8 +363,8 @@ func (m *roomMember) queue(f socket.Frame) {
 	m.pending = append(m.pending, f)
 }
 
-// session handles a frame for one socket's session.
-func (r *practiceRoom) session(stream roomv1.RoomService_AttachClient, gen int, resp *roomv1.AttachResponse) {
+// session handles a frame for one socket's session, received on up.
+func (r *practiceRoom) session(up *upstream, resp *roomv1.AttachResponse) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m := r.members[resp.GetSessionId()]
@@ -327,14 +375,13 @@ func (r *practiceRoom) session(stream roomv1.RoomService_AttachClient, gen int, 
 		return // it left
 	}
 	if e := resp.GetEnd(); e != nil {
-		r.sessionEnded(m, gen, status.Error(codes.Code(e.GetCode()), e.GetMessage()))
+		r.sessionEnded(m, up, status.Error(codes.Code(e.GetCode()), e.GetMessage()))
 		return
 	}
 	switch f := resp.GetFrame().GetFrame().(type) {
 	case *roomv1.JoinResponse_State:
-		first := m.stateGen == 0
-		m.stateGen = gen
-		m.seen = resp.GetVersion()
+		first := m.on == nil
+		m.on, m.seen = up, resp.GetVersion()
 		state := socket.TextFrame(encodeRoomFrame(resp.GetFrame()))
 		if m.sock == nil {
 			m.pending = append(m.pending[:0], state) // a fresh state replaces what was waiting
@@ -345,11 +392,15 @@ func (r *practiceRoom) session(stream roomv1.RoomService_AttachClient, gen int, 
 			m.deliver(f) // newer than the state, and sent before it
 		}
 		if first {
-			close(m.ready)
+			m.ready <- nil
 		} else {
 			r.b.log.Info("room session re-attached", "event", "room_reattached", "code", r.Name(), "resumed", f.State.GetResumed())
 		}
-		go r.activate(m, stream, gen)
+		// The session is open on up: the controls it holds go first, in ref order.
+		for _, req := range m.unanswered {
+			up.queue(m.controlRequest(req))
+		}
+		m.open = true
 	case *roomv1.JoinResponse_Ack:
 		if ref := m.answered(f.Ack.GetRef()); ref > 0 {
 			m.queue(socket.TextFrame(roomAckFrame(ref, f.Ack)))
@@ -363,14 +414,13 @@ func (r *practiceRoom) session(stream roomv1.RoomService_AttachClient, gen int, 
 	}
 }
 
-// sessionEnded handles the service ending one session on the stream: a refused first hello
-// refuses the socket; a final end closes it with the matching code; the Room service being
+// sessionEnded handles the service ending one session on up: a refused first hello refuses
+// the socket; a final end closes it with the matching code; the Room service being
 // unavailable for it (its store, say) retries its hello. Called with r.mu.
-func (r *practiceRoom) sessionEnded(m *roomMember, gen int, err error) {
-	if m.stateGen == 0 {
+func (r *practiceRoom) sessionEnded(m *roomMember, up *upstream, err error) {
+	if m.on == nil {
 		delete(r.members, m.hello.GetSessionId())
-		m.readyErr = err
-		close(m.ready)
+		m.ready <- err
 		return
 	}
 	st := status.Convert(err)
@@ -388,92 +438,56 @@ func (r *practiceRoom) sessionEnded(m *roomMember, gen int, err error) {
 			"code", r.Name(), "grpc.code", st.Code().String(), "err", st.Message())
 		m.close(websocket.StatusInternalError, "The room service refused this session; reconnect.")
 	default:
-		m.live = 0
+		m.open = false
 		r.b.log.Info("room session not re-attached; trying again", "event", "room_reattach_retry",
 			"code", r.Name(), "grpc.code", st.Code().String(), "err", st.Message())
-		time.AfterFunc(time.Second, func() { r.retry(m, gen) })
+		time.AfterFunc(time.Second, func() { r.retry(m, up) })
 	}
 }
 
-// retry sends a session's hello again on stream gen, if it is still the room's.
-func (r *practiceRoom) retry(m *roomMember, gen int) {
+// retry queues a session's hello again on up, if it is still the room's stream (a new stream
+// has queued it already).
+func (r *practiceRoom) retry(m *roomMember, up *upstream) {
 	r.mu.Lock()
-	stream := r.stream
-	ok := r.gen == gen && stream != nil && r.members[m.hello.GetSessionId()] == m
-	r.mu.Unlock()
-	if ok {
-		r.send(stream, &roomv1.AttachRequest{Frame: &roomv1.AttachRequest_Hello{Hello: m.hello}})
+	defer r.mu.Unlock()
+	if r.up == up && r.members[m.hello.GetSessionId()] == m {
+		up.queue(helloRequest(m.hello))
 	}
 }
 
 // close closes the socket for good (its reader then leaves the room). Called with r.mu.
 func (m *roomMember) close(code websocket.StatusCode, reason string) {
-	m.live = 0
+	m.open = false
 	if sock := m.sock; sock != nil {
 		go sock.Close(code, reason)
 		return
 	}
-	m.closing, m.closeCode, m.closeReason = true, code, reason
+	m.closeCode, m.closeReason = code, reason
 }
 
 // end closes every socket: the room ended.
 func (r *practiceRoom) end(reason string) {
 	r.b.rooms.Forget(r)
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.ended = true
-	r.mu.Unlock()
 	r.closeAll(roomCloseCode, reason)
 }
 
 // closeAll closes every socket with code; a socket still waiting for its first State is
-// refused.
+// refused. Called with r.mu.
 func (r *practiceRoom) closeAll(code websocket.StatusCode, reason string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	for id, m := range r.members {
-		if m.stateGen == 0 {
+		if m.on == nil {
 			delete(r.members, id)
-			m.readyErr = status.Error(codes.NotFound, "ended")
 			if code == socket.GoingAway {
-				m.readyErr = status.Error(codes.Unavailable, reason)
+				m.ready <- status.Error(codes.Unavailable, reason)
+			} else {
+				m.ready <- status.Error(codes.NotFound, "ended")
 			}
-			close(m.ready)
 			continue
 		}
 		m.close(code, reason)
-	}
-}
-
-// refuseWaiting refuses every socket still waiting for its first State with err.
-func (r *practiceRoom) refuseWaiting(err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for id, m := range r.members {
-		if m.stateGen == 0 {
-			delete(r.members, id)
-			m.readyErr = err
-			close(m.ready)
-		}
-	}
-}
-
-// activate makes stream gen the one a session's controls go to, after re-sending (in order)
-// those still unanswered.
-func (r *practiceRoom) activate(m *roomMember, stream roomv1.RoomService_AttachClient, gen int) {
-	r.sendMu.Lock()
-	defer r.sendMu.Unlock()
-	r.mu.Lock()
-	if r.gen != gen || r.stream != stream || r.members[m.hello.GetSessionId()] != m {
-		r.mu.Unlock()
-		return
-	}
-	m.live = gen
-	resend := append([]*roomv1.JoinRequest(nil), m.unanswered...)
-	r.mu.Unlock()
-	for _, req := range resend {
-		if stream.Send(m.controlRequest(req)) != nil {
-			return // the stream broke: the next one re-sends them
-		}
 	}
 }
 
@@ -492,19 +506,18 @@ func (m *roomMember) answered(ref int64) int64 {
 	return client
 }
 
-// control numbers a client's control frame and sends it, or holds it until the session is
-// re-attached. It returns the sentence of an error frame when the frame cannot be taken.
+// control numbers a client's control frame and queues it on the stream, or holds it until the
+// session is open again. It returns the sentence of an error frame when the frame cannot be
+// taken.
 func (m *roomMember) control(req *roomv1.JoinRequest) string {
 	r := m.r
-	r.sendMu.Lock()
-	defer r.sendMu.Unlock()
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if len(m.unanswered) >= maxUnanswered {
-		if m.live == 0 {
-			r.mu.Unlock()
+		if !m.open {
 			return "The room service is not answering; this frame was not sent. Send it again shortly."
 		}
-		// Attached, the oldest was sent long ago on a live stream: stop holding it. (Only a
+		// Open, the oldest was sent long ago on a live stream: stop holding it. (Only a
 		// service that does not answer refs leaves this many.)
 		delete(m.clientRefs, m.unanswered[0].GetRef())
 		m.unanswered = append(m.unanswered[:0], m.unanswered[1:]...)
@@ -518,14 +531,8 @@ func (m *roomMember) control(req *roomv1.JoinRequest) string {
 	}
 	req.Ref = m.nextRef
 	m.unanswered = append(m.unanswered, req)
-	var stream roomv1.RoomService_AttachClient
-	if m.live != 0 && m.live == r.gen {
-		stream = r.stream
-	}
-	r.mu.Unlock()
-	if stream != nil {
-		// A failed send is repaired by the next stream's activate.
-		_ = stream.Send(m.controlRequest(req))
+	if m.open {
+		r.up.queue(m.controlRequest(req))
 	}
 	return ""
 }
@@ -535,7 +542,7 @@ func (m *roomMember) upgraded(sock *socket.Conn) {
 	m.r.mu.Lock()
 	defer m.r.mu.Unlock()
 	m.sock = sock
-	if m.closing {
+	if m.closeCode != 0 {
 		go sock.Close(m.closeCode, m.closeReason)
 		return
 	}
@@ -548,8 +555,7 @@ func (m *roomMember) upgraded(sock *socket.Conn) {
 // readSocket is the socket's reader: it checks the client's frames and hands controls to the
 // session; a bad frame gets an error frame and the socket stays open. When the socket closes
 // the session leaves.
-func (m *roomMember) readSocket() {
-	sock := m.sock
+func (m *roomMember) readSocket(sock *socket.Conn) {
 	defer func() {
 		m.r.b.leave(m)
 		sock.CloseNow()
