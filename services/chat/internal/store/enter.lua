@@ -1,7 +1,7 @@
 -- enter.lua: open a session, or re-attach an open one: a session id open for the same user
 -- takes the new holder and lease and announces nothing. The user's first open session makes
 -- them present under its username.
--- KEYS, ARGV[1..2]  see presence_lib.lua
+-- KEYS, ARGV[1..2]  see presence_lib.lua; the reply ends with the announcements (ditto)
 -- ARGV[3] session id
 -- ARGV[4] user id
 -- ARGV[5] username
@@ -17,17 +17,17 @@ local info = redis.call('HGET', KEYS[4], ARGV[3])
 if info then
   local _, user = split(info)
   if user ~= ARGV[4] then
-    return { -1 }
+    return reply({ -1 })
   end
   redis.call('HSET', KEYS[4], ARGV[3], ARGV[6] .. '\t' .. ARGV[4])
   redis.call('ZADD', KEYS[3], ARGV[7], ARGV[3])
-  return { 0 }
+  return reply({ 0 })
 end
 redis.call('HSET', KEYS[4], ARGV[3], ARGV[6] .. '\t' .. ARGV[4])
 redis.call('ZADD', KEYS[3], ARGV[7], ARGV[3])
 if redis.call('HINCRBY', KEYS[2], ARGV[4], 1) == 1 then
   local v = redis.call('INCR', KEYS[5])
   redis.call('HSET', KEYS[1], ARGV[4], v .. ' ' .. ARGV[2] .. ' ' .. ARGV[5])
-  redis.call('PUBLISH', ARGV[1], 'p' .. v .. '\tj\t' .. ARGV[4] .. '\t' .. ARGV[2] .. '\t' .. ARGV[5])
+  announced[#announced + 1] = 'p' .. v .. '\tj\t' .. ARGV[4] .. '\t' .. ARGV[2] .. '\t' .. ARGV[5]
 end
-return { 1 }
+return reply({ 1 })

@@ -10,8 +10,10 @@ import "github.com/vigil-dev/vigil/pkg/redisx"
 type roomKeys struct {
 	// log is the stream of the room's kept messages; entry id "<n>-0", field "m".
 	log string
-	// seq is the room's last given message id (INCR).
+	// seq is the room's last given message id (append.lua).
 	seq string
+	// epoch is the replication id of the primary that gave the last id (append.lua).
+	epoch string
 	// channel is where each new message is published, as "<id>:<encoded message>", and each
 	// presence change, as "p<version>\t…" (presence_lib.lua).
 	channel string
@@ -22,7 +24,7 @@ type roomKeys struct {
 
 func (s *Store) keys(room string) roomKeys {
 	tag := redisx.Tag(s.prefix + ":chat:" + room)
-	return roomKeys{log: tag + ":log", seq: tag + ":seq", channel: tag + ":live",
+	return roomKeys{log: tag + ":log", seq: tag + ":seq", epoch: tag + ":epoch", channel: tag + ":live",
 		presence: []string{tag + ":members", tag + ":msessions", tag + ":sessions", tag + ":sinfo", tag + ":pversion"}}
 }
 

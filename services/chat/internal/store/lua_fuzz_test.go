@@ -15,7 +15,7 @@ func FuzzLuaArguments(f *testing.F) {
 		return append([]string{"vigil:{chat:general}:live", "1764000000000"}, rest...)
 	}
 	scripts := redistest.LoadScripts(f, "",
-		map[string]int{"append.lua": 3, "read.lua": 2},
+		map[string]int{"append.lua": 4, "read.lua": 2},
 		map[string][][]string{
 			"append.lua": {{"encoded", "1000", "vigil:chat:general", "0"}, {"encoded", "10", "ch", "60000"}, {"m", "x", "ch", "y"}},
 			"read.lua":   {{"last", "0", "50"}, {"after", "3", "50"}, {"before", "9", "50"}, {"between", "x", "y"}},

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/services/chat/internal/domain"
 )
@@ -15,8 +17,9 @@ import (
 // Presence: who is in a room. Each session (a member's socket, announced by its gateway) is
 // open under a lease in the room's sessions; a user id with an open session is a member. The
 // scripts (presence_lib.lua prepended to each) close lapsed sessions before they do anything
-// else, so whichever replica touches a room sweeps it, and every arrival and departure is
-// published on the room's channel with the next presence version in the same step.
+// else, so whichever replica touches a room sweeps it, and every arrival and departure gets the
+// next presence version in the same step; the script returns them and the store publishes them
+// on the room's channel once the call succeeded (runPresence).
 
 var (
 	//go:embed presence_lib.lua
@@ -47,16 +50,60 @@ func newPresenceScripts() presenceScripts {
 
 func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
+// runPresence runs a presence script, then publishes the changes it announced (the last element
+// of its reply), in order in one pipeline, and returns the reply without them. A publish that
+// fails is logged: subscribers read the whole presence at their next gap or resync.
+func (s *Store) runPresence(ctx context.Context, sc *redisx.Script, k roomKeys, args ...any) ([]any, error) {
+	res, err := sc.Run(ctx, s.rdb, k.presence, args...).Slice()
+	if err != nil {
+		return nil, err
+	}
+	if len(res) == 0 {
+		return nil, errCorrupt
+	}
+	changes, err := strings2(res[len(res)-1])
+	if err != nil {
+		return nil, err
+	}
+	if len(changes) > 0 {
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, c := range changes {
+				p.Publish(ctx, k.channel, c)
+			}
+			return nil
+		})
+		if err != nil {
+			s.log.Warn("presence changed but not published; subscribers read the presence at their next gap",
+				"event", "chat_publish_failed", "channel", k.channel, "changes", len(changes), "err", err)
+		}
+	}
+	return res[:len(res)-1], nil
+}
+
+// int64s reads a reply of integers.
+func int64s(res []any) ([]int64, bool) {
+	out := make([]int64, len(res))
+	for i, v := range res {
+		n, ok := v.(int64)
+		if !ok {
+			return nil, false
+		}
+		out[i] = n
+	}
+	return out, true
+}
+
 // Enter opens a validated session held by holder (its stream's token) until leaseEnd, or
 // re-attaches it when it is open for the same user (resumed: nothing announced). It fails with
 // domain.ErrSessionTaken when the session id is open for another user.
 func (s *Store) Enter(ctx context.Context, room string, sess domain.Session, holder string, now, leaseEnd time.Time) (resumed bool, err error) {
 	k := s.keys(room)
-	res, err := s.presence.enter.Run(ctx, s.rdb, k.presence, k.channel, ms(now), sess.ID, sess.UserID, sess.Username, holder, ms(leaseEnd)).Int64Slice()
+	reply, err := s.runPresence(ctx, s.presence.enter, k, k.channel, ms(now), sess.ID, sess.UserID, sess.Username, holder, ms(leaseEnd))
 	if err != nil {
 		return false, fmt.Errorf("chat enter: %w", err)
 	}
-	if len(res) != 1 {
+	res, ok := int64s(reply)
+	if !ok || len(res) != 1 {
 		return false, fmt.Errorf("chat enter: unexpected reply %v", res)
 	}
 	switch res[0] {
@@ -73,11 +120,12 @@ func (s *Store) Enter(ctx context.Context, room string, sess domain.Session, hol
 // not open (or another stream holds it).
 func (s *Store) Exit(ctx context.Context, room, session, holder string, now time.Time) (closed bool, err error) {
 	k := s.keys(room)
-	res, err := s.presence.exit.Run(ctx, s.rdb, k.presence, k.channel, ms(now), session, holder).Int64Slice()
+	reply, err := s.runPresence(ctx, s.presence.exit, k, k.channel, ms(now), session, holder)
 	if err != nil {
 		return false, fmt.Errorf("chat exit: %w", err)
 	}
-	if len(res) != 1 {
+	res, ok := int64s(reply)
+	if !ok || len(res) != 1 {
 		return false, fmt.Errorf("chat exit: unexpected reply %v", res)
 	}
 	return res[0] == 1, nil
@@ -92,7 +140,7 @@ func (s *Store) Renew(ctx context.Context, room, holder string, sessions []strin
 	for _, id := range sessions {
 		args = append(args, id)
 	}
-	res, err := s.presence.renew.Run(ctx, s.rdb, k.presence, args...).Slice()
+	res, err := s.runPresence(ctx, s.presence.renew, k, args...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("chat renew: %w", err)
 	}
@@ -127,7 +175,7 @@ func strings2(v any) ([]string, error) {
 // Presence sweeps the room and reads its members, in order of arrival, and presence version.
 func (s *Store) Presence(ctx context.Context, room string, now time.Time) (domain.Presence, error) {
 	k := s.keys(room)
-	res, err := s.presence.read.Run(ctx, s.rdb, k.presence, k.channel, ms(now)).Slice()
+	res, err := s.runPresence(ctx, s.presence.read, k, k.channel, ms(now))
 	if err != nil {
 		return domain.Presence{}, fmt.Errorf("chat presence: %w", err)
 	}

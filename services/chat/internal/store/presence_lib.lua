@@ -9,15 +9,26 @@
 -- KEYS[5] the room's presence version: each arrival and departure adds one
 -- ARGV[1] the room's channel
 -- ARGV[2] now (ms): sessions whose lease end is at or before it are closed first
--- Each arrival publishes "p<version>\tj\t<user id>\t<since>\t<username>" and each departure
--- "p<version>\tl\t<user id>" on the channel, in the same step (a tab is a control character,
--- which neither a user id nor a username holds).
+-- Each arrival announces "p<version>\tj\t<user id>\t<since>\t<username>" and each departure
+-- "p<version>\tl\t<user id>" (a tab is a control character, which neither a user id nor a
+-- username holds). Every script's reply ends with its announcements, in order: the store
+-- publishes them on the channel once the call succeeded (after the durability wait), so no
+-- subscriber sees a change a failover then loses.
 -- Arguments are checked before the first write: a script that faults halfway keeps its writes.
 local function int(s) return type(s) == 'string' and #s <= 16 and (s == '0' or s:match('^%-?[1-9]%d*$') ~= nil) end
 local function nat(s) return int(s) and s:sub(1, 1) ~= '-' end
 local function word(s) return type(s) == 'string' and s ~= '' and not s:find('\t', 1, true) end
 if type(ARGV[1]) ~= 'string' or not nat(ARGV[2]) then
   return redis.error_reply('ERR presence script: want a channel and a time')
+end
+
+-- announced are this script's presence changes, in order, for the store to publish.
+local announced = {}
+
+-- reply is a script's reply r with its announcements appended.
+local function reply(r)
+  r[#r + 1] = announced
+  return r
 end
 
 -- split reads a session's info: its holder and its user id.
@@ -29,7 +40,7 @@ local function split(info)
   return info:sub(1, tab - 1), info:sub(tab + 1)
 end
 
--- depart uncounts one closed session of user; their last one removes them and publishes the
+-- depart uncounts one closed session of user; their last one removes them and announces the
 -- departure.
 local function depart(user)
   if redis.call('HINCRBY', KEYS[2], user, -1) > 0 then
@@ -38,7 +49,7 @@ local function depart(user)
   redis.call('HDEL', KEYS[2], user)
   redis.call('HDEL', KEYS[1], user)
   local v = redis.call('INCR', KEYS[5])
-  redis.call('PUBLISH', ARGV[1], 'p' .. v .. '\tl\t' .. user)
+  announced[#announced + 1] = 'p' .. v .. '\tl\t' .. user
 end
 
 -- drop closes one session; returns 1 when it was open.

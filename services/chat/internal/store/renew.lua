@@ -1,6 +1,6 @@
 -- renew.lua: extend the leases of one stream's sessions, after closing every session whose
 -- lease ended (so any replica holding a stream of the room sweeps it).
--- KEYS, ARGV[1..2]  see presence_lib.lua
+-- KEYS, ARGV[1..2]  see presence_lib.lua; the reply ends with the announcements (ditto)
 -- ARGV[3] new lease end (ms)
 -- ARGV[4] holder: the renewing stream's token
 -- ARGV[5..] session ids
@@ -21,4 +21,4 @@ for i = 5, #ARGV do
     redis.call('ZADD', KEYS[3], ARGV[3], ARGV[i])
   end
 end
-return { missing, moved }
+return reply({ missing, moved })

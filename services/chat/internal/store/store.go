@@ -1,6 +1,7 @@
 // Package store keeps chat rooms in Redis: one stream per room holds the kept messages under
-// ids "<n>-0" from a per-room counter, and each new message is published once on the room's
-// channel; who is in each room is kept beside it, under leases (presence.go). All of the chat service's Redis access is in this package (Lua in the .lua files
+// ids "<n>-0" from a per-room counter (append.lua: consecutive, with a jump above every
+// earlier id after a failover), and each new message is published on the room's channel once
+// it is stored; who is in each room is kept beside it, under leases (presence.go). All of the chat service's Redis access is in this package (Lua in the .lua files
 // beside it; the live feed in feed.go).
 package store
 
@@ -8,6 +9,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -32,6 +34,8 @@ type Options struct {
 	Keep int
 	// PostIDTTL is how long a post's idempotency key is remembered. Default 1m.
 	PostIDTTL time.Duration
+	// Logger reports messages stored but not published. Default slog.Default().
+	Logger *slog.Logger
 }
 
 // Store reads and appends room messages.
@@ -40,6 +44,7 @@ type Store struct {
 	prefix   string
 	keep     int
 	postTTL  time.Duration
+	log      *slog.Logger
 	appendSc *redisx.Script
 	readSc   *redisx.Script
 	presence presenceScripts
@@ -56,8 +61,11 @@ func New(rdb redis.UniversalClient, o Options) *Store {
 	if o.PostIDTTL <= 0 {
 		o.PostIDTTL = time.Minute
 	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
 	return &Store{
-		rdb: rdb, prefix: o.Prefix, keep: o.Keep, postTTL: o.PostIDTTL,
+		rdb: rdb, prefix: o.Prefix, keep: o.Keep, postTTL: o.PostIDTTL, log: o.Logger,
 		appendSc: redisx.NewScript("append.lua", appendSrc), readSc: redisx.NewScript("read.lua", readSrc),
 		presence: newPresenceScripts(),
 	}
@@ -66,9 +74,12 @@ func New(rdb redis.UniversalClient, o Options) *Store {
 // Keep is how many messages each room's log keeps.
 func (s *Store) Keep() int { return s.keep }
 
-// Append stores a validated post at time at and publishes it. dup is true when the post's
-// idempotency key was seen before: nothing was stored, and the message carries the first
-// post's id.
+// Append stores a validated post at time at and then publishes it. dup is true when the
+// post's idempotency key was seen before: nothing was stored, the message carries the first
+// post's id, and it is published again (its first publish may have been lost). The message is
+// published only once the script's call succeeded, after the durability wait, so a subscriber
+// never sees a message a failover then loses. A publish that fails is logged, not returned:
+// the message is stored, and subscribers read it from the log at their next gap or resync.
 func (s *Store) Append(ctx context.Context, p domain.Post, at time.Time) (m domain.Message, dup bool, err error) {
 	k := s.keys(p.Room)
 	m = domain.Message{UserID: p.UserID, User: p.User, Body: p.Body, TS: at.UnixMilli()}
@@ -78,15 +89,28 @@ func (s *Store) Append(ctx context.Context, p domain.Post, at time.Time) (m doma
 		ttl = strconv.FormatInt(s.postTTL.Milliseconds(), 10)
 		postKey = s.postKey(p.Room, p.PostID)
 	}
-	res, err := s.appendSc.Run(ctx, s.rdb, []string{k.log, k.seq, postKey}, encode(m), s.keep, k.channel, ttl).Int64Slice()
+	res, err := s.appendSc.Run(ctx, s.rdb, []string{k.log, k.seq, postKey, k.epoch}, encode(m), s.keep, k.channel, ttl).Slice()
 	if err != nil {
 		return m, false, fmt.Errorf("chat append: %w", err)
 	}
-	if len(res) != 2 {
+	if len(res) < 2 {
 		return m, false, fmt.Errorf("chat append: unexpected reply %v", res)
 	}
-	m.ID = res[0]
-	return m, res[1] == 1, nil
+	id, ok1 := res[0].(int64)
+	seen, ok2 := res[1].(int64)
+	if !ok1 || !ok2 {
+		return m, false, fmt.Errorf("chat append: unexpected reply %v", res)
+	}
+	m.ID = id
+	if len(res) == 4 {
+		channel, _ := res[2].(string)
+		payload, _ := res[3].(string)
+		if err := s.rdb.Publish(ctx, channel, payload).Err(); err != nil {
+			s.log.Warn("chat message stored but not published; subscribers read it from the log at their next gap",
+				"event", "chat_publish_failed", "room", p.Room, "id", id, "err", err)
+		}
+	}
+	return m, seen == 1, nil
 }
 
 // Last reads the newest n messages of a room, oldest first, and the room's last id.

@@ -1,0 +1,152 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/services/chat/internal/domain"
+)
+
+// errUnknown stands for a durability wait that timed out after the script ran (pkg/redisx's
+// hook fails the call the same way): the write is in Redis, the call failed.
+var errUnknown = errors.New("outcome unknown: no replica acknowledged the write")
+
+// failScriptsAfterRun fails every script call on its client after Redis has run it.
+type failScriptsAfterRun struct{}
+
+func (failScriptsAfterRun) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (failScriptsAfterRun) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err == nil && strings.HasPrefix(strings.ToLower(cmd.Name()), "eval") {
+			cmd.SetErr(errUnknown)
+			return errUnknown
+		}
+		return err
+	}
+}
+
+func (failScriptsAfterRun) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// heardFirst publishes a marker on channel and returns the first payload sub hears: anything
+// published on channel before the marker comes first.
+func heardFirst(t *testing.T, ctx context.Context, rdb redis.Cmdable, sub *redis.PubSub, channel string) string {
+	t.Helper()
+	if err := rdb.Publish(ctx, channel, "marker").Err(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := sub.ReceiveMessage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Payload
+}
+
+// A post or a presence change whose call fails after its script ran (the durability wait
+// timed out) is not published: a subscriber never sees what a failover may then lose. The post
+// sent again with its postId is stored once, answered with the first id, and published then.
+func TestNothingPublishedForAFailedWrite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := redistest.Client(t)
+	s := New(rdb, Options{Prefix: prefix, Keep: 100})
+	opt, _ := redis.ParseURL(redistest.URL(t))
+	failing := redis.NewClient(opt)
+	defer failing.Close()
+	failing.AddHook(failScriptsAfterRun{})
+	f := New(failing, Options{Prefix: prefix, Keep: 100})
+
+	channel := s.keys("lobby").channel
+	sub := rdb.Subscribe(ctx, channel)
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	p := post("lobby", 1)
+	p.PostID = "post-1"
+	if _, _, err := f.Append(ctx, p, time.UnixMilli(1)); !errors.Is(err, errUnknown) {
+		t.Fatalf("Append through a failing call = %v, want the call's error", err)
+	}
+	if got := heardFirst(t, ctx, rdb, sub, channel); got != "marker" {
+		t.Fatalf("room channel heard %q before the marker; want nothing from a failed append", got)
+	}
+	now := time.UnixMilli(1_764_000_000_000)
+	sess := domain.Session{ID: "g1:1", UserID: "u1", Username: "Ann"}
+	if _, err := f.Enter(ctx, "lobby", sess, "h1", now, now.Add(time.Minute)); !errors.Is(err, errUnknown) {
+		t.Fatalf("Enter through a failing call = %v, want the call's error", err)
+	}
+	if got := heardFirst(t, ctx, rdb, sub, channel); got != "marker" {
+		t.Fatalf("room channel heard %q before the marker; want nothing from a failed enter", got)
+	}
+
+	// The caller repeats after the unknown outcome: the first write stands, and is published.
+	m, dup, err := s.Append(ctx, p, time.UnixMilli(2))
+	if err != nil || !dup || m.ID != 1 {
+		t.Fatalf("repeated Append(post-1) = id %d, dup %v, %v; want id 1, dup", m.ID, dup, err)
+	}
+	got, err := sub.ReceiveMessage(ctx)
+	if err != nil || !strings.HasPrefix(got.Payload, "1:") {
+		t.Fatalf("after the repeat the channel heard %v, %v; want message 1", got, err)
+	}
+	if e, err := decodePublished(got.Payload); err != nil || e.Body != p.Body {
+		t.Errorf("published %+v, %v; want the first post's body %q", e, err, p.Body)
+	}
+}
+
+// A failover that loses the tail of the replication stream sets a room's counter and log back,
+// and the new primary has another replication id. The next post's id exceeds every id handed
+// out before, stays a JSON-safe integer, and the ids after it follow one another again.
+func TestIDsNeverRepeatAfterTheCounterGoesBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, rdb := newStore(t, 100)
+	k := s.keys("hall")
+	appendN := func(from, to int) {
+		for i := from; i <= to; i++ {
+			if m, _, err := s.Append(ctx, post("hall", i), time.UnixMilli(1)); err != nil || m.ID != int64(i) {
+				t.Fatalf("Append %d = id %d, %v; want %d", i, m.ID, err, i)
+			}
+		}
+	}
+	appendN(1, 2)
+	// What a replica promoted after message 2 holds: the room as it was then.
+	replica := map[string]string{}
+	for _, key := range []string{k.log, k.seq} {
+		dump, err := rdb.Dump(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		replica[key] = dump
+	}
+	appendN(3, 5)
+	// The failover: messages 3 to 5 and their counter are gone, and the room's last id was
+	// given by another primary.
+	for key, dump := range replica {
+		if err := rdb.RestoreReplace(ctx, key, 0, dump).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rdb.Set(ctx, k.epoch, "the-old-primary", 0)
+
+	m, _, err := s.Append(ctx, post("hall", 6), time.UnixMilli(1))
+	if err != nil || m.ID <= 5 || m.ID >= 1<<53 {
+		t.Fatalf("Append after the lost tail = id %d, %v; want above 5 and below 2^53", m.ID, err)
+	}
+	next, _, err := s.Append(ctx, post("hall", 7), time.UnixMilli(1))
+	if err != nil || next.ID != m.ID+1 {
+		t.Fatalf("Append after that = id %d, %v; want %d", next.ID, err, m.ID+1)
+	}
+	if got, last, err := s.After(ctx, "hall", 2, 50); err != nil || last != next.ID || !equalIDs(got, m.ID, next.ID) {
+		t.Errorf("After(2) = %v, last %d, %v; want [%d %d], last %d", ids(got), last, err, m.ID, next.ID, next.ID)
+	}
+}
