@@ -13,7 +13,8 @@ import (
 // at once, and a queue and a writev list made per socket per burst fragmented the heap around
 // the sockets' long-lived objects: an idle practice-room socket held ~1.7 KiB more heap after
 // a room's joins (docs/BENCHMARKS.md). Not parallel: AllocsPerRun counts the whole process's
-// allocations.
+// allocations. Under the race detector sync.Pool drops a share of its items on purpose, so
+// there the bursts are written and their delivery checked, their allocations not counted.
 func TestBurstsAllocateNothing(t *testing.T) {
 	server, client := tcpPair(t)
 	received := make(chan int64, 1)
@@ -45,7 +46,7 @@ func TestBurstsAllocateNothing(t *testing.T) {
 			}
 			w.write()
 		})
-		if allocs != 0 {
+		if allocs != 0 && !raceEnabled { // under -race the path runs and delivers, uncounted
 			t.Errorf("queueing a burst and writing it with %s allocate %v objects, want 0", w.name, allocs)
 		}
 	}
