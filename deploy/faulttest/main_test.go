@@ -91,9 +91,6 @@ func (e *events) snapshot() (effects, doubled, retries int) {
 	return effects, doubled, e.retries
 }
 
-// redisClient is one node's client, as ForEachMaster hands it out.
-type redisClient = redis.Client
-
 func grpcClient(addr string) (*grpc.ClientConn, error) {
 	return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 }

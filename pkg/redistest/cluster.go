@@ -204,6 +204,21 @@ func (c *Cluster) Kill(t testing.TB, addr string) {
 	t.Fatalf("no node %s", addr)
 }
 
+// Start starts a killed node again on its data (AOF and nodes.conf): a master that was failed
+// over comes back as a replica of the node that replaced it.
+func (c *Cluster) Start(t testing.TB, addr string) {
+	t.Helper()
+	for _, n := range c.nodes {
+		if n.addr == addr {
+			if err := n.c.Start(context.Background()); err != nil {
+				t.Fatalf("start %s again: %v", addr, err)
+			}
+			return
+		}
+	}
+	t.Fatalf("no node %s", addr)
+}
+
 // WaitHealthy waits, up to timeout, until every live node reports cluster_state:ok and agrees
 // that each slot has a master among the live nodes: after a failover, a replica took over.
 func (c *Cluster) WaitHealthy(t testing.TB, timeout time.Duration) {
