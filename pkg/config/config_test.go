@@ -88,3 +88,38 @@ func TestMainRefusesABadVariable(t *testing.T) {
 		t.Fatalf("main with VIGIL_SHARDS=3x printed:\n%s\nwant the sentence, and no run", out)
 	}
 }
+
+// TestRedisSettings: a durability that is not one of the three, and Sentinels without the name
+// of their primary, stop the start with a sentence naming the fix; the flags carry durability
+// and Sentinels into redisx.Config.
+func TestRedisSettings(t *testing.T) {
+	t.Setenv("VIGIL_REDIS_DURABILITY", "strong")
+	t.Setenv("VIGIL_REDIS_SENTINELS", "10.0.0.1:26379, 10.0.0.2:26379")
+	fs := flag.NewFlagSet("svc", flag.ContinueOnError)
+	f := Service(fs, ":7001", ":9001")
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	err := Check(fs)
+	for _, want := range []string{
+		`redis durability "strong": want async`, "replica (", "fsync (", "VIGIL_REDIS_DURABILITY",
+		"redis sentinels 10.0.0.1:26379,10.0.0.2:26379 are given without the name of the primary they watch: set VIGIL_REDIS_MASTER",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Check = %v; want it to say %q", err, want)
+		}
+	}
+
+	fs = flag.NewFlagSet("svc", flag.ContinueOnError)
+	f = Service(fs, ":7001", ":9001")
+	if err := fs.Parse([]string{"-redis-durability", "replica", "-redis-master", "vigil-locks"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(fs); err != nil {
+		t.Fatalf("Check with good values = %v", err)
+	}
+	c := f.Redis()
+	if c.Durability != "replica" || c.MasterName != "vigil-locks" || len(c.SentinelAddrs) != 2 || c.URL != "" {
+		t.Fatalf("Redis() = %+v; want replica durability and the two Sentinels of vigil-locks", c)
+	}
+}

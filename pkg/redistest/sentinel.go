@@ -159,6 +159,18 @@ func (s *Sentinel) waitSynced(t testing.TB, primary string, replicas, sentinels 
 			if m["num-slaves"] != strconv.Itoa(replicas) || m["num-other-sentinels"] != strconv.Itoa(sentinels-1) {
 				return fmt.Errorf("sentinel %s sees %s replicas and %s other sentinels", a, m["num-slaves"], m["num-other-sentinels"])
 			}
+			var list []map[string]string
+			if err := askSentinel(a, func(c *redis.SentinelClient) (err error) {
+				list, err = c.Replicas(context.Background(), SentinelMaster).Result()
+				return err
+			}); err != nil {
+				return fmt.Errorf("sentinel %s: %w", a, err)
+			}
+			for _, r := range list {
+				if r["flags"] != "slave" {
+					return fmt.Errorf("sentinel %s: replica %s:%s is %s", a, r["ip"], r["port"], r["flags"])
+				}
+			}
 		}
 		return nil
 	})

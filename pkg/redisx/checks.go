@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -151,15 +152,21 @@ func reachableNodes(ctx context.Context, c redis.UniversalClient, cfg Config) (n
 		}
 	}
 	if cc, ok := c.(*redis.ClusterClient); ok {
-		if err := cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
-			nodes = append(nodes, node{addr: n.Options().Addr, c: n, primary: true})
+		// ForEachMaster and ForEachSlave call on a goroutine per node.
+		var mu sync.Mutex
+		add := func(n node) error {
+			mu.Lock()
+			defer mu.Unlock()
+			nodes = append(nodes, n)
 			return nil
+		}
+		if err := cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+			return add(node{addr: n.Options().Addr, c: n, primary: true})
 		}); err != nil {
 			return nil, close, fmt.Errorf("redis durability: list the cluster's masters: %w", err)
 		}
 		if err := cc.ForEachSlave(ctx, func(ctx context.Context, n *redis.Client) error {
-			nodes = append(nodes, node{addr: n.Options().Addr, c: n})
-			return nil
+			return add(node{addr: n.Options().Addr, c: n})
 		}); err != nil {
 			return nil, close, fmt.Errorf("redis durability: list the cluster's replicas: %w", err)
 		}
@@ -193,7 +200,11 @@ func reachableNodes(ctx context.Context, c redis.UniversalClient, cfg Config) (n
 			MaxRetries: -1, DisableIdentity: true,
 		})
 		made = append(made, rc)
-		if rc.Ping(ctx).Err() != nil {
+		if err := rc.Ping(ctx).Err(); err != nil {
+			if cfg.Logger != nil {
+				cfg.Logger.Warn("redis durability: a replica does not answer; its settings are not checked",
+					"event", "redis_durability_unchecked", "replica", addr, "err", err)
+			}
 			continue
 		}
 		nodes = append(nodes, node{addr: addr, c: rc})
@@ -222,9 +233,7 @@ func askSentinels(ctx context.Context, fo *redis.FailoverOptions) (primary strin
 			continue
 		}
 		for _, r := range list {
-			if strings.Contains(r["flags"], "s_down") || strings.Contains(r["flags"], "disconnected") {
-				continue
-			}
+			// Even one the Sentinel finds down or not yet linked: whether it answers decides.
 			replicas = append(replicas, net.JoinHostPort(r["ip"], r["port"]))
 		}
 		return net.JoinHostPort(hp[0], hp[1]), replicas, nil
