@@ -147,6 +147,10 @@ func (h *durabilityHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			}
 			return err
 		}
+		if blocking[cmd.Name()] {
+			// Its own read timeout (the block) holds only outside a pipeline.
+			return h.afterward(ctx, func() error { return next(ctx, cmd) }, []redis.Cmder{cmd})
+		}
 		_, _ = h.client.Pipelined(context.WithValue(ctx, resentKey{}, true), func(p redis.Pipeliner) error {
 			return p.Process(ctx, cmd)
 		})
@@ -163,7 +167,7 @@ func (h *durabilityHook) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 			return refusals(cmds, err)
 		}
 		if isTx(cmds) {
-			return h.afterTx(ctx, next, cmds)
+			return h.afterward(ctx, func() error { return next(ctx, cmds) }, cmds)
 		}
 		tail := h.tail(ctx, cmds)
 		all := append(cmds[:len(cmds):len(cmds)], tail...)
@@ -181,11 +185,13 @@ func (h *durabilityHook) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 
 type barrierOnlyKey struct{}
 
-// afterTx runs a MULTI/EXEC as it is (nothing may follow EXEC in go-redis's transaction
-// reader), then the barrier and WAIT as a pipeline of their own on the same node: the barrier
-// follows the transaction's reply, so its offset covers the transaction's writes.
-func (h *durabilityHook) afterTx(ctx context.Context, next redis.ProcessPipelineHook, cmds []redis.Cmder) error {
-	err := next(ctx, cmds)
+// afterward runs cmds as they are (a MULTI/EXEC, after whose EXEC go-redis's transaction
+// reader reads nothing more; a blocking command), then the barrier and WAIT as a pipeline of
+// their own on the same node: the barrier follows the reply, so its offset covers the writes.
+// A failover between the two could put the barrier on a new primary that never had them; a
+// pipeline holding both closes that gap, which is why only these two take this path.
+func (h *durabilityHook) afterward(ctx context.Context, run func() error, cmds []redis.Cmder) error {
+	err := run()
 	if err != nil {
 		return refusals(cmds, err)
 	}
@@ -325,6 +331,13 @@ var readOnly = map[string]bool{
 	"subscribe": true, "psubscribe": true, "ssubscribe": true, "unsubscribe": true,
 	"punsubscribe": true, "sunsubscribe": true, "pubsub": true, "publish": true, "spublish": true,
 	"slowlog": true, "latency": true, "lastsave": true, "quit": true, "reset": true, "sentinel": true,
+}
+
+// blocking are the commands that may block past the read timeout, which go-redis extends for
+// them only when sent alone.
+var blocking = map[string]bool{
+	"blpop": true, "brpop": true, "brpoplpush": true, "blmove": true, "blmpop": true,
+	"bzpopmin": true, "bzpopmax": true, "bzmpop": true, "xreadgroup": true,
 }
 
 func isWrite(cmd redis.Cmder) bool { return !readOnly[cmd.Name()] }

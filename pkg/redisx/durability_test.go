@@ -84,6 +84,14 @@ func TestReplicaDurability(t *testing.T) {
 		if v := onReplica.Get(ctx, prefix+":single").Val(); v != "1" {
 			t.Fatalf("replica's %s:single = %q right after the acknowledgment, want 1", prefix, v)
 		}
+		// A blocking pop is sent alone (its block is its read timeout), the barrier after it.
+		durable.RPush(ctx, prefix+":list", "a")
+		if v, err := durable.BLPop(ctx, time.Second, prefix+":list").Result(); err != nil || v[1] != "a" {
+			t.Fatalf("BLPOP = %v, %v; want a", v, err)
+		}
+		if n := onReplica.LLen(ctx, prefix+":list").Val(); n != 0 {
+			t.Fatalf("replica's %s:list has %d items right after the pop's acknowledgment, want 0", prefix, n)
+		}
 	})
 
 	t.Run("a node that is not the primary refuses", func(t *testing.T) {
@@ -117,6 +125,9 @@ func TestReplicaDurability(t *testing.T) {
 			return nil
 		})
 		wantUnavailable(t, "MULTI/EXEC", err, redisx.ErrOutcomeUnknown)
+
+		other.RPush(ctx, prefix+":list", "b")
+		wantUnavailable(t, "BLPOP", durable.BLPop(ctx, time.Second, prefix+":list").Err(), redisx.ErrOutcomeUnknown)
 
 		// State another connection wrote, which the replica never got: a reply reporting it is
 		// not acknowledged either, though its script writes nothing.
