@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"regexp"
 	"strings"
 	"testing"
@@ -19,7 +20,8 @@ func TestUIServed(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	ref := regexp.MustCompile(`(?:src|href)="([a-z][a-z0-9.-]*\.(?:js|css|html))"`)
-	imp := regexp.MustCompile(`from '\./([a-z0-9.-]+\.js)'`)
+	// A module's imports (import ... from './x.js', import '../y.js'), resolved against its folder.
+	imp := regexp.MustCompile(`(?:from|import) '(\.\.?/[a-z0-9./-]+\.js)'`)
 	wantType := map[string]string{".html": "text/html", ".js": "text/javascript", ".css": "text/css"}
 	seen := map[string]bool{}
 	queue := []string{"", "room.html", "chat.html"}
@@ -57,10 +59,11 @@ func TestUIServed(t *testing.T) {
 			queue = append(queue, m[1])
 		}
 		for _, m := range imp.FindAllStringSubmatch(string(body), -1) {
-			queue = append(queue, m[1])
+			queue = append(queue, strings.TrimPrefix(path.Join(path.Dir("/"+name), m[1]), "/"))
 		}
 	}
-	for _, name := range []string{"index.html", "lobby.js", "room.js", "chat.js", "common.js", "app.css"} {
+	for _, name := range []string{"index.html", "lobby.js", "room.js", "chat.js", "common.js", "app.css", "formation.js",
+		"room/state.js", "room/socket.js", "room/follow.js", "room/keys.js", "room/camera.js"} {
 		if !seen[name] && !(name == "index.html" && seen[""]) {
 			t.Errorf("%s is not reachable from the pages", name)
 		}

@@ -42,8 +42,9 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
-// newBrowser starts a headless Chromium for this test and closes it when the test ends.
-func newBrowser(t *testing.T) context.Context {
+// newBrowser starts a headless Chromium for this test (with extra flags, if any) and closes it
+// when the test ends.
+func newBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromiumPath(t)),
@@ -55,6 +56,7 @@ func newBrowser(t *testing.T) context.Context {
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.WindowSize(1280, 900),
 	)
+	opts = append(opts, extra...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	bctx, cancelBrowser := chromedp.NewContext(actx)
 	if err := chromedp.Do(bctx); err != nil {
