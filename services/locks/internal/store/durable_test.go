@@ -159,3 +159,43 @@ func TestTokensIncreaseAfterTheCounterGoesBack(t *testing.T) {
 		take("fast")
 	}
 }
+
+// An acquire, renew or release whose outcome is unknown (the call failed after the script
+// ran) is sent again by the same owner: the acquire answers the hold the first one made, with
+// its token, the renew renews it, and the release answers false once the first freed it.
+func TestRepeatsAfterAnUnknownOutcome(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := redistest.Client(t)
+	clk := time.UnixMilli(1_800_000_000_000)
+	s := testStore(t, rdb, prefix, Options{Now: func() time.Time { return clk }})
+	opt, _ := redis.ParseURL(redistest.URL(t))
+	failing := redis.NewClient(opt)
+	defer failing.Close()
+	failing.AddHook(failScriptsAfterRun{})
+	f := testStore(t, failing, prefix, Options{Alarms: s.q, Now: func() time.Time { return clk }})
+
+	if _, err := f.Acquire(ctx, "press", "alice", time.Minute, 0); !errors.Is(err, errUnknown) {
+		t.Fatalf("Acquire(press, alice) through a failing call = %v, want the call's error", err)
+	}
+	first, _ := s.Get(ctx, "press")
+	a, err := s.Acquire(ctx, "press", "alice", time.Minute, 0)
+	if err != nil || !a.OK || a.Token != first.Token || !first.Held {
+		t.Fatalf("repeated Acquire(press, alice) = %+v, %v; want acquired with the first call's token %d (%+v)", a, err, first.Token, first)
+	}
+	if _, err := f.Renew(ctx, "press", "alice", 2*time.Minute, a.Token); !errors.Is(err, errUnknown) {
+		t.Fatalf("Renew through a failing call = %v, want the call's error", err)
+	}
+	if r, err := s.Renew(ctx, "press", "alice", 2*time.Minute, a.Token); err != nil || !r.OK || !r.ExpiresAt.Equal(clk.Add(2*time.Minute)) {
+		t.Fatalf("repeated Renew(press, alice, %d) = %+v, %v; want renewed to %v", a.Token, r, err, clk.Add(2*time.Minute))
+	}
+	if _, err := f.Release(ctx, "press", "alice", a.Token); !errors.Is(err, errUnknown) {
+		t.Fatalf("Release through a failing call = %v, want the call's error", err)
+	}
+	if ok, err := s.Release(ctx, "press", "alice", a.Token); err != nil || ok {
+		t.Fatalf("repeated Release(press, alice, %d) = %v, %v; want false (the first one freed it)", a.Token, ok, err)
+	}
+	if l, _ := s.Get(ctx, "press"); l.Held {
+		t.Errorf("Get(press) after the release = %+v, want free", l)
+	}
+}

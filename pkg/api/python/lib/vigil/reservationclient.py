@@ -12,9 +12,10 @@
 
 Every call waits at most ``timeout`` seconds (default 5 s, per client or per call) and raises
 ``vigil.errors.DeadlineExceeded`` past it. A service that cannot be reached is tried again with
-backoff within that time; a confirm or release whose first attempt may have gone through
-before the connection broke is not reported as a conflict when the reservation ended up in
-the state asked for. Errors carry the service's sentence (see ``vigil.errors``).
+backoff within that time; a hold whose first attempt may have gone through is read before it
+is sent again (a hold sent again would reset it), and a confirm or release whose first attempt
+may have gone through before the connection broke is not reported as a conflict when the
+reservation ended up in the state asked for. Errors carry the service's sentence (see ``vigil.errors``).
 """
 
 from __future__ import annotations
@@ -52,7 +53,22 @@ class Reservations:
         "held"). Holding one that exists resets it: a new hold with a new expiry. Raises
         ``InvalidArgument`` for a TTL or name the service refuses."""
         req = reservations_pb2.CreateReservationRequest(reservation_id=reservation_id, ttl_seconds=int(ttl))
-        return self._run(f"hold {reservation_id!r}", timeout, lambda t: self._stub.CreateReservation(req, timeout=t).reservation)
+        get = reservations_pb2.GetReservationRequest(reservation_id=reservation_id)
+        sent = False
+
+        def attempt(t: float) -> reservations_pb2.Reservation:
+            nonlocal sent
+            if sent:
+                # The create sent before may have gone through with its answer lost (UNAVAILABLE:
+                # outcome unknown), and a create resets a hold, even a confirmed one: read first,
+                # and create again only when no hold or confirmation is there.
+                got = self._stub.GetReservation(get, timeout=t).reservation
+                if got.status in ("held", "confirmed"):
+                    return got
+            sent = True
+            return self._stub.CreateReservation(req, timeout=t).reservation
+
+        return self._run(f"hold {reservation_id!r}", timeout, attempt)
 
     def get(self, reservation_id: str, *, timeout: Optional[float] = None) -> reservations_pb2.Reservation:
         """Returns the reservation; one never created has status "missing"."""
