@@ -2,7 +2,10 @@ package redistest
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -15,6 +18,7 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	tcwait "github.com/testcontainers/testcontainers-go/wait"
 
+	"github.com/vigil-dev/vigil/pkg/tlstest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
@@ -37,6 +41,14 @@ type SentinelOptions struct {
 	// NodeArgs are extra redis-server arguments of every data node (primary and replicas), e.g.
 	// "--min-replicas-to-write", "1". Default: none beyond AOF on.
 	NodeArgs []string
+	// Password every data node requires (requirepass, and masterauth since any may become a
+	// replica); the Sentinels use it too. Default: none.
+	Password string
+	// SentinelPassword the Sentinels themselves require. Default: none.
+	SentinelPassword string
+	// TLS, when set, makes every node and Sentinel speak only TLS with its server certificate
+	// (valid for 127.0.0.1), replication included. Default: plaintext.
+	TLS *tlstest.Files
 }
 
 // Sentinel is a Redis primary with replicas and Sentinels, each a container on the host
@@ -49,6 +61,8 @@ type Sentinel struct {
 	dataAddrs []string
 	sentinels []string
 	down      time.Duration
+	o         SentinelOptions
+	tls       *tls.Config
 }
 
 // StartSentinel runs a primary, its replicas and Sentinels for this test, and returns once
@@ -69,8 +83,29 @@ func StartSentinel(t testing.TB, o SentinelOptions) *Sentinel {
 	if o.DownAfter <= 0 {
 		o.DownAfter = time.Second
 	}
-	s := &Sentinel{nodes: map[string]testcontainers.Container{}, down: o.DownAfter}
+	s := &Sentinel{nodes: map[string]testcontainers.Container{}, down: o.DownAfter, o: o}
 	t.Cleanup(s.terminate)
+	var files []testcontainers.ContainerFile
+	var tlsArgs []string
+	var tlsConf string
+	if o.TLS != nil {
+		pem, err := os.ReadFile(o.TLS.CA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(pem)
+		s.tls = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		files = []testcontainers.ContainerFile{
+			{HostFilePath: o.TLS.ServerCert, ContainerFilePath: "/tls/server.pem", FileMode: 0o644},
+			{HostFilePath: o.TLS.ServerKey, ContainerFilePath: "/tls/server-key.pem", FileMode: 0o644},
+			{HostFilePath: o.TLS.CA, ContainerFilePath: "/tls/ca.pem", FileMode: 0o644},
+		}
+		tlsArgs = []string{"--tls-cert-file", "/tls/server.pem", "--tls-key-file", "/tls/server-key.pem",
+			"--tls-ca-cert-file", "/tls/ca.pem", "--tls-replication", "yes", "--tls-auth-clients", "no"}
+		tlsConf = "tls-cert-file /tls/server.pem\ntls-key-file /tls/server-key.pem\ntls-ca-cert-file /tls/ca.pem\n" +
+			"tls-replication yes\ntls-auth-clients no\n"
+	}
 	ports, err := freePorts(1 + o.Replicas + o.Sentinels)
 	if err != nil {
 		t.Fatalf("free ports: %v", err)
@@ -100,8 +135,16 @@ func StartSentinel(t testing.TB, o SentinelOptions) *Sentinel {
 		}
 		switch {
 		case i <= o.Replicas:
-			req.Cmd = append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--protected-mode", "no",
-				"--dir", "/data", "--appendonly", "yes", "--save", ""}, o.NodeArgs...)
+			req.Cmd = []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--protected-mode", "no",
+				"--dir", "/data", "--appendonly", "yes", "--save", ""}
+			if o.TLS != nil {
+				req.Cmd = append(append([]string{"--port", "0", "--tls-port", strconv.Itoa(port)}, req.Cmd[2:]...), tlsArgs...)
+				req.Files = files
+			}
+			if o.Password != "" {
+				req.Cmd = append(req.Cmd, "--requirepass", o.Password, "--masterauth", o.Password)
+			}
+			req.Cmd = append(req.Cmd, o.NodeArgs...)
 			if i > 0 {
 				req.Cmd = append(req.Cmd, "--replicaof", "127.0.0.1", strconv.Itoa(ports[0]))
 			}
@@ -109,11 +152,21 @@ func StartSentinel(t testing.TB, o SentinelOptions) *Sentinel {
 		default:
 			// Sentinel rewrites its configuration file: it must be writable, in a directory the
 			// image's user owns.
-			conf := fmt.Sprintf("port %d\nbind 127.0.0.1\nprotected-mode no\ndir /data\n"+
+			listen := fmt.Sprintf("port %d\n", port)
+			if o.TLS != nil {
+				listen = fmt.Sprintf("port 0\ntls-port %d\n%s", port, tlsConf)
+			}
+			conf := listen + fmt.Sprintf("bind 127.0.0.1\nprotected-mode no\ndir /data\n"+
 				"sentinel monitor %s 127.0.0.1 %d %d\nsentinel down-after-milliseconds %s %d\n"+
 				"sentinel failover-timeout %s 5000\nsentinel parallel-syncs %s 1\n",
-				port, SentinelMaster, ports[0], o.Quorum, SentinelMaster, o.DownAfter.Milliseconds(), SentinelMaster, SentinelMaster)
-			req.Files = []testcontainers.ContainerFile{{Reader: strings.NewReader(conf), ContainerFilePath: "/data/sentinel.conf", FileMode: 0o666}}
+				SentinelMaster, ports[0], o.Quorum, SentinelMaster, o.DownAfter.Milliseconds(), SentinelMaster, SentinelMaster)
+			if o.Password != "" {
+				conf += fmt.Sprintf("sentinel auth-pass %s %s\n", SentinelMaster, o.Password)
+			}
+			if o.SentinelPassword != "" {
+				conf += fmt.Sprintf("requirepass %s\n", o.SentinelPassword)
+			}
+			req.Files = append([]testcontainers.ContainerFile{{Reader: strings.NewReader(conf), ContainerFilePath: "/data/sentinel.conf", FileMode: 0o666}}, files...)
 			req.Cmd = []string{"/data/sentinel.conf", "--sentinel"}
 			req.WaitingFor = tcwait.ForLog("+monitor master").WithStartupTimeout(60 * time.Second)
 			s.sentinels = append(s.sentinels, addr)
@@ -149,7 +202,7 @@ func (s *Sentinel) waitSynced(t testing.TB, primary string, replicas, sentinels 
 		}
 		for _, a := range s.sentinels {
 			var m map[string]string
-			err := askSentinel(a, func(c *redis.SentinelClient) (err error) {
+			err := s.askSentinel(a, func(c *redis.SentinelClient) (err error) {
 				m, err = c.Master(context.Background(), SentinelMaster).Result()
 				return err
 			})
@@ -160,7 +213,7 @@ func (s *Sentinel) waitSynced(t testing.TB, primary string, replicas, sentinels 
 				return fmt.Errorf("sentinel %s sees %s replicas and %s other sentinels", a, m["num-slaves"], m["num-other-sentinels"])
 			}
 			var list []map[string]string
-			if err := askSentinel(a, func(c *redis.SentinelClient) (err error) {
+			if err := s.askSentinel(a, func(c *redis.SentinelClient) (err error) {
 				list, err = c.Replicas(context.Background(), SentinelMaster).Result()
 				return err
 			}); err != nil {
@@ -176,9 +229,17 @@ func (s *Sentinel) waitSynced(t testing.TB, primary string, replicas, sentinels 
 	})
 }
 
-// URL is the redis+sentinel:// URL of the primary, through every Sentinel.
+// URL is the redis+sentinel:// URL of the primary, through every Sentinel (rediss+sentinel://
+// with TLS, the nodes' password in it; the Sentinels' own is redisx.Config.SentinelPassword).
 func (s *Sentinel) URL() string {
-	return "redis+sentinel://" + strings.Join(s.sentinels, ",") + "/" + SentinelMaster
+	scheme, auth := "redis+sentinel://", ""
+	if s.o.TLS != nil {
+		scheme = "rediss+sentinel://"
+	}
+	if s.o.Password != "" {
+		auth = ":" + s.o.Password + "@"
+	}
+	return scheme + auth + strings.Join(s.sentinels, ",") + "/" + SentinelMaster
 }
 
 // Sentinels are the Sentinels' addresses.
@@ -190,7 +251,8 @@ func (s *Sentinel) Nodes() []string { return append([]string(nil), s.dataAddrs..
 // Client is a go-redis failover client of the primary, closed when the test ends.
 func (s *Sentinel) Client(t testing.TB) *redis.Client {
 	t.Helper()
-	c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: SentinelMaster, SentinelAddrs: s.sentinels})
+	c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: SentinelMaster, SentinelAddrs: s.sentinels,
+		Password: s.o.Password, SentinelPassword: s.o.SentinelPassword, TLSConfig: s.tls})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -198,9 +260,18 @@ func (s *Sentinel) Client(t testing.TB) *redis.Client {
 // NodeClient is a plain client of the node at addr, closed when the test ends.
 func (s *Sentinel) NodeClient(t testing.TB, addr string) *redis.Client {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	c := redis.NewClient(s.options(addr, false))
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// options are a client's of the node (or, sentinel, the Sentinel) at addr.
+func (s *Sentinel) options(addr string, sentinel bool) *redis.Options {
+	pw := s.o.Password
+	if sentinel {
+		pw = s.o.SentinelPassword
+	}
+	return &redis.Options{Addr: addr, Password: pw, TLSConfig: s.tls, DialTimeout: time.Second, ReadTimeout: time.Second, MaxRetries: -1}
 }
 
 // Primary is the address the first Sentinel that answers names as the primary now.
@@ -219,7 +290,7 @@ func (s *Sentinel) primary() (string, error) {
 	var last error
 	for _, a := range s.sentinels {
 		var hp []string
-		err := askSentinel(a, func(c *redis.SentinelClient) (err error) {
+		err := s.askSentinel(a, func(c *redis.SentinelClient) (err error) {
 			hp, err = c.GetMasterAddrByName(context.Background(), SentinelMaster).Result()
 			return err
 		})
@@ -320,14 +391,14 @@ func (s *Sentinel) node(t testing.TB, addr string) testcontainers.Container {
 }
 
 func (s *Sentinel) info(addr, section string) (string, error) {
-	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: time.Second, MaxRetries: -1})
+	c := redis.NewClient(s.options(addr, false))
 	defer c.Close()
 	return c.Info(context.Background(), section).Result()
 }
 
 // askSentinel runs fn on a client of the Sentinel at addr, closed after.
-func askSentinel(addr string, fn func(*redis.SentinelClient) error) error {
-	c := redis.NewSentinelClient(&redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: time.Second, MaxRetries: -1})
+func (s *Sentinel) askSentinel(addr string, fn func(*redis.SentinelClient) error) error {
+	c := redis.NewSentinelClient(s.options(addr, true))
 	defer c.Close()
 	return fn(c)
 }

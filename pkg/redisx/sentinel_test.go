@@ -3,11 +3,13 @@ package redisx_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/redisx"
+	"github.com/vigil-dev/vigil/pkg/tlstest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
@@ -45,5 +47,51 @@ func TestSentinelFailoverFollowed(t *testing.T) {
 	}
 	if v := s.NodeClient(t, promoted).Get(ctx, prefix+":after").Val(); v != "1" {
 		t.Fatalf("the write after the failover is not on the promoted node %s (got %q)", promoted, v)
+	}
+}
+
+// TestSentinelOverTLSWithPasswords: nodes and Sentinels speak only TLS and each want a password
+// (the nodes' and the Sentinels' differ); a rediss+sentinel:// URL with the nodes' password, the
+// test CA and the Sentinels' password reaches the primary under replica durability (the start-up
+// check reads the Sentinels and the replica with them); without the Sentinels' password, or
+// without the CA, Open refuses, quoting neither password.
+func TestSentinelOverTLSWithPasswords(t *testing.T) {
+	t.Parallel()
+	pki := tlstest.New(t)
+	const nodePW, sentinelPW = "node-s3cret", "sentinel-s3cret"
+	s := redistest.StartSentinel(t, redistest.SentinelOptions{TLS: &pki, Password: nodePW, SentinelPassword: sentinelPW})
+	ctx := context.Background()
+	good := redisx.Config{URL: s.URL(), SentinelPassword: sentinelPW, TLS: redisx.TLS{CAFile: pki.CA},
+		Durability: redisx.Fsync, Timeout: durableTimeout}
+	_, err := redisx.Open(ctx, good)
+	if err == nil || !strings.Contains(err.Error(), "appendfsync everysec") {
+		t.Fatalf("Open(fsync) = %v; want the nodes' settings read over TLS and refused", err)
+	}
+	good.Durability = redisx.Replica
+	rdb, err := redisx.Open(ctx, good)
+	if err != nil {
+		t.Fatalf("Open(%s) = %v", good.URL, err)
+	}
+	defer rdb.Close()
+	key := redistest.Prefix(t)
+	if err := rdb.Set(ctx, key, "v", 0).Err(); err != nil {
+		t.Fatalf("SET over TLS under replica durability: %v", err)
+	}
+	if v := s.NodeClient(t, s.Replicas(t)[0]).Get(ctx, key).Val(); v != "v" {
+		t.Fatalf("replica's %s = %q right after the acknowledgment, want v", key, v)
+	}
+	for name, cfg := range map[string]redisx.Config{
+		"without the Sentinels' password": {URL: good.URL, TLS: good.TLS, Timeout: durableTimeout},
+		"without the CA":                  {URL: good.URL, SentinelPassword: sentinelPW, Timeout: durableTimeout},
+	} {
+		c, err := redisx.Open(ctx, cfg)
+		if err == nil {
+			_ = c.Close()
+			t.Errorf("Open(%s) connected, want refused", name)
+			continue
+		}
+		if strings.Contains(err.Error(), nodePW) || strings.Contains(err.Error(), sentinelPW) {
+			t.Errorf("Open(%s) = %v quotes a password", name, err)
+		}
 	}
 }
