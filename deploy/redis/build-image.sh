@@ -16,7 +16,11 @@
 #     learned. As the entrypoint:
 #       entrypoint: [vigil-sentinel]
 #       command: ["port 26379", "sentinel monitor m host 6379 2", ...]
-#   The script runs on Debian's dash, copied in as /bin/sh with the libraries it links.
+#   - /usr/bin/vigil-redis LINE... does the same for a replicated node's /data/redis.conf and runs
+#     redis-server on it: Sentinel persists the role it gives a node there (REPLICAOF, then
+#     CONFIG REWRITE), so a restarted node keeps it. A --replicaof flag would win over the file
+#     at every start, and a promoted replica that restarts would follow its old primary again.
+#   The scripts run on Debian's dash, copied in as /bin/sh with the libraries it links.
 set -euo pipefail
 tag=${1:-vigil/redis:local}
 bin=$(command -v redis-server || true)
@@ -55,7 +59,20 @@ if [ ! -s "$conf" ]; then
 fi
 exec /usr/bin/redis-server "$conf" --sentinel
 SENTINEL
-chmod 755 "$ctx/root/usr/bin/vigil-sentinel"
+cat > "$ctx/root/usr/bin/vigil-redis" <<'NODE'
+#!/bin/sh
+# vigil-redis LINE...: on a node's first start, writes each argument as one line of
+# /data/redis.conf (VIGIL_REDIS_CONF); then runs redis-server on that file, where Sentinel
+# persists the role it gives the node, so a restart keeps it.
+set -e
+conf=${VIGIL_REDIS_CONF:-/data/redis.conf}
+if [ ! -s "$conf" ]; then
+  : >"$conf"
+  for line in "$@"; do printf '%s\n' "$line" >>"$conf"; done
+fi
+exec /usr/bin/redis-server "$conf"
+NODE
+chmod 755 "$ctx/root/usr/bin/vigil-sentinel" "$ctx/root/usr/bin/vigil-redis"
 : > "$ctx/root/data/sentinel.conf"
 echo 'redis:x:999:999:redis:/data:/sbin/nologin' > "$ctx/root/etc/passwd"
 echo 'redis:x:999:' > "$ctx/root/etc/group"
