@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -32,18 +33,27 @@ func (s *roomStack) createRoom(t *testing.T) (code, token string) {
 	return createRoom(t, s.gw, `{"name": "Resilient", "video": {"title": "Routine", "durationMs": 180000}}`)
 }
 
-// lobbySampler reads the room's Lobby entry over and over until stopped and remembers every
-// (viewers, leaderPresent) it saw that differs from want.
+// lobbySampler reads the room's Lobby entry over and over until finished, for as long as a
+// fault lasts. The Lobby is not the service the fault hits, so every read must answer 200 with
+// the count the test expects: a read that fails (no answer, another status, a body that is not
+// the entry) fails the test as surely as a wrong count. A sampler that stalled would check
+// nothing, so the test names the moments a read must cover (await) and finish waits for one
+// more read before it stops.
 type lobbySampler struct {
-	stop  chan struct{}
-	done  chan struct{}
-	mu    sync.Mutex
-	wrong []string
-	n     int
+	stop chan struct{}
+	done chan struct{}
+
+	mu     sync.Mutex
+	epoch  int // counts await and finish calls
+	read   int // the latest epoch a read began in and answered
+	n      int // reads answered with the entry
+	wrong  []string
+	failed []string
 }
 
 func sampleLobby(t *testing.T, gw, code string, viewers int64, leader bool) *lobbySampler {
 	l := &lobbySampler{stop: make(chan struct{}), done: make(chan struct{})}
+	client := &http.Client{Timeout: wait.Deadline}
 	go func() {
 		defer close(l.done)
 		for {
@@ -52,20 +62,20 @@ func sampleLobby(t *testing.T, gw, code string, viewers int64, leader bool) *lob
 				return
 			default:
 			}
-			res, err := http.Get(gw + "/lobby/rooms/" + code)
-			if err != nil {
-				continue
-			}
-			var body struct {
-				Viewers       int64 `json:"viewers"`
-				LeaderPresent bool  `json:"leaderPresent"`
-			}
-			err = json.NewDecoder(res.Body).Decode(&body)
-			res.Body.Close()
 			l.mu.Lock()
-			l.n++
-			if res.StatusCode == http.StatusOK && err == nil && (body.Viewers != viewers || body.LeaderPresent != leader) {
+			epoch := l.epoch
+			l.mu.Unlock()
+			body, err := readLobbyEntry(client, gw+"/lobby/rooms/"+code)
+			l.mu.Lock()
+			switch {
+			case err != nil:
+				l.failed = append(l.failed, err.Error())
+			case body.Viewers != viewers || body.LeaderPresent != leader:
 				l.wrong = append(l.wrong, fmt.Sprintf("%d viewers, leader %v", body.Viewers, body.LeaderPresent))
+				fallthrough
+			default:
+				l.n++
+				l.read = max(l.read, epoch)
 			}
 			l.mu.Unlock()
 			time.Sleep(10 * time.Millisecond) // a sampling pace, not a wait for a condition
@@ -74,15 +84,67 @@ func sampleLobby(t *testing.T, gw, code string, viewers int64, leader bool) *lob
 	return l
 }
 
+// lobbyEntry is the part of GET /lobby/rooms/{code} the sampler checks.
+type lobbyEntry struct {
+	Viewers       int64 `json:"viewers"`
+	LeaderPresent bool  `json:"leaderPresent"`
+}
+
+// readLobbyEntry reads a room's Lobby entry; anything but a 200 with a JSON body is an error.
+func readLobbyEntry(client *http.Client, url string) (lobbyEntry, error) {
+	var body lobbyEntry
+	res, err := client.Get(url)
+	if err != nil {
+		return body, err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		raw, _ := io.ReadAll(res.Body)
+		return body, fmt.Errorf("GET %s = %d %s", url, res.StatusCode, raw)
+	}
+	if err := json.NewDecoder(res.Body).Decode(&body); err != nil {
+		return body, fmt.Errorf("GET %s: %v", url, err)
+	}
+	return body, nil
+}
+
+// await waits until a read that began after this call has answered: the Lobby was read at
+// this moment of the test (while the room service is away, say).
+func (l *lobbySampler) await(t *testing.T, what string) {
+	t.Helper()
+	l.mu.Lock()
+	l.epoch++
+	want := l.epoch
+	l.mu.Unlock()
+	wait.For(t, "a Lobby read "+what, func() error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.read < want {
+			if len(l.failed) > 0 {
+				return fmt.Errorf("%d reads answered so far, none since; %d failed, the last: %s", l.n, len(l.failed), l.failed[len(l.failed)-1])
+			}
+			return fmt.Errorf("%d reads answered so far, none since", l.n)
+		}
+		return nil
+	})
+}
+
+// finish waits for one more read, stops the sampler and fails the test if any read failed or
+// saw a count other than the one expected.
 func (l *lobbySampler) finish(t *testing.T) {
 	t.Helper()
+	l.await(t, "at the end of the fault")
 	close(l.stop)
 	<-l.done
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if len(l.failed) > 0 {
+		t.Errorf("%d of %d Lobby reads failed while the room service was replaced (the Lobby was not); the first: %v", len(l.failed), len(l.failed)+l.n, l.failed[:min(len(l.failed), 5)])
+	}
 	if len(l.wrong) > 0 {
 		t.Errorf("the Lobby's count moved while the room service was replaced: %d of %d reads were %v", len(l.wrong), l.n, l.wrong)
 	}
+	t.Logf("%d Lobby reads, all with the expected count", l.n)
 }
 
 // assertOpen fails if any socket was closed.
@@ -109,6 +171,7 @@ func roomReplaced(t *testing.T, s *roomStack, stop, start func()) {
 	sampler := sampleLobby(t, s.gw, code, viewers, true)
 	stop()
 	lead.send(`{"type": "mark", "positionMs": 1000, "label": "in the gap"}`)
+	sampler.await(t, "while the room service is away")
 	start()
 	// Each socket's session re-attaches and the socket gets the room's state again; the mark
 	// sent in the gap reaches every viewer, as a mark frame or in that state.
