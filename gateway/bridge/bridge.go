@@ -18,7 +18,12 @@
 // the first ceiling (10 ms). The wait is "full jitter": uniform below the ceiling, the first
 // one too, so the rooms of every gateway, which all break at the same instant when a replica
 // restarts, do not all come back at the same instants (a fixed 10, 20, 40 ms … 1 s would have
-// every room of every gateway call the new replica in one burst each time). A replica
+// every room of every gateway call the new replica in one burst each time). While the backend
+// connection has no replica ready (the only one restarting), an attach would fail at once: a
+// room waits for the connection to be ready instead (gRPC's reconnect, itself jittered, decides
+// when), then a random time below Backoff.SpreadPerRoom (250 µs) times the Hub's rooms, at most
+// Backoff.Spread (250 ms): a thousand rooms come back spread over a quarter of a second after
+// the connection does, not all at their next ceiling (up to 1 s later), and a few at once. A replica
 // that stops answering closes nothing (a paused process, a partition): the heartbeat notices.
 // While a room hears nothing for Heartbeat.Every the Hub asks the room to Ping (the service
 // answers); after Heartbeat.Silence without a word the stream is abandoned and the loop
@@ -97,6 +102,13 @@ type Backoff struct {
 	Min time.Duration
 	// Max is the highest ceiling. Default 1 s.
 	Max time.Duration
+	// Spread is how long after the backend connection is ready again the rooms that waited
+	// for it attach at most: each at a random time below SpreadPerRoom times the Hub's rooms,
+	// and below Spread. Default 250 ms.
+	Spread time.Duration
+	// SpreadPerRoom is the spread each room adds: a gateway with few rooms sends them back at
+	// once, one with a thousand spreads them over Spread. Default 250 µs.
+	SpreadPerRoom time.Duration
 	// Rand returns a number in [0, 1): the wait is Rand() times the ceiling. Default
 	// math/rand/v2's Float64; a test injects a seeded source.
 	Rand func() float64
@@ -112,6 +124,12 @@ func (b Backoff) withDefaults() Backoff {
 	if b.Max < b.Min {
 		b.Max = b.Min
 	}
+	if b.Spread <= 0 {
+		b.Spread = 250 * time.Millisecond
+	}
+	if b.SpreadPerRoom <= 0 {
+		b.SpreadPerRoom = 250 * time.Microsecond
+	}
 	if b.Rand == nil {
 		b.Rand = rand.Float64
 	}
@@ -125,6 +143,12 @@ type retry struct {
 }
 
 func newRetry(b Backoff) *retry { return &retry{b: b, ceiling: b.Min} }
+
+// spread is the wait of a room that waited for the connection to be ready, one of rooms:
+// below SpreadPerRoom times rooms, and below Spread.
+func (r *retry) spread(rooms int) time.Duration {
+	return time.Duration(r.b.Rand() * float64(min(r.b.Spread, r.b.SpreadPerRoom*time.Duration(rooms))))
+}
 
 // answered starts the ceilings over: the stream that broke had been answered.
 func (r *retry) answered() { r.ceiling = r.b.Min }
@@ -170,6 +194,9 @@ type Hub[U Upstream] struct {
 	backoff   Backoff
 	// after is the timer of a room's wait before it attaches again (time.After; a test's own).
 	after func(time.Duration) <-chan time.Time
+	// untilReady waits until conn has a replica ready (readyOf; a test's own): false when ctx
+	// ended first, waited when it was not ready at once.
+	untilReady func(ctx context.Context) (waited, ok bool)
 	// pong is set once the service answered a ping: until then (a service that predates pings)
 	// silence is left to gRPC keepalive, so streams that are merely quiet are not abandoned.
 	pong atomic.Bool
@@ -181,7 +208,28 @@ type Hub[U Upstream] struct {
 // NewHub holds rooms made by newRoom, whose streams run over conn (a closed conn ends every
 // loop), judged by hb when the rooms are Pingers.
 func NewHub[U Upstream](conn *grpc.ClientConn, hb Heartbeat, newRoom func(name string) U) *Hub[U] {
-	return &Hub[U]{conn: conn, newRoom: newRoom, heartbeat: hb.withDefaults(), backoff: Backoff{}.withDefaults(), after: time.After, rooms: map[string]U{}}
+	return &Hub[U]{conn: conn, newRoom: newRoom, heartbeat: hb.withDefaults(), backoff: Backoff{}.withDefaults(), after: time.After,
+		untilReady: readyOf(conn), rooms: map[string]U{}}
+}
+
+// readyOf waits until conn is READY (asking an idle one to connect), or ctx ends, or the
+// connection is shut down (then it returns at once: the loop notices).
+func readyOf(conn *grpc.ClientConn) func(ctx context.Context) (bool, bool) {
+	return func(ctx context.Context) (waited, ok bool) {
+		for {
+			s := conn.GetState()
+			switch s {
+			case connectivity.Ready, connectivity.Shutdown:
+				return waited, true
+			case connectivity.Idle:
+				conn.Connect()
+			}
+			waited = true
+			if !conn.WaitForStateChange(ctx, s) {
+				return waited, false
+			}
+		}
+	}
 }
 
 // WithBackoff sets how rooms wait before attaching again; call it before the first Join.
@@ -253,11 +301,30 @@ func (h *Hub[U]) run(u U) {
 			wait.answered()
 		}
 		u.Broken(err)
-		select {
-		case <-r.ctx.Done():
+		if !h.sleep(r.ctx, wait.next()) {
 			return
-		case <-h.after(wait.next()):
 		}
+		waited, ok := h.untilReady(r.ctx)
+		if !ok || waited && !h.sleep(r.ctx, wait.spread(h.count())) {
+			return
+		}
+	}
+}
+
+// count is how many rooms the Hub holds.
+func (h *Hub[U]) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.rooms)
+}
+
+// sleep waits d on the Hub's timer: false when ctx ended first.
+func (h *Hub[U]) sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-h.after(d):
+		return true
 	}
 }
 

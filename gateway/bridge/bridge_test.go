@@ -61,11 +61,15 @@ func newTestHub(t *testing.T, hb Heartbeat) (*Hub[*fakeRoom], *sync.Map) {
 	}
 	t.Cleanup(func() { _ = cc.Close() })
 	made := &sync.Map{}
-	return NewHub(cc, hb, func(name string) *fakeRoom {
+	h := NewHub(cc, hb, func(name string) *fakeRoom {
 		f := newFakeRoom()
 		made.Store(name, f)
 		return f
-	}), made
+	})
+	// cc never connects: the rooms' service is taken as ready (TestRoomsWaitForTheConnection
+	// drives this itself).
+	h.untilReady = func(context.Context) (bool, bool) { return false, true }
+	return h, made
 }
 
 // TestJoinLeaveShareOneRoom: every joiner of a name shares one room (one loop, one stream);
@@ -240,5 +244,77 @@ func TestHubWaitsTheJitteredBackoff(t *testing.T) {
 	want.answered()
 	if got, w := <-waits, want.next(); got != w || got >= 10*time.Millisecond {
 		t.Errorf("the wait after an answered stream = %v, want %v (below 10 ms)", got, w)
+	}
+}
+
+// TestRoomsWaitForTheConnection: while the backend connection has no replica ready, a broken
+// room waits for it rather than failing attaches on a timer, and once it is ready attaches
+// after a random wait below Spread (the rooms spread over it, not all at their next ceiling).
+func TestRoomsWaitForTheConnection(t *testing.T) {
+	t.Parallel()
+	h, _ := newTestHub(t, Heartbeat{})
+	waits := make(chan time.Duration, 16)
+	h.WithBackoff(Backoff{Rand: seeded(5), Spread: 200 * time.Millisecond})
+	h.after = func(d time.Duration) <-chan time.Time {
+		waits <- d
+		c := make(chan time.Time, 1)
+		c <- time.Time{}
+		return c
+	}
+	ready := make(chan struct{})
+	var waiting atomic.Int32
+	h.untilReady = func(ctx context.Context) (bool, bool) {
+		select {
+		case <-ready:
+			return false, true
+		default:
+		}
+		waiting.Add(1)
+		select {
+		case <-ready:
+			return true, true
+		case <-ctx.Done():
+			return true, false
+		}
+	}
+	want := newRetry(Backoff{Rand: seeded(5), Spread: 200 * time.Millisecond}.withDefaults())
+	r := h.Join("r")
+	defer h.Leave(r)
+	r.brk <- errors.New("the replica restarted")
+	<-r.broken
+	if got, w := <-waits, want.next(); got != w {
+		t.Fatalf("first wait = %v, want %v", got, w)
+	}
+	wait.Until(t, "the room waiting for the connection", func() bool { return waiting.Load() == 1 })
+	if n := r.attaches.Load(); n != 1 {
+		t.Fatalf("%d attaches while the connection was not ready, want 1 (none after the break)", n)
+	}
+	close(ready)
+	// One room: the spread is below one SpreadPerRoom.
+	if got, w := <-waits, want.spread(1); got != w || got >= 250*time.Microsecond {
+		t.Fatalf("the wait once the connection is ready = %v, want %v (below 250 µs, one room's spread)", got, w)
+	}
+	wait.Until(t, "attached again", func() bool { return r.attaches.Load() == 2 })
+}
+
+// TestSpreadGrowsWithTheRooms: the spread after the connection is back is SpreadPerRoom per
+// room the Hub holds, up to Spread: a thousand rooms over 250 ms, ten over 2.5 ms.
+func TestSpreadGrowsWithTheRooms(t *testing.T) {
+	for _, tc := range []struct {
+		rooms int
+		below time.Duration
+	}{{1, 250 * time.Microsecond}, {10, 2500 * time.Microsecond}, {1000, 250 * time.Millisecond}, {100_000, 250 * time.Millisecond}} {
+		r := newRetry(Backoff{Rand: seeded(9)}.withDefaults())
+		most := time.Duration(0)
+		for range 1000 {
+			d := r.spread(tc.rooms)
+			if d < 0 || d >= tc.below {
+				t.Fatalf("spread(%d) = %v, want in [0, %v)", tc.rooms, d, tc.below)
+			}
+			most = max(most, d)
+		}
+		if most < tc.below*9/10 {
+			t.Errorf("spread(%d): the longest of 1,000 waits is %v, want close to %v (uniform below it)", tc.rooms, most, tc.below)
+		}
 	}
 }
