@@ -1,7 +1,9 @@
 package redisx_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -149,4 +151,31 @@ func TestClusterWaitsPerMaster(t *testing.T) {
 		t.Fatalf("the write to the other master = %v, %v; want 2, acknowledged", cb.Val(), cb.Err())
 	}
 	wantUnavailable(t, "a single write to the master whose replica is paused", c.Set(ctx, a+"-single", 1, 0).Err(), redisx.ErrOutcomeUnknown)
+
+	// State another connection wrote on that master: a script reporting it is not acknowledged
+	// (its barrier is keyed by the script's hash tag, so it runs on the same master).
+	elsewhere := "{" + prefix + "-a}:elsewhere"
+	if err := cl.Client(t).Set(ctx, elsewhere, "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	get := redisx.NewScript("get.lua", "return redis.call('GET', KEYS[1])")
+	wantUnavailable(t, "a script reporting another connection's write", get.Run(ctx, c, []string{elsewhere}).Err(), redisx.ErrOutcomeUnknown)
+}
+
+// TestAsyncSaysWhatItCosts: under async, Open logs one line saying what losing the primary
+// would cost and how to wait for replicas instead.
+func TestAsyncSaysWhatItCosts(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	c, err := redisx.Open(context.Background(), redisx.Config{URL: redistest.URL(t), Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close()
+	line := buf.String()
+	for _, want := range []string{`"event":"redis_durability"`, `"durability":"async"`, "losing the primary loses the acknowledged writes no replica had yet", "VIGIL_REDIS_DURABILITY=replica"} {
+		if !strings.Contains(line, want) || strings.Count(line, "\n") != 1 {
+			t.Fatalf("Open's log = %s; want one line saying %s", line, want)
+		}
+	}
 }
