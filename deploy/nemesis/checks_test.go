@@ -40,17 +40,24 @@ func TestCheckHoldsCatchesBrokenHistories(t *testing.T) {
 func TestCheckChatCatchesBrokenHistories(t *testing.T) {
 	msg := func(id int64, body string) *chatv1.ChatMessage { return &chatv1.ChatMessage{Id: id, Body: body} }
 	acked := map[string]string{"f0-w0-1": "room", "f0-w0-2": "room"}
+	ids := map[string]int64{"f0-w0-1": 1, "f0-w0-2": 2}
 	for _, tc := range []struct {
 		name    string
 		history []*chatv1.ChatMessage
+		ids     map[string]int64
 		want    outcome
 	}{
-		{"every post once", []*chatv1.ChatMessage{msg(1, "f0-w0-1"), msg(2, "f0-w0-2")}, outcome{}},
-		{"a post twice", []*chatv1.ChatMessage{msg(1, "f0-w0-1"), msg(2, "f0-w0-2"), msg(3, "f0-w0-2")}, outcome{doubled: 1}},
-		{"a gap", []*chatv1.ChatMessage{msg(1, "f0-w0-1"), msg(3, "f0-w0-2")}, outcome{lost: 1}},
-		{"an acknowledged post missing", []*chatv1.ChatMessage{msg(1, "f0-w0-1")}, outcome{lost: 1}},
+		{"every post once", []*chatv1.ChatMessage{msg(1, "f0-w0-1"), msg(2, "f0-w0-2")}, ids, outcome{}},
+		{"a post twice", []*chatv1.ChatMessage{msg(1, "f0-w0-1"), msg(2, "f0-w0-2"), msg(3, "f0-w0-2")}, ids, outcome{doubled: 1}},
+		{"a gap", []*chatv1.ChatMessage{msg(1, "f0-w0-1"), msg(3, "f0-w0-2")}, ids, outcome{lost: 1}},
+		{"an acknowledged post missing", []*chatv1.ChatMessage{msg(1, "f0-w0-1")}, ids, outcome{lost: 1}},
+		// A failover that lost message 2 hands its id out again: the history holds one message
+		// with id 2, and two acknowledgments named it.
+		{"an id handed out twice", []*chatv1.ChatMessage{msg(1, "f0-w0-1"), msg(2, "f0-w0-2")},
+			map[string]int64{"f0-w0-1": 2, "f0-w0-2": 2}, outcome{doubled: 1}},
+		{"two messages with one id", []*chatv1.ChatMessage{msg(1, "f0-w0-1"), msg(1, "f0-w0-2")}, ids, outcome{doubled: 1}},
 	} {
-		if got := checkChat(map[string][]*chatv1.ChatMessage{"room": tc.history}, acked); got != tc.want {
+		if got := checkChat(map[string][]*chatv1.ChatMessage{"room": tc.history}, acked, tc.ids); got != tc.want {
 			t.Errorf("%s: checkChat = %+v, want %+v", tc.name, got, tc.want)
 		}
 	}

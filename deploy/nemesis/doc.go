@@ -10,6 +10,14 @@
 // kill one without touching the test), each behind a TCP proxy of the test's own on loopback,
 // for its clients and for its Redis: the proxy that holds traffic is the partition.
 //
+// The store nemesis (store_test.go, store_nemesis_test.go, store_held_test.go) breaks the
+// store instead: a primary, two replicas and three sentinels in containers on a docker network
+// of the test's own, every node reached through a proxy of the test's that tells the services',
+// the replicas' and the sentinels' connections apart, under the same load and checkers. The
+// primary is SIGKILLed with its replication link held, paused past the failover, cut off
+// alone, or restarted at once, once under async durability (the loss must show) and once under
+// replica (nothing may be lost, doubled or early; fencing tokens increase across the whole run).
+//
 // The tests carry the build tag nemesis: `make test-nemesis` runs them (go test -tags nemesis
 // ./deploy/nemesis).
 package nemesis

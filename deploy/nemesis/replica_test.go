@@ -40,6 +40,8 @@ const (
 	envPrefix = "NEMESIS_PREFIX"  // the key prefix every replica of the run shares
 	envSkew   = "NEMESIS_SKEW"    // how far ahead the replica's clock runs (a duration)
 	envLobby  = "NEMESIS_LOBBY"   // a room replica's Lobby address
+	// envDurability is the replica's redisx.Config.Durability (async when empty).
+	envDurability = "NEMESIS_DURABILITY"
 )
 
 // sessionLease is the room replicas' session lease: a session nobody re-attaches stops
@@ -59,7 +61,7 @@ func runReplica(domain string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	core := server.Core{
-		Redis:  redisx.Config{URL: os.Getenv(envRedis), Timeout: time.Second},
+		Redis:  redisx.Config{URL: os.Getenv(envRedis), Timeout: time.Second, Durability: redisx.Durability(os.Getenv(envDurability))},
 		Prefix: os.Getenv(envPrefix),
 		Logger: slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 		Now:    now, DisciplineClock: true, DrainTimeout: 3 * time.Second,
@@ -97,7 +99,7 @@ func runReplica(domain string) int {
 }
 
 // replica is one replica process, reached through front (its clients) and reaching Redis
-// through back.
+// through back (nil when it reaches a store of its own through the store's sentinels).
 type replica struct {
 	t      *testing.T
 	c      *cluster
@@ -111,7 +113,11 @@ type replica struct {
 func (r *replica) start(skew time.Duration) {
 	r.t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envDomain+"="+r.c.domain, envRedis+"=redis://"+r.back.addr()+"/0",
+	redisURL := r.c.redisURL
+	if r.back != nil {
+		redisURL = "redis://" + r.back.addr() + "/0"
+	}
+	cmd.Env = append(os.Environ(), envDomain+"="+r.c.domain, envRedis+"="+redisURL,
 		envPrefix+"="+r.c.prefix, envSkew+"="+skew.String())
 	cmd.Env = append(cmd.Env, r.c.env...)
 	cmd.Stderr = r.c.log // the replicas' errors, for a failed run (t.TempDir keeps it on failure: see the path in the log)
@@ -154,6 +160,7 @@ func (r *replica) stop(sig syscall.Signal) {
 // as one name with two addresses (what DNS gives for a scaled service), dialed with grpcdial.
 type cluster struct {
 	env      []string // more of the replicas' environment
+	redisURL string   // a store's redis+sentinel:// URL, which the replicas reach without a proxy
 	log      *os.File
 	domain   string
 	prefix   string
@@ -179,14 +186,24 @@ func startCluster(t *testing.T, domain, redisURL, prefix string, n int, env ...s
 	if err != nil {
 		t.Fatal(err)
 	}
-	redisAddr := u.Host
+	// A store's sentinels name its primary's address themselves: its faults are the store's
+	// proxies' (store_test.go), not a proxy per replica.
+	viaSentinels := u.Scheme == "redis+sentinel"
+	if viaSentinels {
+		c.redisURL = redisURL
+	}
 	var addrs []resolver.Address
 	for range n {
-		r := &replica{t: t, c: c, front: newProxy(t, "127.0.0.1:1"), back: newProxy(t, redisAddr)}
+		r := &replica{t: t, c: c, front: newProxy(t, "127.0.0.1:1")}
+		if !viaSentinels {
+			r.back = newProxy(t, u.Host)
+		}
 		r.start(0)
 		t.Cleanup(func() {
 			r.front.release()
-			r.back.release()
+			if r.back != nil {
+				r.back.release()
+			}
 			r.signal(syscall.SIGCONT)
 			r.stop(syscall.SIGKILL)
 		})

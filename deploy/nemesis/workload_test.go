@@ -3,6 +3,7 @@
 package nemesis
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
@@ -68,10 +69,13 @@ type hold struct {
 }
 
 type locksWorkload struct {
-	name  string
-	mu    sync.Mutex
-	holds []hold
-	ops   int
+	name string
+	// resources names the locks (name when empty): a run that checks fencing tokens across
+	// several faults gives each fault's workload the same.
+	resources string
+	mu        sync.Mutex
+	holds     []hold
+	ops       int
 }
 
 const lockTTL = 5 * time.Second
@@ -83,7 +87,7 @@ func (w *locksWorkload) run(ctx context.Context, conn *grpc.ClientConn, avail *a
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resource := fmt.Sprintf("%s-r%d", w.name, i%2)
+			resource := fmt.Sprintf("%s-r%d", cmp.Or(w.resources, w.name), i%2)
 			ttl, wait := lockTTL.Milliseconds(), int64(1000)
 			for n := 0; ctx.Err() == nil; n++ {
 				// An owner id per hold: a release is by owner, so a release delayed by a paused
@@ -231,10 +235,15 @@ func (w *reservationsWorkload) check(ctx context.Context, conn *grpc.ClientConn)
 	for {
 		rs = rs[:0]
 		pending := 0
+		o.lost = 0
 		for _, id := range ids {
 			cctx, cancel := context.WithTimeout(ctx, callTimeout)
 			res, err := c.GetReservation(cctx, &reservationsv1.GetReservationRequest{ReservationId: id})
 			cancel()
+			if status.Code(err) == codes.NotFound {
+				o.lost++ // acknowledged, then gone (a store that lost it)
+				continue
+			}
 			if err != nil {
 				return o, fmt.Errorf("get %s: %w", id, err)
 			}
@@ -273,26 +282,31 @@ type chatWorkload struct {
 	name  string
 	mu    sync.Mutex
 	acked map[string]string // post id → room
+	ids   map[string]int64  // post id → the message id its acknowledgment handed out
 	rooms []string
 }
 
 func (w *chatWorkload) run(ctx context.Context, conn *grpc.ClientConn, avail *availability) {
 	c := chatv1.NewChatServiceClient(conn)
 	w.acked = map[string]string{}
+	w.ids = map[string]int64{}
 	for i := range 4 {
 		w.rooms = append(w.rooms, fmt.Sprintf("%s-room%d", w.name, i))
 	}
 	paced(ctx, 2, 25*time.Millisecond, func(i, n int) { // pacing: 80 posts a second
 		room := w.rooms[n%len(w.rooms)]
 		post := fmt.Sprintf("%s-w%d-%d", w.name, i, n)
+		var id int64
 		err := upTo3Tries(func(cctx context.Context) error {
-			_, err := c.PostMessage(cctx, &chatv1.PostMessageRequest{Room: room, UserId: "nemesis", Body: post, PostId: post})
+			res, err := c.PostMessage(cctx, &chatv1.PostMessageRequest{Room: room, UserId: "nemesis", Body: post, PostId: post})
+			id = res.GetMessage().GetId()
 			return err
 		})
 		if err == nil {
 			avail.ok()
 			w.mu.Lock()
 			w.acked[post] = room
+			w.ids[post] = id
 			w.mu.Unlock()
 		}
 	})
@@ -361,23 +375,36 @@ func (w *chatWorkload) check(ctx context.Context, conn *grpc.ClientConn) (outcom
 			}
 		}
 	}
-	o := checkChat(history, w.acked)
+	o := checkChat(history, w.acked, w.ids)
 	o.ops = len(w.acked)
 	return o, nil
 }
 
 // checkChat: lost counts acknowledged posts missing from their room and ids skipped (a gap);
-// doubled counts a post stored twice.
-func checkChat(history map[string][]*chatv1.ChatMessage, acked map[string]string) outcome {
+// doubled counts a post stored twice and a message id handed out twice (two messages of a room
+// with one id, or two acknowledged posts given the same id: ids reused after a failover).
+func checkChat(history map[string][]*chatv1.ChatMessage, acked map[string]string, ids map[string]int64) outcome {
 	var o outcome
 	seen := map[string]int{}
 	for _, msgs := range history {
 		for i, m := range msgs {
 			seen[m.GetBody()]++
-			if i > 0 && m.GetId() != msgs[i-1].GetId()+1 {
+			switch {
+			case i == 0:
+			case m.GetId() <= msgs[i-1].GetId():
+				o.doubled++
+			case m.GetId() != msgs[i-1].GetId()+1:
 				o.lost += int(m.GetId() - msgs[i-1].GetId() - 1)
 			}
 		}
+	}
+	handed := map[string]string{} // room/id → the post acknowledged with it
+	for post, id := range ids {
+		key := fmt.Sprintf("%s/%d", acked[post], id)
+		if other, ok := handed[key]; ok && other != post {
+			o.doubled++
+		}
+		handed[key] = post
 	}
 	for body, n := range seen {
 		if n > 1 && strings.Contains(body, "-w") {
