@@ -128,8 +128,9 @@ var _ redis.Hook = (*durabilityHook)(nil)
 
 type resentKey struct{}
 
-// resent marks a context whose commands the durability hook already covers (a single write
-// sent again as a pipeline, a transaction's barrier), so no hook covers them twice.
+// resent reports a context of a single write ProcessHook sends again as a pipeline: the
+// pipeline still gets its barrier and WAIT, but observeHook, which timed the write already,
+// does not time it twice.
 func resent(ctx context.Context) bool { return ctx.Value(resentKey{}) != nil }
 
 func (h *durabilityHook) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -158,8 +159,8 @@ func (h *durabilityHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-// ProcessPipelineHook appends the barrier and WAIT to a pipeline that holds a write. A
-// pipeline sent again by ProcessHook carries resentKey but still needs them.
+// ProcessPipelineHook appends the barrier and WAIT to a pipeline that holds a write, except to
+// the pipeline of a barrier and WAIT themselves (barrierOnlyKey).
 func (h *durabilityHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		if ctx.Value(barrierOnlyKey{}) != nil || !h.p.waits() || !anyWrite(cmds) {
@@ -183,6 +184,7 @@ func (h *durabilityHook) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 	}
 }
 
+// barrierOnlyKey marks the pipeline afterward sends: a barrier and WAIT, to get no others.
 type barrierOnlyKey struct{}
 
 // afterward runs cmds as they are (a MULTI/EXEC, after whose EXEC go-redis's transaction
