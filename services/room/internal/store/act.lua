@@ -75,6 +75,6 @@ elseif kind == 'loop' then
 elseif kind == 'markFormation' then
   redis.call('HSET', KEYS[10], ARGV[9], ARGV[10])
 end
-local v = redis.call('HINCRBY', KEYS[1], 'version', 1)
+local v = next_version()
 redis.call('PUBLISH', ARGV[2], v .. ' f ' .. ARGV[6])
 return { 1, rearm() }

@@ -42,6 +42,30 @@ local function rearm()
   return 0
 end
 
+-- next_version is the room's next event version. Versions follow one another while the room
+-- stays on one primary's history; a primary that was promoted (or restarted from its files) may
+-- have lost the last versions handed out, and its count went back with them, so the room's
+-- first version under another replication id than the last one's is max(version + 1, Redis
+-- TIME in microseconds): above every version given before (as long as the new primary's clock
+-- is not behind the old one's by more than the failover took), and below 2^53 until 2255. A
+-- reader that skips versions it has seen (the gateway) then skips nothing new.
+local replid = nil
+local function next_version()
+  local v = redis.call('HINCRBY', KEYS[1], 'version', 1)
+  if replid == nil then
+    replid = string.match(redis.call('INFO', 'replication'), 'master_replid:(%w+)') or ''
+  end
+  if redis.call('HGET', KEYS[1], 'versionEpoch') ~= replid then
+    redis.call('HSET', KEYS[1], 'versionEpoch', replid)
+    if v > 1 then
+      local t = redis.call('TIME')
+      v = math.max(v, tonumber(t[1]) * 1000000 + tonumber(t[2]))
+      redis.call('HSET', KEYS[1], 'version', string.format('%d', v))
+    end
+  end
+  return string.format('%d', v)
+end
+
 -- ended returns the room's end reason, or nil while it is open.
 local function ended()
   local e = redis.call('HGET', KEYS[1], 'ended')
@@ -72,7 +96,7 @@ local function arrive(info, name)
     return
   end
   redis.call('HSET', KEYS[11], info, ARGV[3] .. ' ' .. name)
-  local v = redis.call('HINCRBY', KEYS[1], 'version', 1)
+  local v = next_version()
   redis.call('PUBLISH', ARGV[2], v .. ' j ' .. string.sub(info, 1, 1) .. '\t' .. string.sub(info, 3) .. '\t' .. ARGV[3] .. '\t' .. name)
 end
 
@@ -84,7 +108,7 @@ local function depart(info)
   end
   redis.call('HDEL', KEYS[12], info)
   redis.call('HDEL', KEYS[11], info)
-  local v = redis.call('HINCRBY', KEYS[1], 'version', 1)
+  local v = next_version()
   redis.call('PUBLISH', ARGV[2], v .. ' l ' .. string.sub(info, 1, 1) .. '\t' .. string.sub(info, 3))
 end
 
@@ -120,7 +144,7 @@ local function bump(dv, dl)
     return 0
   end
   local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
-  local v = redis.call('HINCRBY', KEYS[1], 'version', 1)
+  local v = next_version()
   local occ = redis.call('HMGET', KEYS[1], 'viewers', 'leaders')
   redis.call('PUBLISH', ARGV[2], v .. ' o ' .. occ[1] .. ' ' .. occ[2])
   return seq
