@@ -116,7 +116,7 @@ type roomMember struct {
 	r      *practiceRoom
 	hello  *roomv1.Hello
 	viewer bool
-	ready  chan error // the answer to the first hello: nil (its State came) or the refusal
+	ready  chan error // buffered; its one value, sent under r.mu, answers the first hello: nil (a State) or the refusal
 
 	// Guarded by r.mu.
 	on          *upstream      // the stream its last State came on (nil: none yet)
