@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -122,6 +123,9 @@ func startDev(ctx context.Context, o devOptions) (err error) {
 		up := make(chan string, 1)
 		g.Go(func() error {
 			if err := s.run(ctx, func(a net.Addr) { up <- a.String() }); err != nil {
+				if strings.HasPrefix(err.Error(), s.name+": ") {
+					return err // a service's start errors name it already
+				}
 				return fmt.Errorf("%s: %w", s.name, err)
 			}
 			return nil
