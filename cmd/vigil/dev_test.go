@@ -16,6 +16,7 @@ import (
 
 	"github.com/vigil-dev/vigil/pkg/clock/clocktest"
 	"github.com/vigil-dev/vigil/pkg/devstore"
+	"github.com/vigil-dev/vigil/pkg/redistest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
@@ -142,5 +143,20 @@ func TestDevRefusesAPublicAddress(t *testing.T) {
 	err := runDev(context.Background(), []string{"-addr", "0.0.0.0:8080"})
 	if err == nil || !strings.Contains(err.Error(), "loopback only") {
 		t.Fatalf("vigil dev -addr 0.0.0.0:8080 = %v, want a refusal saying it listens on loopback only", err)
+	}
+}
+
+// TestDevRefusesADurabilityItsStoreCannotKeep: -redis-durability that is not one of the three,
+// and replica on a Redis with no replica, stop vigil dev with a sentence naming the fix.
+func TestDevRefusesADurabilityItsStoreCannotKeep(t *testing.T) {
+	t.Parallel()
+	err := runDev(context.Background(), []string{"-redis-durability", "strong"})
+	if err == nil || !strings.Contains(err.Error(), `redis durability "strong": want async`) {
+		t.Fatalf("vigil dev -redis-durability strong = %v, want a refusal naming async, replica and fsync", err)
+	}
+	err = runDev(context.Background(), []string{"-redis-durability", "replica", "-redis-url", redistest.URL(t),
+		"-addr", "127.0.0.1:0", "-grpc-port-base", "0"})
+	if err == nil || !strings.Contains(err.Error(), "has none connected") || !strings.Contains(err.Error(), "replicaof") {
+		t.Fatalf("vigil dev -redis-durability replica on a Redis with no replica = %v, want a refusal naming the fix", err)
 	}
 }
