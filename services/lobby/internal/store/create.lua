@@ -24,5 +24,5 @@ redis.call('HSET', KEYS[3], ARGV[1], ARGV[4])
 redis.call('HSET', KEYS[4], ARGV[1], 0)
 redis.call('HSET', KEYS[5], ARGV[1], 0)
 redis.call('HSET', KEYS[6], ARGV[1], 0)
-redis.call('XADD', KEYS[8], 'MAXLEN', '~', 10000, '*', 'v', redis.call('INCR', KEYS[7]), 'c', ARGV[1])
+log_change(KEYS[7], KEYS[8], ARGV[1])
 return 1

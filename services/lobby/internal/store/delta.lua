@@ -33,5 +33,5 @@ end
 if redis.call('HINCRBY', KEYS[4], ARGV[1], ARGV[4]) < 0 then
   redis.call('HSET', KEYS[4], ARGV[1], 0)
 end
-redis.call('XADD', KEYS[6], 'MAXLEN', '~', 10000, '*', 'v', redis.call('INCR', KEYS[5]), 'c', ARGV[1])
+log_change(KEYS[5], KEYS[6], ARGV[1])
 return 1

@@ -15,6 +15,6 @@ for i = 1, #pruned do
   end
 end
 if #pruned > 0 then
-  redis.call('XADD', KEYS[8], 'MAXLEN', '~', 10000, '*', 'v', redis.call('INCR', KEYS[7]), 'c', table.concat(pruned, ' '))
+  log_change(KEYS[7], KEYS[8], table.concat(pruned, ' '))
 end
 return #pruned

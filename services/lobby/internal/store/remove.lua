@@ -10,6 +10,6 @@ for i = 1, #ARGV do
   end
 end
 if n > 0 then
-  redis.call('XADD', KEYS[8], 'MAXLEN', '~', 10000, '*', 'v', redis.call('INCR', KEYS[7]), 'c', table.concat(ARGV, ' '))
+  log_change(KEYS[7], KEYS[8], table.concat(ARGV, ' '))
 end
 return n

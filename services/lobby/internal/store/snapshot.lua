@@ -24,5 +24,5 @@ end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
 redis.call('HSET', KEYS[4], ARGV[1], ARGV[4])
-redis.call('XADD', KEYS[6], 'MAXLEN', '~', 10000, '*', 'v', redis.call('INCR', KEYS[5]), 'c', ARGV[1])
+log_change(KEYS[5], KEYS[6], ARGV[1])
 return 1

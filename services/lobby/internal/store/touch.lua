@@ -10,7 +10,7 @@ if type(ARGV[1]) ~= 'string' or not int(ARGV[2]) then
   return redis.error_reply('ERR touch.lua: want a code and a time')
 end
 if redis.call('ZADD', KEYS[1], 'XX', 'GT', 'CH', ARGV[2], ARGV[1]) == 1 then
-  redis.call('XADD', KEYS[3], 'MAXLEN', '~', 10000, '*', 'v', redis.call('INCR', KEYS[2]), 'c', ARGV[1])
+  log_change(KEYS[2], KEYS[3], ARGV[1])
   return 1
 end
 return 0
