@@ -95,3 +95,45 @@ func TestSentinelOverTLSWithPasswords(t *testing.T) {
 		}
 	}
 }
+
+// TestSentinelPausedPrimaryFollowed: the primary is paused past the Sentinels' patience; the
+// client follows the promoted replica, and the old primary, resumed, is made a replica, so a
+// write through the client is on it too: the client never writes to the demoted node.
+func TestSentinelPausedPrimaryFollowed(t *testing.T) {
+	t.Parallel()
+	s := redistest.StartSentinel(t, redistest.SentinelOptions{Replicas: 2})
+	ctx := context.Background()
+	rdb, err := redisx.Open(ctx, redisx.Config{URL: s.URL(), Durability: redisx.Replica, Timeout: durableTimeout})
+	if err != nil {
+		t.Fatalf("Open(%s): %v", s.URL(), err)
+	}
+	defer rdb.Close()
+	prefix := redistest.Prefix(t)
+	old := s.Primary(t)
+	s.Pause(t, old)
+	promoted := s.WaitFailover(t, old)
+	wait.For(t, "a write through the failover client after the failover", func() error {
+		return rdb.Set(ctx, prefix+":during", 1, 0).Err()
+	})
+	s.Unpause(t, old)
+	demoted := s.NodeClient(t, old)
+	wait.Within(t, 60*time.Second, "the old primary made a replica of "+promoted, func() error {
+		info, err := demoted.Info(ctx, "replication").Result()
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(info, "role:slave") || !strings.Contains(info, "master_link_status:up") {
+			return fmt.Errorf("%s is not yet a linked replica", old)
+		}
+		return nil
+	})
+	if err := rdb.Set(ctx, prefix+":after", 1, 0).Err(); err != nil {
+		t.Fatalf("SET after the old primary came back: %v", err)
+	}
+	wait.For(t, "the write after the heal on the demoted node", func() error {
+		if v := demoted.Get(ctx, prefix+":after").Val(); v != "1" {
+			return fmt.Errorf("%s:after on %s = %q", prefix, old, v)
+		}
+		return nil
+	})
+}
