@@ -3,6 +3,11 @@
 # Redis, starts them again on their AOF, and checks that what was acknowledged is still there.
 #   deploy/compose-up.sh && deploy/compose-smoke.sh
 #
+# On the highly available stack (VIGIL_HA=1 compose-up.sh: it finds the sentinels) it SIGKILLs
+# each domain's current primary instead, one domain at a time, leaves it down until the
+# sentinels have promoted a replica and starts it again; then it checks what was acknowledged
+# through the new primaries and waits until every killed node has come back as a replica.
+#
 # It finds out how the stack runs: the secure stack (the default of compose-up.sh) is reached
 # over HTTPS with deploy/secrets/ca.pem and the admin key in deploy/secrets/admin-api-key (or
 # VIGIL_API_KEY); the open one (VIGIL_INSECURE=1) over plain HTTP.
@@ -70,10 +75,43 @@ msg=$(write POST "/chat/rooms/smoke-$suffix/messages" "{\"userId\": \"u1\", \"us
 room=$(write POST /lobby/rooms '{"name": "smoke", "video": {"title": "t", "durationMs": 60000}}' 201 | field code)
 echo "acknowledged: reservation $res, lock token $token, chat message $msg, lobby room $room"
 
-dc kill -s SIGKILL redis-reservations redis-locks redis-chat redis-lobby redis-room >/dev/null 2>&1
-dc start redis-reservations redis-locks redis-chat redis-lobby redis-room >/dev/null 2>&1
-start=$SECONDS
-until_s=$((SECONDS + deadline_s))
+domains="reservations locks chat lobby room"
+# cid SERVICE: the container of a service of the project, whichever compose files defined it.
+cid() { docker ps -aq --filter "label=com.docker.compose.project=$project" --filter "label=com.docker.compose.service=$1"; }
+sentinel=$(cid sentinel-1)
+if [ -n "$sentinel" ]; then
+  # scli ARGS: redis-cli against the sentinel, over TLS when the stack is secure.
+  tls=()
+  if docker inspect -f '{{range .Config.Cmd}}{{println .}}{{end}}' "$sentinel" | grep -q '^tls-port'; then
+    tls=(--tls --cacert /secrets/ca.pem)
+  fi
+  scli() { docker exec "$sentinel" redis-cli "${tls[@]}" -p 26379 "$@"; }
+  primary() { scli sentinel get-master-addr-by-name "vigil-$1" | head -1; }
+  # One domain at a time, each killed primary started again once its domain has failed over
+  # (it comes back as a replica): a sentinel resolves every node's name, and the lookups of
+  # several dead names at once can stall it into TILT mode, where it fails nothing over.
+  killed=()
+  start=$SECONDS
+  until_s=$((SECONDS + deadline_s))
+  for d in $domains; do
+    node=$(primary "$d")
+    killed+=("$node")
+    docker kill -s KILL "$(cid "$node")" >/dev/null
+    t0=$SECONDS
+    while [ "$(primary "$d")" = "$node" ]; do
+      if [ $SECONDS -ge $until_s ]; then echo "unavailable: vigil-$d not failed over ${deadline_s}s after its primary's SIGKILL" >&2; exit 1; fi
+      sleep 0.5
+    done
+    echo "HA stack: vigil-$d's primary $node SIGKILLed; $(primary "$d") promoted $((SECONDS - t0))s later"
+    docker start "$(cid "$node")" >/dev/null
+    until_s=$((SECONDS + deadline_s))
+  done
+else
+  dc kill -s SIGKILL redis-reservations redis-locks redis-chat redis-lobby redis-room >/dev/null 2>&1
+  dc start redis-reservations redis-locks redis-chat redis-lobby redis-room >/dev/null 2>&1
+  start=$SECONDS
+  until_s=$((SECONDS + deadline_s))
+fi
 
 # Every domain's readiness: /healthz is 200 once every service answers SERVING, which it does
 # only while its Redis answers PING (pkg/server).
@@ -120,5 +158,23 @@ check "lock smoke-$suffix (token $token)" "/locks/smoke-$suffix" locked
 check "chat message $msg" "/chat/rooms/smoke-$suffix/messages" kept
 check "lobby room $room" "/lobby/rooms/$room" listed
 
-echo "compose smoke: at stake 4 acknowledged objects; every Redis SIGKILLed and restarted; lost $lost; unavailable at the deadline $slow (reads retried on 503: $retried)"
+if [ -n "$sentinel" ]; then
+  # The killed primaries come back as replicas of the new ones (the sentinels reconfigure them).
+  # flags NODE: the sentinels' flags of NODE among its domain's replicas ("slave" once it is one).
+  flags() {
+    local d=${1#redis-}
+    d=${d%-[23]}
+    scli sentinel replicas "vigil-$d" 2>/dev/null | awk -v n="$1:6379" '$0 == n {found = 1; next} found && $0 == "flags" {getline; print; exit}'
+  }
+  for node in "${killed[@]}"; do
+    until [ "$(flags "$node")" = slave ]; do
+      if [ $SECONDS -ge $((until_s + deadline_s)) ]; then echo "$node did not come back as a replica: $(flags "$node")" >&2; exit 1; fi
+      sleep 1
+    done
+  done
+  echo "the killed primaries are replicas again: ${killed[*]}"
+  echo "compose smoke (HA): at stake 4 acknowledged objects; every domain's primary SIGKILLed and failed over; lost $lost; unavailable at the deadline $slow (reads retried on 503: $retried)"
+else
+  echo "compose smoke: at stake 4 acknowledged objects; every Redis SIGKILLed and restarted; lost $lost; unavailable at the deadline $slow (reads retried on 503: $retried)"
+fi
 [ "$lost" = 0 ] && [ "$slow" = 0 ]
