@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -72,6 +73,12 @@ func buildCommands(ctx context.Context, pkgs ...string) ([]string, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
+	return buildCommandsAt(ctx, root, pkgs...)
+}
+
+// buildCommandsAt builds the Go commands named by their package directories in the Vigil
+// checkout at root (another commit's worktree, to measure it beside this one).
+func buildCommandsAt(ctx context.Context, root string, pkgs ...string) ([]string, func(), error) {
 	dir, err := os.MkdirTemp("", "vigil-bench-bin-")
 	if err != nil {
 		return nil, nil, err
@@ -80,7 +87,7 @@ func buildCommands(ctx context.Context, pkgs ...string) ([]string, func(), error
 	var bins []string
 	for _, p := range pkgs {
 		bin := filepath.Join(dir, filepath.Base(p))
-		benchStage("building %s", p)
+		benchStage("building %s in %s", p, root)
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./"+p)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -127,8 +134,17 @@ func freeAddr() (string, error) {
 // SIGINT, and SIGKILL 10 s later) and waits until addr accepts connections. Its output goes
 // to this process's stderr.
 func (h *Harness) Process(ctx context.Context, name, bin, addr string, args ...string) error {
+	return h.process(ctx, name, bin, addr, nil, os.Stderr, args...)
+}
+
+// process is Process with variables added to the child's environment (GODEBUG=gctrace=1) and
+// its stderr going to stderr.
+func (h *Harness) process(ctx context.Context, name, bin, addr string, env []string, stderr io.Writer, args ...string) error {
 	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.Stdout, cmd.Stderr = os.Stderr, stderr
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", name, err)
 	}

@@ -235,6 +235,23 @@ func TestBenchmarksRunOnTheRealStack(t *testing.T) {
 			}
 		}
 	})
+	t.Run("gateway-heap", func(t *testing.T) {
+		t.Parallel()
+		got := runJSON(t, "gateway-heap", "--duration", "2s", "--warm", "0s", "--window", "1s", "--concurrency", "4", "--waiters", "1")
+		const row = "heap/this checkout/"
+		if got[row+"calls"] <= 0 || got[row+"failed"] != 0 || got[row+"GCs"] <= 0 {
+			t.Errorf("gateway-heap: calls %v, failed %v, GCs %v; want calls, none failed, collections read (%v)", got[row+"calls"], got[row+"failed"], got[row+"GCs"], got)
+		}
+	})
+	t.Run("reattach", func(t *testing.T) {
+		t.Parallel()
+		got := runJSON(t, "reattach", "--rooms", "5", "--restarts", "1", "--settle", "0s")
+		const row = "reattach/this checkout, restart 1/"
+		if got[row+"attached"] != 5 || got[row+"restart"] <= 0 || got[row+"max"] < got[row+"p50"] {
+			t.Errorf("reattach: attached %v, restart %v, p50 %v, max %v; want 5 rooms attached again after a restart (%v)",
+				got[row+"attached"], got[row+"restart"], got[row+"p50"], got[row+"max"], got)
+		}
+	})
 	t.Run("lobby -processes", func(t *testing.T) {
 		t.Parallel()
 		got := runJSON(t, "lobby", "--processes", "--churn", "12", "--parallel", "2", "--parallel-loads", "", "--rooms", "0")

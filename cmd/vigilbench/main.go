@@ -41,11 +41,13 @@ type Benchmark struct {
 var benchmarks = map[string]Benchmark{
 	"alarms":       {"pkg/alarm alone: drain 100,000 due alarms, steady 1,000 alarms/s, beside the raw EVALSHA ceiling", benchAlarms},
 	"reservations": {"the reservations service + gateway: creates/s over gRPC and REST; 100,000 holds drained through the service, the bare queue and the raw EVALSHA ceiling in one run", benchReservations},
+	"reattach":     {"a Room replica restarted under a gateway of 1,000 practice rooms: the re-attach burst's spread, the time until each room is attached again and the Room process's CPU peak, beside another checkout's gateway (-before)", benchReattach},
 	"redis":        {"the raw Redis ceiling alone: redis-benchmark EVALSHA compare-and-set, unpipelined and pipeline 16", benchRedisCeiling},
 	"locks":        {"the lock service + gateway: acquire+release pairs over gRPC, session and REST, uncontended and contended, beside redsync, bsm/redislock and a raw EVALSHA pair", benchLocks},
 	"chat-server":  {"chat, the Lobby, a Room replica + gateway on fixed addresses, with /mem for chat and rooms; runs until interrupted (-run services|gateway splits it in two)", benchChatServer},
 	"chat":         {"chat clients against a running chat-server: memory per idle socket, deliveries/s and latency in one room of 1,000 sockets per offered rate", benchChat},
 	"rooms":        {"a practice room against a running chat-server: a leader and 1,000 viewers, memory per idle room socket, deliveries/s and latency per leader rate", benchRooms},
+	"gateway-heap": {"the gateway (a process, GODEBUG=gctrace=1) under steady REST load through one locks replica: its live heap after minutes, beside another checkout's gateway (-before)", benchGatewayHeap},
 	"lobby":        {"the Lobby, a Room replica + gateway: occupancy change to the lobby's list (sockets churning), listing 10,000 rooms over gRPC and HTTP", benchLobby},
 }
 
