@@ -314,13 +314,14 @@ func (m *Mutex) renew(ctx context.Context, token int64, lost, done chan struct{}
 }
 
 // Unlock releases the lock and stops renewal. It returns ErrNotHeld when the service says this
-// owner did not hold it (for example, it expired after being lost).
+// owner did not hold it (for example, it expired after being lost). A release answered
+// UNAVAILABLE (its outcome unknown) is sent again until the hold's lease would have ended.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	m.mu.Lock()
 	m.held = false
 	stop, done := m.stop, m.done
 	m.stop, m.done = nil, nil
-	token := m.token
+	token, expiry := m.token, m.expiry
 	m.mu.Unlock()
 	// The renewal stops now, but the release does not wait for its goroutine to exit: the
 	// next holder waits on this release. A renewal already sent is refused or harmless, and
@@ -335,18 +336,30 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if token > 0 {
 		rel.FencingToken = &token
 	}
-	resp, err := m.c.call(ctx, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Release{Release: rel}})
-	res := resp.GetRelease()
-	if err == nil && res == nil {
-		err = errNoAnswer
+	// An UNAVAILABLE release may have run (the store did not confirm it in time: outcome
+	// unknown): it is sent again while ctx and the lease last, and a repeat that finds the hold
+	// gone means the earlier one released it (or its lease ran out), which is what Unlock wanted.
+	backoff, repeated := m.o.RetryBackoff, false
+	for {
+		resp, err := m.c.call(ctx, &locksv1.SessionRequest{Call: &locksv1.SessionRequest_Release{Release: rel}})
+		res := resp.GetRelease()
+		if err == nil && res == nil {
+			err = errNoAnswer
+		}
+		switch {
+		case err == nil && !res.GetReleased() && !repeated:
+			return ErrNotHeld
+		case err == nil:
+			return nil
+		case contextEnded(ctx, err) == nil && retryable(err) && token > 0 && time.Now().Add(backoff).Before(expiry):
+			if perr := pause(ctx, backoff); perr != nil {
+				return fmt.Errorf("lockclient: release %q: %w", m.resource, err)
+			}
+			backoff, repeated = min(2*backoff, time.Second), true
+		default:
+			return fmt.Errorf("lockclient: release %q: %w", m.resource, err)
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("lockclient: release %q: %w", m.resource, err)
-	}
-	if !res.GetReleased() {
-		return ErrNotHeld
-	}
-	return nil
 }
 
 // contextEnded is ctx's error when the call failed because ctx ended. gRPC may notice a

@@ -118,3 +118,43 @@ func TestDialedClientClosesItsConnection(t *testing.T) {
 		t.Errorf("the connection was still open after Close")
 	}
 }
+
+// A release answered UNAVAILABLE (the store did not confirm it: outcome unknown) is sent again
+// with the same fencing token; the repeat finding the hold gone means the first one released
+// it, so Unlock succeeds.
+func TestUnlockRepeatsAReleaseOfUnknownOutcome(t *testing.T) {
+	s, c := startSilent(t)
+	m := c.Mutex("printer", MutexOptions{Owner: "w1", TTL: time.Minute, RetryBackoff: time.Millisecond})
+	locked := make(chan error, 1)
+	go func() { locked <- m.TryLock(context.Background()) }()
+	acq := next(t, s)
+	const token = 1_764_000_000_000_001 // a token as the store hands them out: its clock in µs
+	s.answers <- &locksv1.SessionResponse{Id: acq.GetId(), Result: &locksv1.SessionResponse_Acquire{
+		Acquire: &locksv1.AcquireResponse{Acquired: true, FencingToken: token}}}
+	if err := <-locked; err != nil || m.FencingToken() != token {
+		t.Fatalf("TryLock = %v, token %d; want held with %d", err, m.FencingToken(), token)
+	}
+
+	unlocked := make(chan error, 1)
+	go func() { unlocked <- m.Unlock(context.Background()) }()
+	first := next(t, s)
+	if first.GetRelease().GetFencingToken() != token {
+		t.Fatalf("first request of Unlock = %v, want the release of token %d", first, token)
+	}
+	s.answers <- &locksv1.SessionResponse{Id: first.GetId(), Result: &locksv1.SessionResponse_Error{Error: &locksv1.SessionError{
+		Code: int32(codes.Unavailable), Message: "The store did not confirm in time that the change reached a replica."}}}
+	again := next(t, s)
+	if again.GetRelease().GetFencingToken() != token || again.GetRelease().GetOwner() != "w1" {
+		t.Fatalf("after UNAVAILABLE the client sent %v, want the same release again", again)
+	}
+	s.answers <- &locksv1.SessionResponse{Id: again.GetId(), Result: &locksv1.SessionResponse_Release{
+		Release: &locksv1.ReleaseResponse{Released: false}}}
+	select {
+	case err := <-unlocked:
+		if err != nil {
+			t.Errorf("Unlock after a repeated release found the hold gone = %v, want nil (the first one released it)", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Unlock did not return within 30s of its repeat's answer")
+	}
+}
