@@ -150,3 +150,46 @@ func TestIDsNeverRepeatAfterTheCounterGoesBack(t *testing.T) {
 		t.Errorf("After(2) = %v, last %d, %v; want [%d %d], last %d", ids(got), last, err, m.ID, next.ID, next.ID)
 	}
 }
+
+// The same for the room's presence version: after a lost tail the next change's version
+// exceeds every version handed out before (a stream skips changes at or below its version).
+func TestPresenceVersionsNeverGoBackAfterALostTail(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, rdb := newStore(t, 100)
+	k := s.keys("foyer")
+	now := time.UnixMilli(1_764_000_000_000)
+	enter := func(user string) int64 {
+		t.Helper()
+		sess := domain.Session{ID: "g1:" + user, UserID: user, Username: "N" + user}
+		if _, err := s.Enter(ctx, "foyer", sess, "h1", now, now.Add(time.Minute)); err != nil {
+			t.Fatalf("Enter(%s) = %v", user, err)
+		}
+		p, err := s.Presence(ctx, "foyer", now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Version
+	}
+	enter("u1")
+	version := k.presence[4]
+	dump, err := rdb.Dump(ctx, version).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	enter("u2")
+	highest := enter("u3")
+	// The failover: the last two versions are gone, given by another primary.
+	if err := rdb.RestoreReplace(ctx, version, 0, dump).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb.Set(ctx, k.presence[5], "the-old-primary", 0)
+
+	after := enter("u4")
+	if after <= highest || after >= 1<<53 {
+		t.Fatalf("presence version after the lost tail = %d, want above %d and below 2^53", after, highest)
+	}
+	if next := enter("u5"); next != after+1 {
+		t.Fatalf("presence version after that = %d, want %d", next, after+1)
+	}
+}

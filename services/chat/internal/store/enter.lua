@@ -26,7 +26,7 @@ end
 redis.call('HSET', KEYS[4], ARGV[3], ARGV[6] .. '\t' .. ARGV[4])
 redis.call('ZADD', KEYS[3], ARGV[7], ARGV[3])
 if redis.call('HINCRBY', KEYS[2], ARGV[4], 1) == 1 then
-  local v = redis.call('INCR', KEYS[5])
+  local v = next_version()
   redis.call('HSET', KEYS[1], ARGV[4], v .. ' ' .. ARGV[2] .. ' ' .. ARGV[5])
   announced[#announced + 1] = 'p' .. v .. '\tj\t' .. ARGV[4] .. '\t' .. ARGV[2] .. '\t' .. ARGV[5]
 end

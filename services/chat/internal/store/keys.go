@@ -18,14 +18,14 @@ type roomKeys struct {
 	// presence change, as "p<version>\t…" (presence_lib.lua).
 	channel string
 	// presence are the keys of the room's presence, in the order of KEYS in presence_lib.lua:
-	// members, member sessions, sessions, session info, presence version.
+	// members, member sessions, sessions, session info, presence version, its epoch.
 	presence []string
 }
 
 func (s *Store) keys(room string) roomKeys {
 	tag := redisx.Tag(s.prefix + ":chat:" + room)
 	return roomKeys{log: tag + ":log", seq: tag + ":seq", epoch: tag + ":epoch", channel: tag + ":live",
-		presence: []string{tag + ":members", tag + ":msessions", tag + ":sessions", tag + ":sinfo", tag + ":pversion"}}
+		presence: []string{tag + ":members", tag + ":msessions", tag + ":sessions", tag + ":sinfo", tag + ":pversion", tag + ":pepoch"}}
 }
 
 // postKey remembers a post's idempotency key, holding the id it was stored under.

@@ -21,7 +21,7 @@ func FuzzLuaArguments(f *testing.F) {
 			"read.lua":   {{"last", "0", "50"}, {"after", "3", "50"}, {"before", "9", "50"}, {"between", "x", "y"}},
 		})
 	scripts = append(scripts, redistest.LoadScripts(f, "presence_lib.lua",
-		map[string]int{"enter.lua": 5, "exit.lua": 5, "renew.lua": 5, "presence.lua": 5},
+		map[string]int{"enter.lua": 6, "exit.lua": 6, "renew.lua": 6, "presence.lua": 6},
 		map[string][][]string{
 			"enter.lua": {common("g1:1", "u1", "Ann", "h1", "1764000015000"), common("g1:1", "u2", "Bo", "h1", "1764000015000"),
 				common("g1:2", "u1", "Ann", "h	2", "1764000015000"), common("", "", "", "", "x")},

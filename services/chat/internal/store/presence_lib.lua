@@ -6,7 +6,8 @@
 -- KEYS[3] the room's sessions: sorted set, session id -> lease end (ms)
 -- KEYS[4] the room's session info: hash, session id -> "<holder>\t<user id>" (holder: the
 --         token of the stream that entered or re-attached it last)
--- KEYS[5] the room's presence version: each arrival and departure adds one
+-- KEYS[5] the room's presence version: each arrival and departure adds one (next_version)
+-- KEYS[6] the replication id of the primary that gave the last presence version
 -- ARGV[1] the room's channel
 -- ARGV[2] now (ms): sessions whose lease end is at or before it are closed first
 -- Each arrival announces "p<version>\tj\t<user id>\t<since>\t<username>" and each departure
@@ -31,6 +32,26 @@ local function reply(r)
   return r
 end
 
+-- next_version is the room's next presence version. Versions follow one another while the room
+-- stays on one primary's history; a primary that was promoted (or restarted from its files) may
+-- have lost the last ones, and its count went back with them, so the first version under
+-- another replication id than the last one's is max(version + 1, Redis TIME in microseconds):
+-- above every version given before, as append.lua does for message ids. A stream skips changes
+-- at or below the version it has, so a version given twice would be a change skipped.
+local function next_version()
+  local v = redis.call('INCR', KEYS[5])
+  local epoch = string.match(redis.call('INFO', 'replication'), 'master_replid:(%w+)') or ''
+  if redis.call('GET', KEYS[6]) ~= epoch then
+    redis.call('SET', KEYS[6], epoch)
+    if v > 1 then
+      local t = redis.call('TIME')
+      v = math.max(v, tonumber(t[1]) * 1000000 + tonumber(t[2]))
+      redis.call('SET', KEYS[5], string.format('%d', v))
+    end
+  end
+  return string.format('%d', v)
+end
+
 -- split reads a session's info: its holder and its user id.
 local function split(info)
   local tab = info:find('\t', 1, true)
@@ -48,7 +69,7 @@ local function depart(user)
   end
   redis.call('HDEL', KEYS[2], user)
   redis.call('HDEL', KEYS[1], user)
-  local v = redis.call('INCR', KEYS[5])
+  local v = next_version()
   announced[#announced + 1] = 'p' .. v .. '\tl\t' .. user
 end
 
