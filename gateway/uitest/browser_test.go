@@ -218,6 +218,25 @@ func (p *page) screenshot(name string) {
 	}
 }
 
+// screenshotViewport saves what the screen shows (not the whole page) as
+// docs/screenshots/<name>.png when VIGIL_SCREENSHOTS is set: for something laid over the page.
+func (p *page) screenshotViewport(name string) {
+	p.t.Helper()
+	dir := os.Getenv("VIGIL_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		p.t.Fatalf("%s: screenshot: %v", p.name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		p.t.Fatalf("save screenshot: %v", err)
+	}
+}
+
 // jsString quotes s as a JavaScript string literal.
 func jsString(s string) string {
 	b, _ := json.Marshal(s)

@@ -37,7 +37,7 @@ func TestRoomKeyboard(t *testing.T) {
 	leader.run(chromedp.KeyEvent("?"))
 	leader.waitFor("shortcuts listed", `!document.getElementById('keys-help').hidden && document.getElementById('keys-list').textContent.includes('Play or pause')
 		&& document.getElementById('keys-open').getAttribute('aria-expanded') === 'true'`, 5*time.Second)
-	leader.screenshot("room-keys")
+	leader.screenshotViewport("room-keys")
 	leader.run(chromedp.KeyEvent(kb.Escape))
 	leader.waitFor("shortcuts closed", `document.getElementById('keys-help').hidden`, 5*time.Second)
 	leader.eval(`document.activeElement && document.activeElement.blur(); true`, new(bool))

@@ -17,7 +17,7 @@ export function toggleMirror() {
 function render() {
   const on = state.get('mirrored');
   $('mirror').setAttribute('aria-pressed', String(on));
-  $('mirror').textContent = on ? 'Mirrored: tap for the camera view' : 'Mirror the picture';
+  $('mirror').textContent = on ? 'Mirrored: tap to see it unmirrored' : 'Mirror the picture';
   $('mirror-note').textContent = on ? 'Mirrored on this device: left and right are swapped, as in a mirror. The audience is still at the bottom of the stage.' : '';
 }
 
