@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/services/chat/internal/domain"
 )
 
@@ -191,5 +192,61 @@ func TestPresenceVersionsNeverGoBackAfterALostTail(t *testing.T) {
 	}
 	if next := enter("u5"); next != after+1 {
 		t.Fatalf("presence version after that = %d, want %d", next, after+1)
+	}
+}
+
+// The same with the real durability wait: under replica durability on a primary whose replica
+// is paused, a post fails as outcome unknown and nothing reaches the room's channel; once the
+// replica answers, the post sent again with its postId is stored once and published.
+func TestNothingPublishedWhenNoReplicaConfirms(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rs := redistest.StartSentinel(t, redistest.SentinelOptions{Replicas: 1, Sentinels: -1})
+	primary, replica := rs.Nodes()[0], rs.Nodes()[1]
+	durable, err := redisx.Open(ctx, redisx.Config{URL: "redis://" + primary, Durability: redisx.Replica, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer durable.Close()
+	s := New(durable, Options{Prefix: "t", Keep: 100})
+	plain := rs.NodeClient(t, primary)
+	channel := s.keys("deck").channel
+	sub := plain.Subscribe(ctx, channel)
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	if m, _, err := s.Append(ctx, post("deck", 1), time.UnixMilli(1)); err != nil || m.ID != 1 {
+		t.Fatalf("Append(1) with the replica up = id %d, %v; want 1", m.ID, err)
+	}
+	if got, err := sub.ReceiveMessage(ctx); err != nil || !strings.HasPrefix(got.Payload, "1:") {
+		t.Fatalf("channel heard %v, %v; want message 1", got, err)
+	}
+
+	rs.Pause(t, replica)
+	paused := true
+	defer func() {
+		if paused {
+			rs.Unpause(t, replica)
+		}
+	}()
+	p := post("deck", 2)
+	p.PostID = "post-2"
+	if _, _, err := s.Append(ctx, p, time.UnixMilli(2)); !errors.Is(err, redisx.ErrOutcomeUnknown) {
+		t.Fatalf("Append(2) with the replica paused = %v, want ErrOutcomeUnknown", err)
+	}
+	if got := heardFirst(t, ctx, plain, sub, channel); got != "marker" {
+		t.Fatalf("channel heard %q before the marker; want nothing from an unconfirmed post", got)
+	}
+
+	rs.Unpause(t, replica)
+	paused = false
+	m, dup, err := s.Append(ctx, p, time.UnixMilli(3))
+	if err != nil || !dup || m.ID != 2 {
+		t.Fatalf("Append(2) sent again = id %d, dup %v, %v; want id 2, dup", m.ID, dup, err)
+	}
+	if got, err := sub.ReceiveMessage(ctx); err != nil || !strings.HasPrefix(got.Payload, "2:") {
+		t.Fatalf("after the repeat the channel heard %v, %v; want message 2", got, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vigil-dev/vigil/pkg/redistest"
+	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/pkg/wait"
 	"github.com/vigil-dev/vigil/services/locks/internal/domain"
 )
@@ -197,5 +198,70 @@ func TestRepeatsAfterAnUnknownOutcome(t *testing.T) {
 	}
 	if l, _ := s.Get(ctx, "press"); l.Held {
 		t.Errorf("Get(press) after the release = %+v, want free", l)
+	}
+}
+
+// The same with the real durability wait: under replica durability on a primary whose replica
+// is paused, a release that hands the lock to a waiter on another replica fails as outcome
+// unknown and publishes no grant; once the replica answers, the waiter finds its grant itself.
+func TestNoGrantNoticeWhenNoReplicaConfirms(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rs := redistest.StartSentinel(t, redistest.SentinelOptions{Replicas: 1, Sentinels: -1})
+	primary, replica := rs.Nodes()[0], rs.Nodes()[1]
+	durable, err := redisx.Open(ctx, redisx.Config{URL: "redis://" + primary, Durability: redisx.Replica, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer durable.Close()
+	const prefix = "t"
+	s := testStore(t, durable, prefix, Options{})
+	listen(t, s)
+	other := testStore(t, durable, prefix, Options{Alarms: s.q})
+	plain := rs.NodeClient(t, primary)
+	heard := plain.Subscribe(ctx, s.channel)
+	defer heard.Close()
+	if _, err := heard.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	held, err := s.Acquire(ctx, "kiln", "holder", time.Minute, 0)
+	if err != nil || !held.OK {
+		t.Fatalf("Acquire(kiln, holder) = %+v, %v", held, err)
+	}
+	got := make(chan domain.Acquired, 1)
+	go func() {
+		a, _ := s.Acquire(ctx, "kiln", "waiter", 6*time.Second, time.Minute) // looks every 3 s
+		got <- a
+	}()
+	k := keysOf(s.q, "kiln")
+	wait.Until(t, "waiter queued", func() bool { n, _ := plain.LLen(ctx, k.queue).Result(); return n == 1 })
+
+	rs.Pause(t, replica)
+	paused := true
+	defer func() {
+		if paused {
+			rs.Unpause(t, replica)
+		}
+	}()
+	if _, err := other.Release(ctx, "kiln", "holder", 0); !errors.Is(err, redisx.ErrOutcomeUnknown) {
+		t.Fatalf("Release(kiln, holder) with the replica paused = %v, want ErrOutcomeUnknown", err)
+	}
+	if err := plain.Publish(ctx, s.channel, "marker").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if first, err := heard.ReceiveMessage(ctx); err != nil || first.Payload != "marker" {
+		t.Fatalf("grant channel heard %v, %v before the marker; want nothing from an unconfirmed release", first, err)
+	}
+	rs.Unpause(t, replica)
+	paused = false
+
+	select {
+	case a := <-got:
+		if !a.OK || a.Token <= held.Token {
+			t.Errorf("waiting Acquire = %+v; want the waiter's grant, a token above %d", a, held.Token)
+		}
+	case <-time.After(wait.Deadline):
+		t.Fatalf("waiter did not find its grant within %v", wait.Deadline)
 	}
 }
