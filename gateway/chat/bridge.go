@@ -34,7 +34,8 @@ import (
 // local sockets from one JSON encoding. When a stream breaks (a chat replica is killed or
 // rolled), the room re-attaches to any replica from the last id it delivered; sockets stay
 // open and see every message once, in order. Message ids are JSON numbers: the room's
-// sequence, 1, 2, 3, …
+// sequence, 1, 2, 3, … (after a store failover that lost the tail, one jump above every id
+// handed out before).
 
 // Bridge serves the chat WebSocket route.
 type Bridge struct {

@@ -30,7 +30,8 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // ChatService keeps one message log per room: every message gets the room's next id (1, 2, 3,
-// … with no gaps), the last N are kept as history, and every member of a room receives every
+// … with no gaps; after a store failover that lost the log's tail, one jump above every id
+// handed out before), the last N are kept as history, and every member of a room receives every
 // message once, in id order, whichever replica it is attached to.
 type ChatServiceClient interface {
 	// Connect attaches to a room. The first request must be a Join; the service answers with one
@@ -107,7 +108,8 @@ func (c *chatServiceClient) ListPresence(ctx context.Context, in *ListPresenceRe
 // for forward compatibility.
 //
 // ChatService keeps one message log per room: every message gets the room's next id (1, 2, 3,
-// … with no gaps), the last N are kept as history, and every member of a room receives every
+// … with no gaps; after a store failover that lost the log's tail, one jump above every id
+// handed out before), the last N are kept as history, and every member of a room receives every
 // message once, in id order, whichever replica it is attached to.
 type ChatServiceServer interface {
 	// Connect attaches to a room. The first request must be a Join; the service answers with one

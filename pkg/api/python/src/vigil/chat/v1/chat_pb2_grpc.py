@@ -7,7 +7,8 @@ from vigil.chat.v1 import chat_pb2 as vigil_dot_chat_dot_v1_dot_chat__pb2
 
 class ChatServiceStub(object):
     """ChatService keeps one message log per room: every message gets the room's next id (1, 2, 3,
-    … with no gaps), the last N are kept as history, and every member of a room receives every
+    … with no gaps; after a store failover that lost the log's tail, one jump above every id
+    handed out before), the last N are kept as history, and every member of a room receives every
     message once, in id order, whichever replica it is attached to.
     """
 
@@ -41,7 +42,8 @@ class ChatServiceStub(object):
 
 class ChatServiceServicer(object):
     """ChatService keeps one message log per room: every message gets the room's next id (1, 2, 3,
-    … with no gaps), the last N are kept as history, and every member of a room receives every
+    … with no gaps; after a store failover that lost the log's tail, one jump above every id
+    handed out before), the last N are kept as history, and every member of a room receives every
     message once, in id order, whichever replica it is attached to.
     """
 
@@ -113,7 +115,8 @@ def add_ChatServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class ChatService(object):
     """ChatService keeps one message log per room: every message gets the room's next id (1, 2, 3,
-    … with no gaps), the last N are kept as history, and every member of a room receives every
+    … with no gaps; after a store failover that lost the log's tail, one jump above every id
+    handed out before), the last N are kept as history, and every member of a room receives every
     message once, in id order, whichever replica it is attached to.
     """
 
