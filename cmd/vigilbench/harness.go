@@ -235,7 +235,7 @@ func benchFormatCell(v float64, unit string) string {
 		default:
 			return d.Round(time.Microsecond).String()
 		}
-	case "x":
+	case "x", "cores":
 		return fmt.Sprintf("%.2f", v)
 	default:
 		return fmt.Sprintf("%.0f", v)

@@ -3,9 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"regexp"
 	"slices"
@@ -41,7 +44,7 @@ func benchGatewayHeap(ctx context.Context, h *Harness, fs *flag.FlagSet, args []
 	fs.DurationVar(&o.window, "window", 30*time.Second, "the collections whose median live heap is the starting one (after -warm) and the ending one (the run's last)")
 	fs.IntVar(&o.rate, "rate", 0, "REST calls a second offered to each gateway (GET /locks/{resource}, a read through the locks service); 0: each caller sends its next call once the last is answered")
 	fs.IntVar(&o.concurrency, "concurrency", 16, "callers per gateway: more than one, so the gateway's calls to the service overlap")
-	fs.IntVar(&o.waiters, "waiters", 2, "lock acquires kept waiting (waitMs 10000, or a quarter of -duration if less, on a lock held for the run, staggered) beside the reads, so some call to the service is open at every moment; 0: reads only")
+	fs.IntVar(&o.waiters, "waiters", 2, "lock acquires kept waiting (waitMs 10000, or a quarter of -duration if less, on a lock held for the run, staggered; sent sampled for tracing, so each is a unary call of the gateway's, not a message on its lock session) beside the reads, so some call to the service is open at every moment; 0: reads only")
 	fs.StringVar(&o.before, "before", "", "another Vigil checkout (git worktree add /tmp/before <commit>) whose gateway is measured beside this one's")
 	if err := parseBenchFlags(fs, args); err != nil {
 		return err
@@ -90,6 +93,10 @@ func benchGatewayHeap(ctx context.Context, h *Harness, fs *flag.FlagSet, args []
 		fails atomic.Int64
 		last  atomic.Value // the last failure, a string
 	}
+	deadAddr, err := freeAddr() // where the gateways' traces go: nowhere
+	if err != nil {
+		return err
+	}
 	var gws []*running
 	for _, v := range variants {
 		addr, err1 := freeAddr()
@@ -98,7 +105,15 @@ func benchGatewayHeap(ctx context.Context, h *Harness, fs *flag.FlagSet, args []
 			return fmt.Errorf("free ports: %v %v", err1, err2)
 		}
 		tr := newGCTrace(os.Stderr)
-		if err := h.process(ctx, "gateway", v.bin, addr, []string{"GODEBUG=gctrace=1"}, tr, "-addr", addr, "-metrics-addr", metrics,
+		env := []string{"GODEBUG=gctrace=1"}
+		if o.waiters > 0 {
+			// The gateway relays lock writes over session streams, except a traced one, which
+			// is a unary call of its own: tracing on (to an address nothing listens on), no
+			// request sampled but those that arrive sampled (the waiters').
+			env = append(env, "OTEL_EXPORTER_OTLP_ENDPOINT=http://"+deadAddr, "OTEL_EXPORTER_OTLP_INSECURE=true",
+				"OTEL_TRACES_SAMPLER=parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG=0")
+		}
+		if err := h.process(ctx, "gateway", v.bin, addr, env, tr, "-addr", addr, "-metrics-addr", metrics,
 			"-locks-addr", locksAddr, "-rate-limit", "-1", "-log-format", "text", "-log-level", "warn"); err != nil {
 			return err
 		}
@@ -121,7 +136,7 @@ func benchGatewayHeap(ctx context.Context, h *Harness, fs *flag.FlagSet, args []
 	for _, r := range gws {
 		if o.waiters > 0 {
 			// The lock the waiters wait on, held for the run (an hour at most).
-			wc := newRestClient(r.gw, o.waiters+1)
+			wc := tracedClient{base: r.gw, c: benchHTTPClient()}
 			code, body, err := wc.do(ctx, "POST", "/locks/heap-held/acquire", `{"owner":"holder","ttlMs":3600000}`)
 			if err != nil || code != 200 || !strings.Contains(string(body), `"acquired":true`) {
 				return fmt.Errorf("%s: hold the waiters' lock: %d %s %v", r.name, code, body, err)
@@ -204,7 +219,7 @@ func benchGatewayHeap(ctx context.Context, h *Harness, fs *flag.FlagSet, args []
 		offered = "calls back to back"
 	}
 	if o.waiters > 0 {
-		rep.note("beside the reads, %d lock acquires at a time waited %v each on a lock held for the run (%d per gateway in all), so some call of the gateway's to the service was open at every moment", o.waiters, waitFor, gws[0].waits.Load())
+		rep.note("beside the reads, %d lock acquires at a time waited %v each on a lock held for the run (%d per gateway in all), so some unary call of the gateway's to the service was open at every moment (the acquires carried a sampled traceparent, which makes the gateway send them as unary calls rather than on its lock sessions; the gateways ran with tracing on, to an address nothing listens on, sampling nothing else)", o.waiters, waitFor, gws[0].waits.Load())
 	}
 	rep.note("each gateway offered %s by %d callers for %v (%v measured); the heap at warm is the median live heap of the collections %v-%v into the run, at end that of the last %v; gctrace reports whole MB", offered, o.concurrency, o.duration, elapsed.Round(time.Second), o.warm, o.warm+o.window, o.window)
 	return nil
@@ -284,4 +299,28 @@ func median(ls []gcLine, from, to time.Time) float64 {
 	}
 	slices.Sort(v)
 	return v[len(v)/2]
+}
+
+// tracedClient sends REST requests that carry a sampled W3C traceparent.
+type tracedClient struct {
+	base string
+	c    *http.Client
+}
+
+func (tc tracedClient) do(ctx context.Context, method, path, body string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, tc.base+path, strings.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	var id [24]byte
+	_, _ = rand.Read(id[:])
+	req.Header.Set("traceparent", "00-"+hex.EncodeToString(id[:16])+"-"+hex.EncodeToString(id[16:])+"-01")
+	res, err := tc.c.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	return res.StatusCode, raw, err
 }
