@@ -91,8 +91,11 @@ bench: redis-image
 # The race detector over every package with tests (computed by .ci/racepkgs, so a new package
 # joins with its first test), minus those .ci/race-exclude.txt names with the reason: the
 # concurrent code runs in its own tests (hubs, indexes, the clock, the picker) and in the
-# gateway's and services' tests, which start real servers. Bounded: a hang fails the run after
-# RACE_TIMEOUT.
+# gateway's and services' tests, which start real servers. Bounded: a test binary that runs
+# past RACE_TIMEOUT fails the run. Measured 2026-12-05 on 2 cores at load averages 25-70
+# (other sessions' builds and tests): 51 packages in 58 min of wall time but 12 min of CPU, the
+# longest binary services/reservations/service at 10.2 min and gateway at 6.3 min (estimated
+# on a quiet machine, from that CPU less gateway/uitest's, over 2 cores: 6-10 min).
 RACE_TIMEOUT ?= 20m
 test-race: redis-image
 	@if [ -z "$$VIGIL_REDIS_IMAGE" ] && docker image inspect $(REDIS_IMAGE_LOCAL) >/dev/null 2>&1; then \
