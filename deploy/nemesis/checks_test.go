@@ -50,6 +50,9 @@ func TestCheckChatCatchesBrokenHistories(t *testing.T) {
 		{"every post once", []*chatv1.ChatMessage{msg(1, "f0-w0-1"), msg(2, "f0-w0-2")}, ids, outcome{}},
 		{"a post twice", []*chatv1.ChatMessage{msg(1, "f0-w0-1"), msg(2, "f0-w0-2"), msg(3, "f0-w0-2")}, ids, outcome{doubled: 1}},
 		{"a gap", []*chatv1.ChatMessage{msg(1, "f0-w0-1"), msg(3, "f0-w0-2")}, ids, outcome{lost: 1}},
+		// After a failover a room's ids go on from Redis's TIME in microseconds: no loss.
+		{"the jump after a failover", []*chatv1.ChatMessage{msg(1, "f0-w0-1"), msg(1796475004049070, "f0-w0-2")},
+			map[string]int64{"f0-w0-1": 1, "f0-w0-2": 1796475004049070}, outcome{}},
 		{"an acknowledged post missing", []*chatv1.ChatMessage{msg(1, "f0-w0-1")}, ids, outcome{lost: 1}},
 		// A failover that lost message 2 hands its id out again: the history holds one message
 		// with id 2, and two acknowledgments named it.

@@ -161,7 +161,11 @@ func runStoreFaults(t *testing.T, s *store, durability string, faults []storeFau
 			case "locks":
 				w = &locksWorkload{name: run, resources: durability}
 			case "reservations":
-				w = &reservationsWorkload{name: run}
+				rw := &reservationsWorkload{name: run}
+				if durability == "async" {
+					rw.patience = reservationTTL + 2*alarmLease
+				}
+				w = rw
 			case "chat":
 				w = &chatWorkload{name: run}
 			}
