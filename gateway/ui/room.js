@@ -9,8 +9,9 @@
 // (player.js), the follower (follow.js), the leader's controls (leader.js), one module per
 // practice tool (speed.js, loop.js, countin.js, mirror.js, and practice.js for the line they
 // share), marks, formations, people, switching videos, the keyboard (keys.js), the camera
-// (camera.js) and the chat (roomchat.js). docs/UI.md draws them. This module wires them and
-// owns the room's heading, its info line, the notice when it closes and the error line.
+// (camera.js), the dancer's takes (takes.js) and the chat (roomchat.js). docs/UI.md draws
+// them. This module wires them and owns the room's heading, its info line, the notice when it
+// closes and the error line.
 import { $, api, clock } from './common.js';
 import { currentOffset, serverNow } from './room/clock.js';
 import { code, role, validCode } from './room/context.js';
@@ -31,6 +32,7 @@ import './room/switchvideo.js';
 import './room/mirror.js';
 import './room/keys.js';
 import './room/camera.js';
+import './room/takes.js';
 import { startRoomChat } from './room/roomchat.js';
 
 function renderInfo() {

@@ -30,11 +30,18 @@ const (
 // --use-file-for-fake-video-capture (Chromium loops it).
 func cameraClip(t *testing.T) string {
 	t.Helper()
+	return numberedClip(t, "camera", clipFrames)
+}
+
+// numberedClip writes <name>.y4m: frames frames at 15 fps (at most 256), each carrying its
+// number and the mark on its left as the camera clip's layout says.
+func numberedClip(t *testing.T, name string, frames int) string {
+	t.Helper()
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "YUV4MPEG2 W%d H%d F15:1 Ip A1:1 C420jpeg\n", clipW, clipH)
 	y := make([]byte, clipW*clipH)
 	chroma := bytes.Repeat([]byte{128}, clipW*clipH/2)
-	for n := range clipFrames {
+	for n := range frames {
 		for row := range clipH {
 			for col := range clipW {
 				v := byte(128)
@@ -57,7 +64,7 @@ func cameraClip(t *testing.T) string {
 		b.Write(y)
 		b.Write(chroma)
 	}
-	path := filepath.Join(t.TempDir(), "camera.y4m")
+	path := filepath.Join(t.TempDir(), name+".y4m")
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
