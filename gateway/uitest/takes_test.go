@@ -128,8 +128,8 @@ func (p *page) setScrub(ms int) (take, ref int) {
 // what the dancer saw when the camera gave each take frame (sampled from both videos' pixels
 // while recording): the median offset within takeBoundFr frames, the p99 logged. The take is
 // seekable (its duration known), the slider moves both videos, comparing leaves the room
-// playing, a take can be downloaded, and the page keeps the last three. Without the camera
-// the button says to turn it on.
+// playing, a take can be downloaded, a take also starts at a count-in, and the page keeps the
+// last three. Without the camera the button says to turn it on.
 func TestRoomTakes(t *testing.T) {
 	t.Parallel()
 	s := startStack(t)
@@ -168,7 +168,7 @@ func TestRoomTakes(t *testing.T) {
 	p.eval(samplerJS("recorded", "camera", "player", `window.vigilRoom.state.get('takeStatus') === 'recording'`), new(bool))
 	p.clickSettled("take-record")
 	p.waitFor("take armed", `window.vigilRoom.state.get('takeStatus') === 'armed' && document.getElementById('take-record').textContent === 'Cancel the take'`, 5*time.Second)
-	p.waitFor("take recording", `window.vigilRoom.state.get('takeStatus') === 'recording'`, 20*time.Second)
+	p.waitFor("take recording", `window.vigilRoom.state.get('takeStatus') === 'recording' && document.getElementById('camera-note').textContent.includes('recording your take')`, 20*time.Second)
 	p.waitFor("take recorded", `window.vigilRoom.state.get('takes').length === 1 && window.vigilRoom.state.get('takeStatus') === 'idle'`, 20*time.Second)
 	var recorded [][2]int
 	p.eval(`window.recordedOn = false; window.recorded`, &recorded)
@@ -244,9 +244,20 @@ func TestRoomTakes(t *testing.T) {
 	if !strings.HasPrefix(link.Href, "blob:") || !strings.HasSuffix(link.Download, ".webm") {
 		t.Errorf("download link %+v, want a blob: URL saved as .webm", link)
 	}
-	for n := 2; n <= 4; n++ {
+	for n := 2; n <= 3; n++ {
 		p.clickSettled("take-record")
 		p.waitFor(fmt.Sprintf("take %d recorded", n), fmt.Sprintf(`window.vigilRoom.state.get('takes')[0]?.id === %d && window.vigilRoom.state.get('takeStatus') === 'idle'`, n), 30*time.Second)
+	}
+	// The fourth from a count-in at the loop's start: it runs to the loop's end.
+	p.run(chromedp.Click(chromedp.ID("pause")))
+	p.eval(fmt.Sprintf(`document.getElementById('player').currentTime = %f; true`, float64(takeLoopFrom)/1000), new(bool))
+	p.waitFor("paused at the loop's start", fmt.Sprintf(`(() => { const v = document.getElementById('player'); return v.paused && !v.seeking && Math.abs(v.currentTime*1000 - %d) < 1; })()`, takeLoopFrom), 10*time.Second)
+	p.clickSettled("take-record")
+	p.run(chromedp.SetValue(chromedp.ID("count-beats"), "2"), chromedp.SetValue(chromedp.ID("count-bpm"), "240"), chromedp.Click(chromedp.ID("count-play")))
+	p.waitFor("take 4 recorded", `window.vigilRoom.state.get('takes')[0]?.id === 4 && window.vigilRoom.state.get('takeStatus') === 'idle'`, 30*time.Second)
+	p.eval(`window.vigilRoom.state.get('takes')[0]`, &take)
+	if take.Kind != "count" || take.StartMs < takeLoopFrom || take.StartMs > takeLoopFrom+400 {
+		t.Errorf("take after a count-in %+v, want one from %d ms, the count-in's", take, takeLoopFrom)
 	}
 	var kept []int
 	p.eval(`Array.from(document.querySelectorAll('#take-list li'), li => Number(li.dataset.take))`, &kept)

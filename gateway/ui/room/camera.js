@@ -1,7 +1,7 @@
 // The dancer's own camera, beside the leader's video (over it, half-transparent, on a narrow
 // screen), mirrored by default as a mirror in a studio is. The browser asks for the camera
-// only when the button is pressed; the picture stays on this device (nothing is recorded or
-// sent). When there is no camera, when it is refused, or when the page is not in a secure
+// only when the button is pressed; the picture stays on this device (nothing is sent, and
+// nothing is recorded unless the dancer records a take: takes.js). When there is no camera, when it is refused, or when the page is not in a secure
 // context (browsers give a camera only to HTTPS pages and localhost), a sentence says so and
 // the rest of the room keeps working.
 //
@@ -83,6 +83,7 @@ function render() {
   note.className = now === 'failed' ? 'notice camera-note' : 'muted small camera-note';
   if (now === 'failed') note.textContent = state.get('cameraError');
   else if (now === 'asking') note.textContent = 'Asking the browser for your camera…';
+  else if (on && state.get('takeStatus') === 'recording') note.textContent = `Your camera, ${state.get('cameraMirrored') ? 'mirrored as in a studio mirror' : 'not mirrored (as others see you)'}, recording your take. It stays on this device: nothing is sent.`;
   else if (on) note.textContent = `Your camera, ${state.get('cameraMirrored') ? 'mirrored as in a studio mirror' : 'not mirrored (as others see you)'}. It stays on this device: nothing is recorded or sent.`;
   else note.textContent = '';
 }
@@ -90,7 +91,7 @@ function render() {
 let mirrored = true;
 try { mirrored = localStorage.getItem(MIRROR_KEY) !== '0'; } catch { /* storage off: mirrored, not remembered */ }
 state.set({ camera: 'off', cameraError: '', cameraMirrored: mirrored });
-state.subscribe(['camera', 'cameraError', 'cameraMirrored'], render);
+state.subscribe(['camera', 'cameraError', 'cameraMirrored', 'takeStatus'], render); // takes.js records it
 $('camera-toggle').addEventListener('click', toggleCamera);
 $('camera-mirror').addEventListener('click', () => {
   const on = !state.get('cameraMirrored');

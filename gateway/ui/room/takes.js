@@ -98,6 +98,7 @@ function start(kind, startMs) {
 function stop(why) {
   if (!recorder) return;
   const rec = recorder;
+  current.durationMs = Date.now() - current.startedAt.getTime();
   recorder = null;
   current = null;
   if (rec.state !== 'inactive') rec.stop();
@@ -261,7 +262,7 @@ function render() {
   $('takes').classList.toggle('recording', status === 'recording');
   const takes = state.get('takes') || [];
   $('take-list').replaceChildren(...takes.map((t) => el('li', { 'data-take': String(t.id) },
-    el('span', { text: `Take ${t.id} · ${t.startedAt.toLocaleTimeString()} · from ${fine(t.startMs)} at ${t.rate}× · ${(t.size / 1e6).toFixed(1)} MB ` }),
+    el('span', { text: `Take ${t.id} · ${t.startedAt.toLocaleTimeString()} · from ${fine(t.startMs)} at ${t.rate}× · ${(t.durationMs / 1000).toFixed(1)} s ` }),
     el('button', { type: 'button', class: 'take-compare', text: 'Compare', onclick: () => compare(t) }),
     ' ',
     el('a', { href: t.url, download: `take-${t.id}-from-${clock(t.startMs).replace(':', 'm')}s-at-${t.rate}x.webm`, text: 'Download' }))));
