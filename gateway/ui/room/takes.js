@@ -35,6 +35,7 @@ let current = null; // the take being recorded: {startMs, rate, endMs, kind, sta
 let lastPos = null; // the player's position at the last tick, to see a loop wrap
 let compared = null; // the take in the compare box
 let starting = false; // an armed take waits for the player to run
+let lockFrame = 0; // the pending frame of lock(), one chain at a time
 let nextId = 1;
 
 /** recordingType is the best WebM the browser records, or '' for its default. */
@@ -142,6 +143,7 @@ function watch() {
   if (status === 'armed' && wrapped) { startAtPlay('loop'); return; }
   if (status !== 'recording' || !current) return;
   if (Date.now() - current.startedAt.getTime() > MAX_TAKE_MS) stop(`A take is at most ${MAX_TAKE_MS / 60000} minutes; this one ended there.`);
+  else if (current.kind === 'loop' && !loop) stop('The loop was cleared, so the take ended there.');
   else if (current.kind === 'loop' && wrapped) stop('Take recorded: one pass of the loop.');
   else if (current.kind === 'count' && (wrapped || pos >= current.endMs)) stop('Take recorded: the section after the count-in.');
 }
@@ -197,7 +199,7 @@ async function compare(take) {
   await seekBoth(0);
   if (compared !== take) return;
   box.dataset.ready = '1';
-  requestAnimationFrame(lock);
+  lockFrame = requestAnimationFrame(lock);
 }
 
 /** seekBoth puts the take at ms and the video where it was then, both paused. */
@@ -232,7 +234,7 @@ function lock() {
   }
   if (!takeView.seeking) scrub.value = String(Math.round(takeView.currentTime * 1000));
   $('compare-at').textContent = `${fine(takeView.currentTime * 1000)} of the take · ${fine(target * 1000)} of the video`;
-  requestAnimationFrame(lock);
+  lockFrame = requestAnimationFrame(lock);
 }
 
 /** playBoth plays (or pauses) the take and the video together, from the start once the take has ended. */
@@ -247,6 +249,7 @@ async function playBoth() {
 
 /** closeCompare empties the compare box. */
 function closeCompare() {
+  cancelAnimationFrame(lockFrame);
   compared = null;
   for (const v of [takeView, refView]) { v.pause(); v.removeAttribute('src'); v.load(); }
   $('compare').hidden = true;
