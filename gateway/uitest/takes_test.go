@@ -128,7 +128,7 @@ func (p *page) setScrub(ms int) (take, ref int) {
 // what the dancer saw when the camera gave each take frame (sampled from both videos' pixels
 // while recording): the median offset within takeBoundFr frames, the p99 logged. The take is
 // seekable (its duration known), the slider moves both videos, comparing leaves the room
-// playing, a take can be downloaded, a take also starts at a count-in, and the page keeps the
+// playing, the two videos stack on a phone, a take can be downloaded, a take also starts at a count-in, and the page keeps the
 // last three. Without the camera the button says to turn it on.
 func TestRoomTakes(t *testing.T) {
 	t.Parallel()
@@ -234,6 +234,13 @@ func TestRoomTakes(t *testing.T) {
 		t.Errorf("comparing moved the room: its player paused in %d samples, still playing at 0.75x: %v", stopped, playing)
 	}
 	p.screenshot("room-takes")
+	// On a phone the two videos stack, each the box's width, and the page does not scroll sideways.
+	p.run(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
+	p.waitFor("compare stacked on a phone", `(() => { const r = document.getElementById('compare-ref').getBoundingClientRect(), k = document.getElementById('compare-take').getBoundingClientRect();
+		return window.innerWidth === 390 && r.width > 250 && Math.abs(r.width - k.width) < 2 && k.top >= r.bottom && document.documentElement.scrollWidth <= 390; })()`, 10*time.Second)
+	p.eval(`document.getElementById('compare').scrollIntoView(); true`, new(bool))
+	p.screenshotViewport("room-takes-phone")
+	p.run(chromedp.EmulateViewport(1280, 900))
 
 	// Download, and the last three kept.
 	var link struct {
