@@ -102,10 +102,6 @@ func benchRedactURL(u string) string {
 // startThrowawayRedis starts redis-server on a free loopback port with a temporary directory,
 // no RDB snapshots and the given AOF policy ("no" turns AOF off).
 func startThrowawayRedis(ctx context.Context, aof string) (url string, stop func(), err error) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return "", nil, errors.New("no --redis-url given and no redis-server installed (Debian: apt-get install redis-server)")
-	}
 	args := []string{"--bind", "127.0.0.1", "--save", "", "--daemonize", "no", "--logfile", ""}
 	switch aof {
 	case "no":
@@ -114,6 +110,22 @@ func startThrowawayRedis(ctx context.Context, aof string) (url string, stop func
 		args = append(args, "--appendonly", "yes", "--appendfsync", aof)
 	default:
 		return "", nil, fmt.Errorf("%w: --aof must be no, everysec or always, not %q", errUsage, aof)
+	}
+	addr, stop, err := startRedisChild(ctx, args)
+	if err != nil {
+		return "", nil, err
+	}
+	benchStage("started a throwaway redis-server on %s (AOF %s)", addr, aof)
+	return "redis://" + addr + "/0", stop, nil
+}
+
+// startRedisChild starts redis-server with args on a free loopback port and a temporary
+// directory, waits until it answers, and returns its address and a stop that ends it and
+// removes the directory.
+func startRedisChild(ctx context.Context, args []string) (addr string, stop func(), err error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return "", nil, errors.New("no redis-server installed (Debian: apt-get install redis-server)")
 	}
 	dir, err := os.MkdirTemp("", "vigil-bench-redis-")
 	if err != nil {
@@ -142,7 +154,7 @@ func startThrowawayRedis(ctx context.Context, aof string) (url string, stop func
 		}
 		_ = os.RemoveAll(dir)
 	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
 	deadline := time.Now().Add(15 * time.Second)
@@ -161,8 +173,7 @@ func startThrowawayRedis(ctx context.Context, aof string) (url string, stop func
 			return "", nil, errors.New("redis-server did not answer within 15s")
 		}
 	}
-	benchStage("started a throwaway redis-server on %s (AOF %s)", addr, aof)
-	return "redis://" + addr + "/0", stop, nil
+	return addr, stop, nil
 }
 
 // benchCASLua is the raw ceiling's compare-and-set script.

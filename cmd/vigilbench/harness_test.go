@@ -205,6 +205,37 @@ func TestBenchmarksRunOnTheRealStack(t *testing.T) {
 			t.Errorf("locks --workloads contended,most: err = %v, want a usage error naming \"most\"", err)
 		}
 	})
+	t.Run("durability", func(t *testing.T) {
+		t.Parallel()
+		// Its own primary and two replicas (redis-server children), so no --redis-url; no etcd
+		// (CI has none installed).
+		var out bytes.Buffer
+		args := []string{"--clients", "2", "--duration", "150ms", "--rounds", "1", "--etcd", "none", "--redis-timeout", "5s", "--json"}
+		if err := runHarness(context.Background(), "durability", benchmarks["durability"], args, &out); err != nil {
+			t.Fatalf("vigilbench durability %v: %v", args, err)
+		}
+		var rep benchReport
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatalf("vigilbench durability printed no JSON report: %v\n%s", err, out.String())
+		}
+		if len(rep.Tables) != 4 {
+			t.Fatalf("durability tables = %d, want 4 (creates, two lock workloads, posts): %s", len(rep.Tables), out.String())
+		}
+		for _, tb := range rep.Tables {
+			if len(tb.Rows) != 3 {
+				t.Errorf("durability %s: %d rows, want async, replica, fsync", tb.Key, len(tb.Rows))
+			}
+			for _, row := range tb.Rows {
+				if row.Values[0] <= 0 || row.Values[len(row.Values)-1] != 0 {
+					t.Errorf("durability %s %s: ops/s %v, errors %v; want operations and no error", tb.Key, row.Name, row.Values[0], row.Values[len(row.Values)-1])
+				}
+			}
+		}
+		err := runHarness(context.Background(), "durability", benchmarks["durability"], []string{"--redis-url", "redis://127.0.0.1:1/0"}, io.Discard)
+		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--redis-url") {
+			t.Errorf("durability --redis-url: err = %v, want a usage error naming --redis-url", err)
+		}
+	})
 	t.Run("lobby", func(t *testing.T) {
 		t.Parallel()
 		got := runJSON(t, "lobby", "--churn", "12", "--parallel", "2", "--rooms", "40", "--lists", "3", "--touch-rate", "50")

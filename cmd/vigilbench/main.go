@@ -41,6 +41,7 @@ type Benchmark struct {
 var benchmarks = map[string]Benchmark{
 	"alarms":       {"pkg/alarm alone: drain 100,000 due alarms, steady 1,000 alarms/s, beside the raw EVALSHA ceiling", benchAlarms},
 	"reservations": {"the reservations service + gateway: creates/s over gRPC and REST; 100,000 holds drained through the service, the bare queue and the raw EVALSHA ceiling in one run", benchReservations},
+	"durability":   {"what durability costs: reservations creates, lock pairs and chat posts with async, replica and fsync in one run on a primary with two replicas (redis-server children), beside etcd's concurrency.Mutex", benchDurability},
 	"reattach":     {"a Room replica restarted under a gateway of 1,000 practice rooms: the re-attach burst's spread, the time until each room is attached again and the Room process's CPU peak, beside another checkout's gateway (-before)", benchReattach},
 	"redis":        {"the raw Redis ceiling alone: redis-benchmark EVALSHA compare-and-set, unpipelined and pipeline 16", benchRedisCeiling},
 	"locks":        {"the lock service + gateway: acquire+release pairs over gRPC, session and REST, uncontended and contended, beside redsync, bsm/redislock and a raw EVALSHA pair", benchLocks},
