@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/vigil-dev/vigil/pkg/redisx"
 	"github.com/vigil-dev/vigil/services/chat/internal/domain"
 )
@@ -66,13 +64,7 @@ func (s *Store) runPresence(ctx context.Context, sc *redisx.Script, k roomKeys, 
 		return nil, err
 	}
 	if len(changes) > 0 {
-		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, c := range changes {
-				p.Publish(ctx, k.channel, c)
-			}
-			return nil
-		})
-		if err != nil {
+		if err := s.publish(ctx, k.presence[0], k.channel, changes...); err != nil {
 			s.log.Warn("presence changed but not published; subscribers read the presence at their next gap",
 				"event", "chat_publish_failed", "channel", k.channel, "changes", len(changes), "err", err)
 		}

@@ -105,12 +105,32 @@ func (s *Store) Append(ctx context.Context, p domain.Post, at time.Time) (m doma
 	if len(res) == 4 {
 		channel, _ := res[2].(string)
 		payload, _ := res[3].(string)
-		if err := s.rdb.Publish(ctx, channel, payload).Err(); err != nil {
+		if err := s.publish(ctx, k.seq, channel, payload); err != nil {
 			s.log.Warn("chat message stored but not published; subscribers read it from the log at their next gap",
 				"event", "chat_publish_failed", "room", p.Room, "id", id, "err", err)
 		}
 	}
 	return m, seen == 1, nil
+}
+
+// publish sends the room's payloads on channel, in order, from the master of key's slot
+// (redisx.Publisher: a room's messages leave from one node, so they arrive in order on a
+// Cluster too).
+func (s *Store) publish(ctx context.Context, key, channel string, payloads ...string) error {
+	c, err := redisx.Publisher(ctx, s.rdb, key)
+	if err != nil {
+		return err
+	}
+	if len(payloads) == 1 {
+		return c.Publish(ctx, channel, payloads[0]).Err()
+	}
+	_, err = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, m := range payloads {
+			p.Publish(ctx, channel, m)
+		}
+		return nil
+	})
+	return err
 }
 
 // Last reads the newest n messages of a room, oldest first, and the room's last id.
