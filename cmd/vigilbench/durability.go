@@ -105,7 +105,7 @@ func benchDurability(ctx context.Context, h *Harness, fs *flag.FlagSet, args []s
 	if err != nil {
 		return err
 	}
-	defer nodes.stop()
+	h.stack.onStop(nodes.stop) // after the services, which stop first
 	rep.Redis = nodes.about
 	// The fsync services check the nodes' settings at start: start every service on
 	// appendfsync always, then set each row's.
@@ -118,13 +118,25 @@ func benchDurability(ctx context.Context, h *Harness, fs *flag.FlagSet, args []s
 			return err
 		}
 	}
+	// Beside etcd (one member), fsync on one Redis with no replica: one node putting each
+	// commit on disk, as etcd does.
 	var etcd *etcdLocks
+	var lone *durabilityServices
 	if etcdBin != "none" {
 		if etcd, err = startEtcd(ctx, etcdBin, clients); err != nil {
 			return err
 		}
 		defer etcd.stop()
 		rep.Settings["etcd"] = etcd.about
+		addr, stop, err := startRedisChild(ctx, []string{"--bind", "127.0.0.1", "--save", "", "--daemonize", "no", "--logfile", "",
+			"--appendonly", "yes", "--appendfsync", "always", "--no-appendfsync-on-rewrite", "no"})
+		if err != nil {
+			return err
+		}
+		h.stack.onStop(stop)
+		if lone, err = startDurabilityServices(ctx, h, "redis://"+addr+"/0", redisx.Fsync, timeout); err != nil {
+			return err
+		}
 	}
 
 	workloads := []durabilityWorkload{
@@ -142,7 +154,7 @@ func benchDurability(ctx context.Context, h *Harness, fs *flag.FlagSet, args []s
 			results[w][m] = &durabilityResult{}
 		}
 	}
-	etcdResult := &durabilityResult{}
+	etcdResult, loneResult := &durabilityResult{}, &durabilityResult{}
 	for round := range rounds {
 		for w, wl := range workloads {
 			for m, s := range svcs {
@@ -160,6 +172,9 @@ func benchDurability(ctx context.Context, h *Harness, fs *flag.FlagSet, args []s
 			if wl.key == "locks_uncontended" && etcd != nil {
 				benchStage("round %d of %d: %s, etcd concurrency.Mutex, %v", round+1, rounds, wl.key, duration)
 				etcdResult.measure(ctx, clients, duration, etcd.pair(round))
+				benchStage("round %d of %d: %s, fsync on one Redis (no replica), %v", round+1, rounds, wl.key, duration)
+				lone.round = round
+				loneResult.measure(ctx, clients, duration, wl.op(lone))
 			}
 		}
 	}
@@ -175,9 +190,13 @@ func benchDurability(ctx context.Context, h *Harness, fs *flag.FlagSet, args []s
 				ratioOf(r.rate(), async.rate()), ratioOf(r.lat.percentile(99), async.lat.percentile(99)), float64(r.errors.Load()))
 		}
 		if wl.key == "locks_uncontended" && etcd != nil {
-			t.row("etcd concurrency.Mutex", etcdResult.rate(), etcdResult.lat.percentile(50), etcdResult.lat.percentile(99),
-				etcdResult.lat.percentile(100), ratioOf(etcdResult.rate(), async.rate()),
-				ratioOf(etcdResult.lat.percentile(99), async.lat.percentile(99)), float64(etcdResult.errors.Load()))
+			for _, r := range []struct {
+				name string
+				r    *durabilityResult
+			}{{"fsync, one Redis (no replica)", loneResult}, {"etcd concurrency.Mutex (one member)", etcdResult}} {
+				t.row(r.name, r.r.rate(), r.r.lat.percentile(50), r.r.lat.percentile(99), r.r.lat.percentile(100),
+					ratioOf(r.r.rate(), async.rate()), ratioOf(r.r.lat.percentile(99), async.lat.percentile(99)), float64(r.r.errors.Load()))
+			}
 		}
 		replica := results[w][1]
 		rateX := ratioOf(replica.rate(), async.rate())
@@ -191,6 +210,9 @@ func benchDurability(ctx context.Context, h *Harness, fs *flag.FlagSet, args []s
 			x := ratioOf(results[w][2].rate(), etcdResult.rate())
 			rep.add("locks_fsync_vs_etcd", "locks uncontended: fsync / etcd concurrency.Mutex pairs/s", x, "x")
 			rep.note("locks uncontended: fsync keeps %.2f× etcd's concurrency.Mutex pairs/s (aim ≥ 2×: %s)", x, verdict(x >= 2))
+			y := ratioOf(loneResult.rate(), etcdResult.rate())
+			rep.add("locks_fsync_single_vs_etcd", "locks uncontended: fsync on one Redis / etcd concurrency.Mutex pairs/s", y, "x")
+			rep.note("locks uncontended: fsync on one Redis with no replica keeps %.2f× etcd's pairs/s (one node fsyncing each commit on both sides)", y)
 		}
 	}
 	rep.note("one primary and two replicas (redis-server children on loopback, appendonly yes, no-appendfsync-on-rewrite no); " +
