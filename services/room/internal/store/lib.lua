@@ -42,28 +42,43 @@ local function rearm()
   return 0
 end
 
--- next_version is the room's next event version. Versions follow one another while the room
--- stays on one primary's history; a primary that was promoted (or restarted from its files) may
--- have lost the last versions handed out, and its count went back with them, so the room's
--- first version under another replication id than the last one's is max(version + 1, Redis
--- TIME in microseconds): above every version given before (as long as the new primary's clock
--- is not behind the old one's by more than the failover took), and below 2^53 until 2255. A
--- reader that skips versions it has seen (the gateway) then skips nothing new.
+-- A room's counters (its event version, its occupancy seq for the Lobby) follow one another
+-- while the room stays on one primary's history. A primary that was promoted (or restarted from
+-- its files) may have lost the last values handed out, and the counter went back with them: a
+-- reader that has seen them (the gateway skips versions it has seen; the Lobby drops a seq at
+-- or below the one it applied) would drop the next ones as old. So the first increment of a
+-- counter under another replication id than its last one's (kept in its epoch field) takes
+-- max(value + 1, Redis TIME in microseconds): above every value given before (as long as the
+-- new primary's clock is not behind the old one's by more than the failover took), and below
+-- 2^53 (16 digits) until 2255. Each counter keeps its own epoch field: a script that bumps
+-- both must jump both, whichever it bumps first.
 local replid = nil
-local function next_version()
-  local v = redis.call('HINCRBY', KEYS[1], 'version', 1)
+local function replication_id()
   if replid == nil then
     replid = string.match(redis.call('INFO', 'replication'), 'master_replid:(%w+)') or ''
   end
-  if redis.call('HGET', KEYS[1], 'versionEpoch') ~= replid then
-    redis.call('HSET', KEYS[1], 'versionEpoch', replid)
+  return replid
+end
+
+-- count increments the counter field of the room's state hash, guarded by epoch_field as
+-- above; returns its new value (a number).
+local function count(field, epoch_field)
+  local v = redis.call('HINCRBY', KEYS[1], field, 1)
+  local id = replication_id()
+  if redis.call('HGET', KEYS[1], epoch_field) ~= id then
+    redis.call('HSET', KEYS[1], epoch_field, id)
     if v > 1 then
       local t = redis.call('TIME')
       v = math.max(v, tonumber(t[1]) * 1000000 + tonumber(t[2]))
-      redis.call('HSET', KEYS[1], 'version', string.format('%d', v))
+      redis.call('HSET', KEYS[1], field, string.format('%d', v))
     end
   end
-  return string.format('%d', v)
+  return v
+end
+
+-- next_version is the room's next event version (a string).
+local function next_version()
+  return string.format('%d', count('version', 'versionEpoch'))
 end
 
 -- ended returns the room's end reason, or nil while it is open.
@@ -139,11 +154,13 @@ end
 
 -- bump records an occupancy change: the next sequence number for the Lobby, and an occupancy
 -- event "<version> o <viewers> <leaders>" for every replica. Returns the new seq (0: no change).
+-- After a lost tail the seq jumps (count): the Lobby sees a gap, asks for a snapshot, and the
+-- snapshot's seq is above every one it applied, so it takes it.
 local function bump(dv, dl)
   if dv == 0 and dl == 0 then
     return 0
   end
-  local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
+  local seq = count('seq', 'seqEpoch')
   local v = next_version()
   local occ = redis.call('HMGET', KEYS[1], 'viewers', 'leaders')
   redis.call('PUBLISH', ARGV[2], v .. ' o ' .. occ[1] .. ' ' .. occ[2])
