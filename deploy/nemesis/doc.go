@@ -16,7 +16,11 @@
 // the replicas' and the sentinels' connections apart, under the same load and checkers. The
 // primary is SIGKILLed with its replication link held, paused past the failover, cut off
 // alone, or restarted at once, once under async durability (the loss must show) and once under
-// replica (nothing may be lost, doubled or early; fencing tokens increase across the whole run).
+// replica (nothing may be lost, doubled or early; fencing tokens increase across the whole run;
+// the Lobby's count of each room exact after healing). The rooms' load there is joiners coming
+// and going beside the viewers, the room service and its Lobby both on the faulted store.
+// TestSingleRedisRestart (store_single_test.go) SIGKILLs one Redis with no replica and starts it
+// at once on its files, under appendfsync everysec (async) and under fsync durability.
 //
 // The tests carry the build tag nemesis: `make test-nemesis` runs them (go test -tags nemesis
 // ./deploy/nemesis).

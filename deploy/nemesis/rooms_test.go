@@ -28,6 +28,12 @@ type roomsWorkload struct {
 	name  string
 	lobby lobbyv1.LobbyServiceClient
 	code  string
+	// churn is how many joiners come and go in the room beside the viewers, each joining
+	// with a new session, taking the room's state and leaving at once: the store nemesis's
+	// load, where the viewers' streams need no store and would measure nothing. Each
+	// join is an operation (its availability the gap between them) and moves the Lobby's
+	// count twice, which must end exact all the same.
+	churn int
 
 	mu       sync.Mutex
 	attaches int
@@ -58,7 +64,39 @@ func (w *roomsWorkload) run(ctx context.Context, conn *grpc.ClientConn, avail *a
 			}
 		}()
 	}
+	for i := range w.churn {
+		go func() {
+			for n := 0; ctx.Err() == nil; n++ {
+				hello := &roomv1.Hello{Code: w.code, Role: roomv1.Role_ROLE_VIEWER, ClientId: fmt.Sprintf("c%d", i), SessionId: fmt.Sprintf("%s-c%d-%d", w.name, i, n)}
+				if w.visit(ctx, c, hello) {
+					avail.ok()
+				}
+				pause(ctx, 100*time.Millisecond)
+			}
+		}()
+	}
 	<-ctx.Done()
+}
+
+// visit joins the room as a new session, takes its state and leaves (the stream's end closes
+// the session); it says whether the join was answered.
+func (w *roomsWorkload) visit(ctx context.Context, c roomv1.RoomServiceClient, hello *roomv1.Hello) bool {
+	sctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	stream, err := c.Join(sctx)
+	if err == nil {
+		err = stream.Send(&roomv1.JoinRequest{Frame: &roomv1.JoinRequest_Hello{Hello: hello}})
+	}
+	if err == nil {
+		_, err = stream.Recv()
+	}
+	if err != nil {
+		return false
+	}
+	w.mu.Lock()
+	w.attaches++
+	w.mu.Unlock()
+	return true
 }
 
 // attach opens (or re-attaches) the viewer's session and reads until the stream ends; the

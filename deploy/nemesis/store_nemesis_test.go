@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	lobbyv1 "github.com/vigil-dev/vigil/pkg/api/vigil/lobby/v1"
 	"github.com/vigil-dev/vigil/pkg/redistest"
 )
 
@@ -71,8 +72,12 @@ var (
 	}}
 )
 
-// storeDomains are the domains whose store the faults break.
-var storeDomains = []string{"locks", "reservations", "chat"}
+// storeDomains are the domains whose store the faults break. rooms is the room service and
+// its Lobby, both keeping their state on the faulted store.
+var storeDomains = []string{"locks", "reservations", "chat", "rooms"}
+
+// churners is how many joiners come and go in each rooms workload's room (see roomsWorkload).
+const churners = 2
 
 // storeRow is what one store fault cost one domain under one durability setting.
 type storeRow struct {
@@ -80,13 +85,14 @@ type storeRow struct {
 	o                         outcome
 }
 
-// TestStoreNemesis breaks the store of locks, reservations and chat (a primary, two replicas,
-// three sentinels) under the nemesis load: the primary SIGKILLed with its replication link
-// held, paused past the failover timeout, cut off alone from its replicas and sentinels
-// while the services still reach it, and restarted at once. Under replica durability nothing
-// acknowledged may be lost, doubled or early, fencing tokens strictly increase across the
-// whole run, and each domain is available again within storeUnavailableBound; under async
-// (today's default) the held link's loss must show, which proves the checkers can fail.
+// TestStoreNemesis breaks the store of locks, reservations, chat and rooms (a primary, two
+// replicas, three sentinels) under the nemesis load: the primary SIGKILLed with its
+// replication link held, paused past the failover timeout, cut off alone from its replicas and
+// sentinels while the services still reach it, and restarted at once. Under replica
+// durability nothing acknowledged may be lost, doubled or early, fencing tokens strictly
+// increase across the whole run, the Lobby's count of each room is exact after healing, and
+// each domain is available again within storeUnavailableBound; under async (today's default)
+// the held link's loss must show, which proves the checkers can fail.
 func TestStoreNemesis(t *testing.T) {
 	s := startStore(t)
 	for _, mode := range []struct {
@@ -127,7 +133,12 @@ func checkStoreRows(t *testing.T, rows []storeRow) {
 			if r.o.lost != 0 || r.o.doubled != 0 || r.o.early != 0 {
 				t.Errorf("%s: %d lost, %d doubled, %d early, want none", name, r.o.lost, r.o.doubled, r.o.early)
 			}
-		case r.fault == killHeld.name && r.domain != "locks" && r.o.lost == 0:
+		case r.domain == "rooms" && (r.o.lost != 0 || r.o.doubled != 0):
+			// The Lobby and the rooms lost the same tail (one store), and the room's
+			// occupancy seq jumps on a new primary, so its next snapshot puts the count
+			// right: exact under async too (measured so; a loss here is not by construction).
+			t.Errorf("%s: the Lobby counts %d viewers too few and %d too many after healing, want exact", name, r.o.lost, r.o.doubled)
+		case r.fault == killHeld.name && (r.domain == "chat" || r.domain == "reservations") && r.o.lost == 0:
 			// Chat posts and holds acknowledged while the link was held exist on the dead
 			// primary only: if none is missing, the checker cannot see a loss.
 			t.Errorf("%s: nothing lost, want the writes acknowledged while the replication link was held lost (async)", name)
@@ -135,82 +146,130 @@ func checkStoreRows(t *testing.T, rows []storeRow) {
 	}
 }
 
+// storeServices are one replica of each store domain (and the rooms' Lobby) on one store.
+type storeServices struct {
+	durability string
+	clusters   map[string]*cluster
+	lobby      lobbyv1.LobbyServiceClient
+}
+
+// startStoreServices starts them on the store at url with durability, their keys under prefix.
+func startStoreServices(t *testing.T, url, prefix, durability string) *storeServices {
+	t.Helper()
+	env := envDurability + "=" + durability
+	ss := &storeServices{durability: durability, clusters: map[string]*cluster{}}
+	// The Lobby and the rooms share a prefix, as they share a Redis in production.
+	lobbyc := startCluster(t, "lobby", url, prefix+"-rooms", 1, env)
+	ss.lobby = lobbyv1.NewLobbyServiceClient(lobbyc.conn)
+	for _, d := range storeDomains {
+		more := []string{env}
+		if d == "rooms" {
+			more = append(more, envLobby+"="+lobbyc.replicas[0].front.addr())
+		}
+		ss.clusters[d] = startCluster(t, d, url, prefix+"-"+d, 1, more...)
+	}
+	return ss
+}
+
+// underLoad runs every domain's workload for warm, inflicts the fault named fault, lets faulted
+// pass, heals, lets after pass, and checks each domain's history: one row per domain, and the
+// locks' holds (for the check across the whole run). run names the workloads' keys.
+func (ss *storeServices) underLoad(t *testing.T, run, fault string, warm, faulted, after time.Duration, inflict func() (heal func())) ([]storeRow, []hold) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	ctx, stop := context.WithCancel(context.Background())
+	avails := map[string]*availability{}
+	works := map[string]workload{}
+	done := map[string]chan struct{}{}
+	for _, d := range storeDomains {
+		var w workload
+		switch d {
+		case "locks":
+			w = &locksWorkload{name: run, resources: ss.durability}
+		case "reservations":
+			rw := &reservationsWorkload{name: run}
+			if ss.durability == "async" {
+				rw.patience = reservationTTL + 2*alarmLease
+			}
+			w = rw
+		case "chat":
+			w = &chatWorkload{name: run}
+		case "rooms":
+			w = &roomsWorkload{name: run, lobby: ss.lobby, churn: churners}
+		}
+		a := &availability{}
+		a.start()
+		avails[d], works[d], done[d] = a, w, make(chan struct{})
+		go func() { w.run(ctx, ss.clusters[d].conn, a); close(done[d]) }()
+	}
+	phase(warm)
+	at := time.Now()
+	for _, w := range works {
+		if fa, ok := w.(faultAware); ok {
+			fa.faulted(at)
+		}
+	}
+	heal := inflict()
+	phase(faulted)
+	at = time.Now()
+	for _, w := range works {
+		if fa, ok := w.(faultAware); ok {
+			fa.healed(at)
+		}
+	}
+	heal()
+	phase(after)
+	stop()
+	gaps := map[string]time.Duration{}
+	for _, d := range storeDomains {
+		<-done[d]
+		gaps[d] = avails[d].gap() // before the checks, which take their own time
+	}
+	var rows []storeRow
+	for _, d := range storeDomains {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			o, err := works[d].check(cctx, ss.clusters[d].conn)
+			if err != nil {
+				t.Errorf("%s × %s × %s: %v", ss.durability, fault, d, err)
+			}
+			// The rooms' own measure (a viewer without its stream) beside the gap between
+			// operations; the other domains have only the gap.
+			o.unavailable = max(o.unavailable, gaps[d])
+			mu.Lock()
+			rows = append(rows, storeRow{ss.durability, fault, d, o})
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return rows, works["locks"].(*locksWorkload).holds
+}
+
 // runStoreFaults starts one replica of each domain on the store with durability and runs the
 // faults one after another, each under load, checking each fault's history and, at the end,
 // every fencing token the run handed out.
 func runStoreFaults(t *testing.T, s *store, durability string, faults []storeFault) []storeRow {
-	prefix := redistest.Prefix(t) + "-" + durability
-	clusters := map[string]*cluster{}
-	for _, d := range storeDomains {
-		clusters[d] = startCluster(t, d, s.url(), prefix+"-"+d, 1, envDurability+"="+durability)
-	}
+	ss := startStoreServices(t, s.url(), redistest.Prefix(t)+"-"+durability, durability)
 	var rows []storeRow
 	var allHolds []hold
 	for fi, f := range faults {
-		run := fmt.Sprintf("%s-f%d", durability, fi)
 		p := s.primary()
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		ctx, stop := context.WithCancel(context.Background())
-		avails := map[string]*availability{}
-		works := map[string]workload{}
-		done := map[string]chan struct{}{}
-		for _, d := range storeDomains {
-			var w workload
-			switch d {
-			case "locks":
-				w = &locksWorkload{name: run, resources: durability}
-			case "reservations":
-				rw := &reservationsWorkload{name: run}
-				if durability == "async" {
-					rw.patience = reservationTTL + 2*alarmLease
+		fr, holds := ss.underLoad(t, fmt.Sprintf("%s-f%d", durability, fi), f.name, storeWarmup, storeFaulted, storeAfter, func() func() {
+			heal := f.inflict(t, p)
+			return func() {
+				if f.failover {
+					if np, err := s.agreedPrimary(); err != nil || np == p {
+						t.Errorf("%s × %s: no failover from %s within %v (%v)", durability, f.name, p.name, storeFaulted, err)
+					}
 				}
-				w = rw
-			case "chat":
-				w = &chatWorkload{name: run}
+				heal()
 			}
-			a := &availability{}
-			a.start()
-			avails[d], works[d], done[d] = a, w, make(chan struct{})
-			go func() { w.run(ctx, clusters[d].conn, a); close(done[d]) }()
-		}
-		phase(storeWarmup)
-		heal := f.inflict(t, p)
-		phase(storeFaulted)
-		if f.failover {
-			if np, err := s.agreedPrimary(); err != nil || np == p {
-				t.Errorf("%s × %s: no failover from %s within %v (%v)", durability, f.name, p.name, storeFaulted, err)
-			}
-		}
-		heal()
-		phase(storeAfter)
-		stop()
-		gaps := map[string]time.Duration{}
-		for _, d := range storeDomains {
-			<-done[d]
-			gaps[d] = avails[d].gap() // before the checks, which take their own time
-		}
-		for _, d := range storeDomains {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				cctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-				defer cancel()
-				o, err := works[d].check(cctx, clusters[d].conn)
-				if err != nil {
-					t.Errorf("%s × %s × %s: %v", durability, f.name, d, err)
-				}
-				if o.unavailable == 0 {
-					o.unavailable = gaps[d]
-				}
-				mu.Lock()
-				rows = append(rows, storeRow{durability, f.name, d, o})
-				mu.Unlock()
-			}()
-		}
-		wg.Wait()
-		lw := works["locks"].(*locksWorkload)
-		allHolds = append(allHolds, lw.holds...)
+		})
+		rows = append(rows, fr...)
+		allHolds = append(allHolds, holds...)
 		// The next fault starts on a whole store: the faulted node back as a replica.
 		np := s.primary()
 		s.waitHealed(np)
@@ -221,12 +280,15 @@ func runStoreFaults(t *testing.T, s *store, durability string, faults []storeFau
 			}
 		}
 	}
-	// Fencing tokens across the whole run, every failover included: a token handed out
-	// twice, or out of real-time order, is doubled.
-	o := checkHolds(allHolds, lockTTL)
-	o.ops = len(allHolds)
-	rows = append(rows, storeRow{durability, "whole run (tokens)", "locks", o})
-	return rows
+	return append(rows, tokensRow(durability, allHolds))
+}
+
+// tokensRow checks fencing tokens across a whole run, every failover and restart included: a
+// token handed out twice, or out of real-time order, is doubled.
+func tokensRow(durability string, holds []hold) storeRow {
+	o := checkHolds(holds, lockTTL)
+	o.ops = len(holds)
+	return storeRow{durability, "whole run (tokens)", "locks", o}
 }
 
 func printStoreTable(rows []storeRow) {

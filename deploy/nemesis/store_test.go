@@ -70,32 +70,7 @@ const (
 // knows them and the other two sentinels.
 func startStore(t *testing.T) *store {
 	t.Helper()
-	var b [3]byte
-	_, _ = rand.Read(b[:])
-	s := &store{t: t, id: "nemesis-" + hex.EncodeToString(b[:]), sentinelIPs: map[string]bool{}}
-	s.network = s.id
-	docker(t, "network", "create", s.network)
-	t.Cleanup(func() {
-		for _, n := range s.nodes {
-			_ = exec.Command("docker", "rm", "-f", n.name).Run()
-		}
-		for _, name := range s.sentinel {
-			_ = exec.Command("docker", "rm", "-f", name).Run()
-		}
-		_ = exec.Command("docker", "network", "rm", s.network).Run()
-	})
-	gw := docker(t, "network", "inspect", "-f", "{{range .IPAM.Config}}{{.Gateway}} {{.Subnet}}{{end}}", s.network)
-	fields := strings.Fields(gw)
-	if len(fields) != 2 {
-		t.Fatalf("network %s: gateway and subnet %q", s.network, gw)
-	}
-	s.gw = fields[0]
-	_, subnet, err := net.ParseCIDR(fields[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.subnet = subnet
-
+	s := newStore(t)
 	for i := range 3 {
 		n := &storeNode{s: s, name: fmt.Sprintf("%s-n%d", s.id, i)}
 		n.front = newLinkProxy(t, s.gw, s.kind)
@@ -135,6 +110,39 @@ func startStore(t *testing.T) *store {
 		s.sentAddr = append(s.sentAddr, net.JoinHostPort(ip, "26379"))
 	}
 	s.waitHealed(primary)
+	return s
+}
+
+// newStore makes the store's docker network (its nodes and sentinels removed with it at the
+// test's end); the nodes are started by the caller.
+func newStore(t *testing.T) *store {
+	t.Helper()
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	s := &store{t: t, id: "nemesis-" + hex.EncodeToString(b[:]), sentinelIPs: map[string]bool{}}
+	s.network = s.id
+	docker(t, "network", "create", s.network)
+	t.Cleanup(func() {
+		for _, n := range s.nodes {
+			_ = exec.Command("docker", "rm", "-f", n.name).Run()
+		}
+		for _, name := range s.sentinel {
+			_ = exec.Command("docker", "rm", "-f", name).Run()
+		}
+		_ = exec.Command("docker", "network", "rm", s.network).Run()
+	})
+	gw := docker(t, "network", "inspect", "-f", "{{range .IPAM.Config}}{{.Gateway}} {{.Subnet}}{{end}}", s.network)
+	fields := strings.Fields(gw)
+	if len(fields) != 2 {
+		t.Fatalf("network %s: gateway and subnet %q", s.network, gw)
+	}
+	s.gw = fields[0]
+	_, subnet, err := net.ParseCIDR(fields[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.subnet = subnet
+
 	return s
 }
 
