@@ -60,49 +60,67 @@ const (
 // (node timeout 1 s, no CLUSTER FAILOVER) and the load goes on. Under replica durability every
 // acknowledged write survives: each chat post once, under the id it was given, ids strictly
 // increasing per room in the order posts were acknowledged; each lock grant's fencing token
-// above every token acknowledged before it was asked for, and no grant while an earlier one's
-// holder could still hold it; each lobby room and its acknowledged occupancy; each reservation
-// and its confirmation. A call answered UNAVAILABLE (or past its deadline) is unknown, never
-// lost. The async subtest holds the victim's replication link first, and the loss must show:
-// that is the proof the checks can fail.
+// above every token acknowledged before it was asked for, no grant while an earlier one's
+// holder could still hold it, and a grant held across the kill still held after it; each lobby
+// room and its acknowledged occupancy; each reservation and its confirmation. A call answered
+// UNAVAILABLE (or past its deadline) is unknown, never lost. Replica durability is run twice:
+// killed as it is, and with the victim's replication link cut first, as in the async run, where
+// the loss must show: that is the proof the checks can fail.
 func TestClusterMasterKilledLosesNothingAcknowledged(t *testing.T) {
-	t.Run("replica", func(t *testing.T) {
-		r := startClusterRun(t, redisx.Replica)
-		r.warmUp()
-		across := r.holdAcross()
-		r.killVictim()
-		// The promoted replica has no replica of its own, so under replica durability no write
-		// on its slots is confirmed (UNAVAILABLE, outcome unknown) until the killed master is
-		// back, as its replica.
-		r.cl.Start(t, r.victim)
-		r.waitLinked()
-		r.releaseAcross(across)
-		r.continueAfter()
-		l := r.check()
-		if l.total() > 0 {
-			t.Errorf("replica durability lost acknowledged writes: %s", l)
-		}
-	})
-	t.Run("async", func(t *testing.T) {
-		r := startClusterRun(t, redisx.Async)
-		r.warmUp()
-		r.holdLink()
-		across := r.holdAcross()
-		r.killVictim()
-		r.releaseAcross(across)
-		r.continueAfter()
-		l := r.check()
-		// What was acknowledged while the link was held exists on the dead master only: if
-		// a domain shows no loss, its check cannot see one.
-		if l.posts == 0 || l.locks == 0 || l.rooms == 0 || l.holds == 0 {
-			t.Errorf("async with the replication link held: %s; want a loss in every domain", l)
-		}
-	})
+	for _, tc := range []struct {
+		name       string
+		durability redisx.Durability
+		linkHeld   bool
+	}{
+		{"replica", redisx.Replica, false},
+		{"replica_link_held", redisx.Replica, true},
+		{"async_link_held", redisx.Async, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := startClusterRun(t, tc.name, tc.durability)
+			r.warmUp()
+			var across []grant
+			if tc.durability == redisx.Async {
+				// Taken once the link is cut, so that the grants exist on the victim alone.
+				r.holdLink()
+				across = r.holdAcross()
+			} else {
+				// Taken before: with the link cut, no write on the victim is acknowledged.
+				across = r.holdAcross()
+				if tc.linkHeld {
+					r.holdLink()
+				}
+			}
+			r.killVictim()
+			if tc.durability != redisx.Async {
+				// The promoted replica has no replica of its own, so under replica durability
+				// no write on its slots is confirmed (UNAVAILABLE, outcome unknown) until the
+				// killed master is back, as its replica.
+				r.cl.Start(t, r.victim)
+				r.waitLinked()
+			}
+			r.releaseAcross(across)
+			r.continueAfter()
+			l := r.check()
+			if tc.durability != redisx.Async {
+				if l.total() > 0 {
+					t.Errorf("replica durability lost acknowledged writes: %s", l)
+				}
+				return
+			}
+			// What was acknowledged while the link was held exists on the dead master only:
+			// if a domain shows no loss, its check cannot see one.
+			if l.posts == 0 || l.locks == 0 || l.rooms == 0 || l.holds == 0 {
+				t.Errorf("async with the replication link held: %s; want a loss in every domain", l)
+			}
+		})
+	}
 }
 
 // clusterRun is one cluster, the four services on it, the load and what it acknowledged.
 type clusterRun struct {
 	t            *testing.T
+	name         string // the subtest's, in log lines
 	durability   redisx.Durability
 	cl           *redistest.Cluster
 	prefix       string
@@ -176,11 +194,11 @@ func (l lossCount) String() string {
 		l.posts, l.postOrder, l.locks, l.lockOrder, l.rooms, l.occupancy, l.holds)
 }
 
-func startClusterRun(t *testing.T, durability redisx.Durability) *clusterRun {
+func startClusterRun(t *testing.T, name string, durability redisx.Durability) *clusterRun {
 	t0 := time.Now()
 	cl := redistest.StartCluster(t, 3)
-	t.Logf("%s: cluster of 6 nodes up in %v", durability, time.Since(t0).Round(time.Millisecond))
-	r := &clusterRun{t: t, durability: durability, cl: cl, prefix: redistest.Prefix(t),
+	t.Logf("%s: cluster of 6 nodes up in %v", name, time.Since(t0).Round(time.Millisecond))
+	r := &clusterRun{t: t, name: name, durability: durability, cl: cl, prefix: redistest.Prefix(t),
 		onVictim: map[string]bool{}, stop: make(chan struct{}),
 		grants: map[string][]grant{}, posts: map[string][]post{}, lobbyRooms: map[string]*lobbyState{},
 		holds: map[string]holdState{}, calls: map[string]*callCount{}, victimAcks: map[string]*atomic.Int64{}}
@@ -376,7 +394,7 @@ func (r *clusterRun) holdAcross() []grant {
 			return nil
 		})
 	}
-	r.t.Logf("%s: %d lock grants held across the kill, until the failover is over", r.durability, len(gs))
+	r.t.Logf("%s: %d lock grants held across the kill, until the failover is over", r.name, len(gs))
 	return gs
 }
 
@@ -479,6 +497,16 @@ func (r *clusterRun) holdLoop(w int, seq *atomic.Int64) {
 	}
 }
 
+func (r *clusterRun) unknownCalls() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, c := range r.calls {
+		n += c.unknown
+	}
+	return n
+}
+
 func (r *clusterRun) victimCounts() string {
 	return fmt.Sprintf("%d lock grants, %d chat posts, %d lobby writes, %d reservations",
 		r.victimAcks["locks"].Load(), r.victimAcks["chat"].Load(), r.victimAcks["lobby"].Load(), r.victimAcks["reservations"].Load())
@@ -500,15 +528,16 @@ func (r *clusterRun) waitVictimAcks(what string, locksN, chatN, lobbyN, holdsN i
 
 func (r *clusterRun) warmUp() {
 	r.waitVictimAcks("load on the victim's keys before the fault", 50, 100, 30, 10)
-	r.t.Logf("%s: before the fault, acknowledged on the victim's keys: %s (%v of load)", r.durability, r.victimCounts(), time.Since(r.began).Round(time.Millisecond))
+	r.t.Logf("%s: before the fault, acknowledged on the victim's keys: %s (%v of load)", r.name, r.victimCounts(), time.Since(r.began).Round(time.Millisecond))
 }
 
 // holdLink cuts the victim's replication link and keeps it cut while the victim goes on
 // taking writes: the victim's default user may no longer run PSYNC or SYNC (the services never
 // do), and its replica's connection is closed, so the replica's retries are refused. Neither
 // docker pause of the replica nor CLIENT PAUSE on it holds the stream: the first leaves it in
-// the replica's socket buffer, read on unpause, the second does not stop a replica applying
-// its master's stream (Redis 7.0).
+// the replica's socket buffer, most of it read on unpause, the second does not stop a replica
+// applying its master's stream (Redis 7.0). Under async it waits for writes acknowledged on
+// the victim meanwhile; under replica, where none can be, for calls answered unknown.
 func (r *clusterRun) holdLink() {
 	t := r.t
 	replica := r.cl.ReplicaOf(t, r.victim)
@@ -533,18 +562,23 @@ func (r *clusterRun) holdLink() {
 		}
 		return nil
 	})
-	r.waitVictimAcks("writes on the victim while its link is held", 20, 50, 20, 10)
-	r.t.Logf("%s: replication link of %s held; acknowledged on the victim's keys: %s", r.durability, r.victim, r.victimCounts())
+	if r.durability == redisx.Async {
+		r.waitVictimAcks("writes on the victim while its link is held", 20, 50, 20, 10)
+	} else {
+		u0 := r.unknownCalls()
+		wait.Until(t, "calls on the victim answered unknown while its link is held", func() bool { return r.unknownCalls() >= u0+10 })
+	}
+	r.t.Logf("%s: replication link of %s held; acknowledged on the victim's keys: %s", r.name, r.victim, r.victimCounts())
 }
 
 // killVictim SIGKILLs the victim with the load running and waits for the cluster to promote
 // its replica by itself.
 func (r *clusterRun) killVictim() {
-	r.t.Logf("%s: at the kill, acknowledged on the victim's keys: %s", r.durability, r.victimCounts())
+	r.t.Logf("%s: at the kill, acknowledged on the victim's keys: %s", r.name, r.victimCounts())
 	r.killed = time.Now()
 	r.cl.Kill(r.t, r.victim)
 	r.cl.WaitHealthy(r.t, 30*time.Second)
-	r.t.Logf("%s: master %s SIGKILLed; the cluster promoted its replica %v later", r.durability, r.victim, time.Since(r.killed).Round(time.Millisecond))
+	r.t.Logf("%s: master %s SIGKILLed; the cluster promoted its replica %v later", r.name, r.victim, time.Since(r.killed).Round(time.Millisecond))
 }
 
 // waitLinked waits until the master now serving the lobby has a replica online again.
@@ -563,13 +597,13 @@ func (r *clusterRun) waitLinked() {
 		}
 		return nil
 	})
-	r.t.Logf("%s: %s is back as a replica of %s, %v after the kill", r.durability, r.victim, master, time.Since(r.killed).Round(time.Millisecond))
+	r.t.Logf("%s: %s is back as a replica of %s, %v after the kill", r.name, r.victim, master, time.Since(r.killed).Round(time.Millisecond))
 }
 
 func (r *clusterRun) continueAfter() {
 	r.waitVictimAcks("load on the victim's keys after the failover", 50, 100, 30, 10)
 	r.stopLoad()
-	r.t.Logf("%s: load stopped %v after the kill, %v after it began", r.durability, time.Since(r.killed).Round(time.Millisecond), time.Since(r.began).Round(time.Millisecond))
+	r.t.Logf("%s: load stopped %v after the kill, %v after it began", r.name, time.Since(r.killed).Round(time.Millisecond), time.Since(r.began).Round(time.Millisecond))
 }
 
 // check compares everything acknowledged with what the services answer now.
@@ -604,7 +638,7 @@ func (r *clusterRun) check() lossCount {
 		if v := g.GetRoom().GetViewers(); v < st.viewers || v > st.viewers+st.uncertain {
 			l.occupancy++
 			if l.occupancy <= 3 {
-				t.Logf("%s: room %s has %d viewers, want %d acknowledged (+%d unknown)", r.durability, code, v, st.viewers, st.uncertain)
+				t.Logf("%s: room %s has %d viewers, want %d acknowledged (+%d unknown)", r.name, code, v, st.viewers, st.uncertain)
 			}
 		}
 	}
@@ -629,11 +663,11 @@ func (r *clusterRun) check() lossCount {
 	for _, d := range []string{"locks", "chat", "lobby", "reservations"} {
 		c := r.calls[d]
 		t.Logf("%s: %-12s calls: %d acknowledged, %d unknown (UNAVAILABLE or past the deadline), %d refused otherwise",
-			r.durability, d, c.acked, c.unknown, c.other)
+			r.name, d, c.acked, c.unknown, c.other)
 	}
 	t.Logf("%s: at stake: %d lock grants on %d resources, %d chat posts in %d rooms, %d lobby rooms with %d occupancy deltas, %d reservations (%d confirmed)",
-		r.durability, nGrants, len(r.resources), nPosts, len(r.rooms), len(r.lobbyRooms), nOccupancy, len(r.holds), confirmedN)
-	t.Logf("%s: after the failover: %s", r.durability, l)
+		r.name, nGrants, len(r.resources), nPosts, len(r.rooms), len(r.lobbyRooms), nOccupancy, len(r.holds), confirmedN)
+	t.Logf("%s: after the failover: %s", r.name, l)
 	return l
 }
 
