@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -110,8 +111,8 @@ const barrierKey = "vigil:barrier"
 // durabilityHook makes a node client's writes as durable as the policy asks, and turns
 // refusals into ErrNotApplied. It is installed on each node client (a single server's or
 // failover client, or each node of a ClusterClient through OnNewNode), so that it sees one
-// node's commands on one connection: a pipeline that holds a write gets a barrier write and
-// WAIT (or WAITAOF) appended, sent in the same round trip on the same connection.
+// node's commands: a batch that holds a write is confirmed by a barrier write and WAIT (or
+// WAITAOF) on that node, shared with the node's other writers when it can be (group).
 //
 // Why the barrier: WAIT covers the connection's write offset. Redis 7.0 (Debian's) moves it to
 // the primary's after every command, but the promise WAIT documents is only the connection's
@@ -122,7 +123,44 @@ const barrierKey = "vigil:barrier"
 type durabilityHook struct {
 	client *redis.Client
 	p      *policy
+	g      group
+	// servers keeps a round to writes made on the server of its barrier.
+	servers servers
 }
+
+// group is one node's group commit of confirmations, as a database groups its log's fsyncs:
+// while a barrier and WAIT are in flight, writes that complete queue for the next round, which
+// one barrier and WAIT confirm together once the round in flight has answered. Under load a
+// node runs one WAIT per round trip to its replica, not one per write, and a writer holds no
+// connection while its round waits for the replica.
+//
+// Why one WAIT can confirm writes other connections made: Redis runs commands one at a time,
+// so a write whose reply a client has received is in the replication stream before any command
+// sent after that reply, the round's barrier SET among them; WAIT on the barrier's connection
+// returns once the replicas have the stream up to the barrier, hence every such write, and any
+// state a reply reported (as for a batch's own barrier, above). So a write may join only a
+// round whose barrier is not sent yet, and only once its reply is in: join is called after the
+// reply, and a round leaves next (under mu) before its barrier is sent. A write completing
+// while a round is in flight joins the next round, never the one in flight.
+type group struct {
+	mu sync.Mutex
+	// cur is the round in flight: its barrier is sent or about to be; nil when none is.
+	cur *round
+	// next is the round writes join while cur is in flight; nil until one does.
+	next *round
+}
+
+// round is one barrier and WAIT and the writes it confirms.
+type round struct {
+	done chan struct{}
+	// err is why the round does not confirm its writes (ErrOutcomeUnknown's cause), nil when
+	// it does; set before done is closed.
+	err error
+	// tag routes the barrier to this node on a Cluster: the hash tag of a write that joined.
+	tag string
+}
+
+func newRound(tag string) *round { return &round{done: make(chan struct{}), tag: tag} }
 
 var _ redis.Hook = (*durabilityHook)(nil)
 
@@ -133,11 +171,13 @@ type resentKey struct{}
 // does not time it twice.
 func resent(ctx context.Context) bool { return ctx.Value(resentKey{}) != nil }
 
-func (h *durabilityHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *durabilityHook) DialHook(next redis.DialHook) redis.DialHook {
+	return h.servers.dialHook(next, h.p.waits)
+}
 
 // ProcessHook sends a single write as a one-command pipeline through the same client, so that
-// it gets its barrier and WAIT in the same round trip (go-redis's Script.Run and its NOSCRIPT
-// re-send come here).
+// it gets its barrier and WAIT in the same round trip when no round is in flight (go-redis's
+// Script.Run and its NOSCRIPT re-send come here).
 func (h *durabilityHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		if resent(ctx) || !h.p.waits() || !isWrite(cmd) {
@@ -159,8 +199,10 @@ func (h *durabilityHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-// ProcessPipelineHook appends the barrier and WAIT to a pipeline that holds a write, except to
-// the pipeline of a barrier and WAIT themselves (barrierOnlyKey).
+// ProcessPipelineHook confirms a pipeline that holds a write, except the pipeline of a barrier
+// and WAIT themselves (barrierOnlyKey). With no round in flight on the node, the pipeline gets
+// the barrier and WAIT appended, one round trip on one connection, and stands as the round in
+// flight; otherwise it is sent as it is and joins the next round.
 func (h *durabilityHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		if ctx.Value(barrierOnlyKey{}) != nil || !h.p.waits() || !anyWrite(cmds) {
@@ -170,32 +212,173 @@ func (h *durabilityHook) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 		if isTx(cmds) {
 			return h.afterward(ctx, func() error { return next(ctx, cmds) }, cmds)
 		}
+		tag, joins := h.joins(cmds)
+		var own *round
+		if joins {
+			h.g.mu.Lock()
+			if h.g.cur == nil {
+				own = newRound(tag)
+				h.g.cur = own
+			}
+			h.g.mu.Unlock()
+			if own == nil {
+				// A round is in flight: this batch's reply comes after its barrier was sent,
+				// so the batch waits for the next round.
+				gen := h.servers.generation()
+				err := next(ctx, cmds)
+				if err != nil && !isRedisErr(err) {
+					return err
+				}
+				if cause := h.join(ctx, tag, gen); cause != nil {
+					unconfirmed(cmds, cause)
+				}
+				return refusals(cmds, nil)
+			}
+		}
 		tail := h.tail(ctx, cmds)
 		all := append(cmds[:len(cmds):len(cmds)], tail...)
 		err := next(ctx, all)
+		cause := confirmation(tail, int64(h.p.replicas.Load()), h.p.aof.Load())
+		if own != nil {
+			if err != nil && !isRedisErr(err) {
+				cause = err
+			}
+			h.finish(ctx, own, cause)
+		}
 		if err != nil && !isRedisErr(err) {
 			// The connection failed: every command carries that error already.
 			return err
 		}
-		if cause := confirmation(tail, int64(h.p.replicas.Load()), h.p.aof.Load()); cause != nil {
+		if cause != nil {
 			unconfirmed(cmds, cause)
 		}
 		return refusals(cmds, nil)
 	}
 }
 
-// barrierOnlyKey marks the pipeline afterward sends: a barrier and WAIT, to get no others.
+// joins reports whether a batch may be confirmed by a shared round, and the hash tag that
+// routes a round's barrier to this node on a Cluster. A Cluster batch with no key to route a
+// barrier by keeps today's WAIT on its own connection, which covers its own writes only.
+func (h *durabilityHook) joins(cmds []redis.Cmder) (string, bool) {
+	if !h.p.cluster {
+		return "", true
+	}
+	return batchTag(cmds)
+}
+
+// join waits for the first round whose barrier is sent after now (the caller has its write's
+// reply) and returns why that round does not confirm it, nil when it does. With no round in
+// flight it runs one itself; a round queued behind the one in flight is run by the goroutine
+// that finishes that one. A caller whose ctx ends first gets ctx's error: its writes were
+// applied, their confirmation is not known. gen is the servers generation from before the
+// caller's writes were sent: a round that ends in another did not confirm them (servers).
+func (h *durabilityHook) join(ctx context.Context, tag string, gen uint64) error {
+	h.g.mu.Lock()
+	r := h.g.next
+	lead := false
+	switch {
+	case r != nil:
+		if r.tag == "" {
+			r.tag = tag
+		}
+	case h.g.cur != nil:
+		r = newRound(tag)
+		h.g.next = r
+	default:
+		r = newRound(tag)
+		h.g.cur = r
+		lead = true
+	}
+	h.g.mu.Unlock()
+	if lead {
+		h.run(ctx, r)
+	} else if hook, ok := ctx.Value(roundJoinedKey{}).(func()); ok {
+		hook()
+	}
+	select {
+	case <-r.done:
+		if r.err == nil && h.servers.generation() != gen {
+			return errServerChanged
+		}
+		return r.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// run sends round r's barrier and WAIT alone and finishes it.
+func (h *durabilityHook) run(ctx context.Context, r *round) {
+	var tail []redis.Cmder
+	_, err := h.client.Pipelined(context.WithValue(ctx, barrierOnlyKey{}, true), func(p redis.Pipeliner) error {
+		tail = h.barrier(ctx, r.tag, h.p.cluster && r.tag == "")
+		for _, c := range tail {
+			_ = p.Process(ctx, c)
+		}
+		return nil
+	})
+	cause := confirmation(tail, int64(h.p.replicas.Load()), h.p.aof.Load())
+	if cause == nil && err != nil && !isRedisErr(err) {
+		cause = err
+	}
+	h.finish(ctx, r, cause)
+}
+
+// roundRunners counts the goroutines running queued rounds, for the tests' leak check.
+var roundRunners atomic.Int64
+
+// finish hands round r's outcome to its writers and starts the round queued behind it, on a
+// goroutine of its own so that r's writers need not wait for it. That goroutine's context is
+// none of its writers' (a writer that gives up must not cancel the others' round) and is
+// bounded by the client's read timeout, of which WAIT takes half.
+func (h *durabilityHook) finish(ctx context.Context, r *round, cause error) {
+	r.err = cause
+	close(r.done)
+	if hook, ok := ctx.Value(roundFinishedKey{}).(func()); ok {
+		hook()
+	}
+	h.g.mu.Lock()
+	q := h.g.next
+	h.g.next = nil
+	h.g.cur = q
+	h.g.mu.Unlock()
+	if q == nil {
+		return
+	}
+	roundRunners.Add(1)
+	go func() {
+		defer roundRunners.Add(-1)
+		rctx, cancel := context.WithTimeout(context.Background(), max(2*h.p.wait, time.Second))
+		defer cancel()
+		h.run(rctx, q)
+	}()
+}
+
+// roundFinishedKey carries a test's function that finish calls once a round's outcome is
+// known, before the round queued behind it starts.
+type roundFinishedKey struct{}
+
+// roundJoinedKey carries a test's function that join calls once a call with the context has
+// joined a round that someone else runs.
+type roundJoinedKey struct{}
+
+// barrierOnlyKey marks the pipeline of a barrier and WAIT alone, to get no others.
 type barrierOnlyKey struct{}
 
 // afterward runs cmds as they are (a MULTI/EXEC, after whose EXEC go-redis's transaction
-// reader reads nothing more; a blocking command), then the barrier and WAIT as a pipeline of
-// their own on the same node: the barrier follows the reply, so its offset covers the writes.
-// A failover between the two could put the barrier on a new primary that never had them; a
-// pipeline holding both closes that gap, which is why only these two take this path.
+// reader reads nothing more; a blocking command), then has them confirmed by a round: the
+// round's barrier follows their reply, so its offset covers the writes. (A Cluster batch with
+// no key to route a barrier by gets a WAIT of its own instead.)
 func (h *durabilityHook) afterward(ctx context.Context, run func() error, cmds []redis.Cmder) error {
+	gen := h.servers.generation()
 	err := run()
 	if err != nil {
 		return refusals(cmds, err)
+	}
+	if tag, joins := h.joins(cmds); joins {
+		if cause := h.join(ctx, tag, gen); cause != nil {
+			unconfirmed(cmds, cause)
+		}
+		return refusals(cmds, nil)
 	}
 	var tail []redis.Cmder
 	_, _ = h.client.Pipelined(context.WithValue(ctx, barrierOnlyKey{}, true), func(p redis.Pipeliner) error {
@@ -213,18 +396,23 @@ func (h *durabilityHook) afterward(ctx context.Context, run func() error, cmds [
 
 // tail is the barrier write and the WAIT (or WAITAOF) that follow a batch's writes.
 func (h *durabilityHook) tail(ctx context.Context, cmds []redis.Cmder) []redis.Cmder {
+	tag, ok := "", true
+	if h.p.cluster {
+		tag, ok = batchTag(cmds)
+	}
+	// With no key to route the barrier by, WAIT still covers the batch's own writes.
+	return h.barrier(ctx, tag, !ok)
+}
+
+// barrier is a barrier write (on a Cluster, with tag's hash tag, for this node) and the WAIT
+// (or WAITAOF) after it; only the WAIT when none is to be written.
+func (h *durabilityHook) barrier(ctx context.Context, tag string, none bool) []redis.Cmder {
 	key := barrierKey
 	if h.p.cluster {
-		tag, ok := batchTag(cmds)
-		if !ok {
-			// No key to route the barrier by: WAIT still covers the batch's own writes.
-			key = ""
-		} else {
-			key = "{" + tag + "}:" + barrierKey
-		}
+		key = "{" + tag + "}:" + barrierKey
 	}
 	var out []redis.Cmder
-	if key != "" {
+	if !none {
 		out = append(out, redis.NewStatusCmd(ctx, "set", key, "1", "px", 10000))
 	}
 	ms := max(h.p.wait.Milliseconds(), 1)

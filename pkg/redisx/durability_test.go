@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -194,5 +196,176 @@ func TestFencedPrimaryRefusesWrites(t *testing.T) {
 		if n := raw.Exists(ctx, key).Val(); n != 0 {
 			t.Fatalf("%s exists after writes refused as not applied", key)
 		}
+	}
+}
+
+// waitCalls is how many WAIT commands the Redis at c has run (INFO commandstats).
+func waitCalls(t *testing.T, c *redis.Client) int {
+	t.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatalf("INFO commandstats: %v", err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_wait:calls="); ok {
+			n, _, _ := strings.Cut(rest, ",")
+			var calls int
+			if _, err := fmt.Sscan(n, &calls); err != nil {
+				t.Fatalf("INFO commandstats line %q: %v", line, err)
+			}
+			return calls
+		}
+	}
+	return 0
+}
+
+// TestConcurrentWritesShareWait: 64 writers of single writes on one primary each have their
+// write on the replica when it is acknowledged, and share barriers and WAITs: Redis runs far
+// fewer WAITs than there were writes (one per write before group commit). With the replica
+// paused mid-load, every write acknowledged while it is paused fails as ErrOutcomeUnknown,
+// and no round goroutine outlives the load.
+func TestConcurrentWritesShareWait(t *testing.T) {
+	t.Parallel()
+	s := redistest.StartSentinel(t, redistest.SentinelOptions{Replicas: 1, Sentinels: -1})
+	primary, replica := s.Nodes()[0], s.Nodes()[1]
+	ctx := context.Background()
+	durable, err := redisx.Open(ctx, redisx.Config{URL: "redis://" + primary, Durability: redisx.Replica, Timeout: durableTimeout, PoolSize: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer durable.Close()
+	onPrimary, onReplica := s.NodeClient(t, primary), s.NodeClient(t, replica)
+	prefix := redistest.Prefix(t)
+	const writers, each = 64, 20
+
+	t.Run("every write confirmed, WAITs shared", func(t *testing.T) {
+		before := waitCalls(t, onPrimary)
+		errs := make(chan error, writers)
+		for w := range writers {
+			go func() {
+				for i := range each {
+					key := fmt.Sprintf("%s:%d:%d", prefix, w, i)
+					if err := durable.Set(ctx, key, i, 0).Err(); err != nil {
+						errs <- fmt.Errorf("SET %s: %w", key, err)
+						return
+					}
+					if v, err := onReplica.Get(ctx, key).Result(); err != nil || v != fmt.Sprint(i) {
+						errs <- fmt.Errorf("replica's %s = %q, %v right after the acknowledgment, want %d", key, v, err, i)
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range writers {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		waits := waitCalls(t, onPrimary) - before
+		if writes := writers * each; waits > writes/2 {
+			t.Fatalf("Redis ran %d WAITs for %d acknowledged writes of %d writers, want at most %d (shared)", waits, writes, writers, writes/2)
+		}
+	})
+
+	t.Run("replica paused: no write acknowledged", func(t *testing.T) {
+		// phase: 0 before the pause, 1 while paused, 2 once unpausing.
+		var phase atomic.Int32
+		var unknown, acknowledged atomic.Int64
+		stop := make(chan struct{})
+		errs := make(chan error, writers)
+		for w := range writers {
+			go func() {
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						errs <- nil
+						return
+					default:
+					}
+					started := phase.Load()
+					err := durable.Incr(ctx, fmt.Sprintf("%s:paused:%d", prefix, w)).Err()
+					ended := phase.Load()
+					switch {
+					case err == nil && started == 1 && ended == 1:
+						errs <- fmt.Errorf("writer %d: INCR acknowledged while the replica was paused", w)
+						return
+					case err == nil:
+						acknowledged.Add(1)
+					case errors.Is(err, redisx.ErrOutcomeUnknown):
+						unknown.Add(1)
+					default:
+						errs <- fmt.Errorf("writer %d: INCR = %v, want success or ErrOutcomeUnknown", w, err)
+						return
+					}
+				}
+			}()
+		}
+		wait.Until(t, "writes acknowledged before the pause", func() bool { return acknowledged.Load() >= writers })
+		s.Pause(t, replica)
+		phase.Store(1)
+		wait.Until(t, "every writer's write left unknown with the replica paused", func() bool { return unknown.Load() >= 2*writers })
+		phase.Store(2)
+		s.Unpause(t, replica)
+		wait.Until(t, "writes acknowledged again", func() bool { n := acknowledged.Load(); return n > writers })
+		close(stop)
+		for range writers {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		}
+		wait.Until(t, "no goroutine running a round", func() bool { return redisx.RoundRunners() == 0 })
+	})
+}
+
+// TestWriteInFlightRoundNotConfirmed: a write whose reply comes while a round is in flight is
+// not confirmed by that round. The replica is paused once round A's WAIT has answered (the
+// replica has A's write) but before A's round is over; write B, made then, joins the next
+// round and fails as ErrOutcomeUnknown (the replica does not have it), while A succeeds.
+func TestWriteInFlightRoundNotConfirmed(t *testing.T) {
+	t.Parallel()
+	s := redistest.StartSentinel(t, redistest.SentinelOptions{Replicas: 1, Sentinels: -1})
+	primary, replica := s.Nodes()[0], s.Nodes()[1]
+	ctx := context.Background()
+	durable, err := redisx.Open(ctx, redisx.Config{URL: "redis://" + primary, Durability: redisx.Replica, Timeout: durableTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer durable.Close()
+	onReplica := s.NodeClient(t, replica)
+	prefix := redistest.Prefix(t)
+	paused := false
+	defer func() {
+		if paused {
+			s.Unpause(t, replica)
+		}
+	}()
+	b := make(chan error, 1)
+	var once sync.Once
+	inA := redisx.WithRoundFinished(ctx, func() {
+		once.Do(func() {
+			s.Pause(t, replica)
+			paused = true
+			joined := make(chan struct{})
+			go func() {
+				b <- durable.Set(redisx.WithRoundJoined(ctx, func() { close(joined) }), prefix+":b", "b", 0).Err()
+			}()
+			// B's reply is in and B has joined a round while A's is still in flight. (Were B
+			// to take A's outcome, it would already have it, and fail the test below.)
+			select {
+			case <-joined:
+			case err := <-b:
+				b <- err
+			}
+		})
+	})
+	if err := durable.Set(inA, prefix+":a", "a", 0).Err(); err != nil {
+		t.Fatalf("SET a, confirmed before the replica was paused: %v", err)
+	}
+	wantUnavailable(t, "SET b, made while A's round was in flight", <-b, redisx.ErrOutcomeUnknown)
+	s.Unpause(t, replica)
+	paused = false
+	if v := onReplica.Get(ctx, prefix+":a").Val(); v != "a" {
+		t.Fatalf("replica's %s:a = %q after A's acknowledgment, want a", prefix, v)
 	}
 }
