@@ -223,7 +223,7 @@ func startClusterRun(t *testing.T, name string, durability redisx.Durability) *c
 		t.Fatal(err)
 	}
 	r.holdShards = map[int]bool{}
-	for shard := range 16 {
+	for shard := range 16 { // the reservations service's default shard count
 		if cl.MasterOf(t, r.holdQueue.Keys(shard).Alarms) == r.victim {
 			r.holdShards[shard] = true
 		}
