@@ -23,26 +23,13 @@ func TestOccupancyIsExactAfterALostTail(t *testing.T) {
 	ctx := context.Background()
 	// No renewal snapshot during the test (the renewal runs every third of a lease).
 	e := newEnv(t, settings{lease: 10 * time.Minute})
-	opt, err := redis.ParseURL(e.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opt)
-	t.Cleanup(func() { _ = rdb.Close() })
-
+	rdb := e.redis()
 	code, _ := e.createRoom()
 	v1 := join(t, e.room, code, viewer, "v1", "")
 	wait.Until(t, "lobby shows 1 viewer", viewers(e, code, 1, false))
 
 	// What a replica promoted now holds: every key of the room (its shard's alarms aside).
-	roomKeys := func() []string {
-		t.Helper()
-		keys, err := rdb.Keys(ctx, e.prefix+"-room:*:"+code+":*").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return keys
-	}
+	roomKeys := func() []string { return e.roomKeys(rdb, code) }
 	dumps := map[string]string{}
 	for _, k := range roomKeys() {
 		d, err := rdb.Dump(ctx, k).Result()
@@ -86,4 +73,56 @@ func TestOccupancyIsExactAfterALostTail(t *testing.T) {
 	wait.Until(t, "lobby shows v4 and v5", viewers(e, code, 2, false))
 	v4.leave()
 	wait.Until(t, "lobby shows v5 alone", viewers(e, code, 1, false))
+}
+
+// A failover can lose a room's whole state: the room was first joined just before it. The
+// next join creates the state again from the Lobby entry, and its occupancy reaches the Lobby
+// exactly: the new state's seqs start above the lost ones (Redis TIME in µs), where starting at
+// 0 again would hand out seqs the Lobby applied and drops (it would show 2 viewers for good).
+func TestOccupancyIsExactAfterALostState(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t, settings{lease: 10 * time.Minute}) // no renewal snapshot during the test
+	rdb := e.redis()
+	code, _ := e.createRoom()
+	join(t, e.room, code, viewer, "v1", "")
+	join(t, e.room, code, viewer, "v2", "")
+	wait.Until(t, "lobby shows 2 viewers", viewers(e, code, 2, false))
+
+	for _, k := range e.roomKeys(rdb, code) {
+		if err := rdb.Del(ctx, k).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v3 := join(t, e.room, code, viewer, "v3", "")
+	if v3.state.GetViewers() != 1 {
+		t.Fatalf("state after the lost state = %d viewers, want 1 (v3)", v3.state.GetViewers())
+	}
+	wait.Until(t, "lobby shows v3 alone", viewers(e, code, 1, false))
+	join(t, e.room, code, viewer, "v4", "")
+	wait.Until(t, "lobby shows v3 and v4", viewers(e, code, 2, false))
+	v3.leave()
+	wait.Until(t, "lobby shows v4 alone", viewers(e, code, 1, false))
+}
+
+// redis is a client of the env's Redis, for a test that plays a failover on the room's keys.
+func (e *env) redis() *redis.Client {
+	e.t.Helper()
+	opt, err := redis.ParseURL(e.url)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
+	e.t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// roomKeys lists the keys of the room code in the Room store (its shard's alarms aside).
+func (e *env) roomKeys(rdb *redis.Client, code string) []string {
+	e.t.Helper()
+	keys, err := rdb.Keys(context.Background(), e.prefix+"-room:*:"+code+":*").Result()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return keys
 }

@@ -26,7 +26,9 @@ end
 if seq ~= cur + 1 then
   return 3
 end
-redis.call('HSET', KEYS[2], ARGV[1], seq)
+-- The argument's digits, as snapshot.lua stores them, not the Lua number (a double that Redis
+-- formats back): a seq that jumped to Redis TIME in µs after a room store's failover has 16.
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 if redis.call('HINCRBY', KEYS[3], ARGV[1], ARGV[3]) < 0 then
   redis.call('HSET', KEYS[3], ARGV[1], 0)
 end

@@ -173,7 +173,9 @@ func (a *App) join(ctx context.Context, s *hub.Session, name string, seed *domai
 	leaseUntil := now.Add(a.c.SessionLease)
 	ss := domain.Attached{ID: s.ID, Role: s.Role, ClientID: s.ClientID, Attachment: s.Attachment, Name: name}
 	joined, err := a.st.Join(ctx, s.Code, ss, now, leaseUntil)
+	seeded := false
 	if errors.Is(err, domain.ErrNoState) {
+		seeded = true
 		// The room's first join: its state starts from its Lobby entry.
 		if seed == nil {
 			entry, err := a.lobby.Seed(ctx, s.Code)
@@ -205,7 +207,13 @@ func (a *App) join(ctx context.Context, s *hub.Session, name string, seed *domai
 		return domain.Joined{}, err
 	}
 	s.SetCounted(true)
-	a.link.Delta(s.Code, joined.Change)
+	if seeded {
+		// A state's seqs start above every earlier life's (init.lua), so the Lobby holds no
+		// seq before the first: a delta would be a gap and cost a resync, a snapshot is taken.
+		a.link.Snapshot(s.Code)
+	} else {
+		a.link.Delta(s.Code, joined.Change)
+	}
 	return joined, nil
 }
 

@@ -28,7 +28,10 @@ func TestOccupancyMatchesTheRule(t *testing.T) {
 	s := openRoom(t, code, 24*time.Hour, ms(now), 1000)
 	rng := rand.New(rand.NewPCG(7, 11))
 	model := map[string]domain.Session{}
-	var lastSeq int64
+	lastSeq, _, _, err := s.Occupancy(ctx, code) // a room's seqs start at Redis TIME (µs)
+	if err != nil {
+		t.Fatal(err)
+	}
 	next := 0
 	for step := range 400 {
 		var what string
