@@ -42,7 +42,7 @@ func TestObserveCountsShedRequests(t *testing.T) {
 // them: /metrics never shows a room name (names are user input).
 func TestMetricsTakeNoRoomName(t *testing.T) {
 	t.Parallel()
-	g, err := New(context.Background(), Options{Backends: Backends{Chat: servertest.FreeAddr(t)}, Logger: testLogger(t)})
+	g, err := New(context.Background(), Options{Backends: Backends{Chat: servertest.DownAddr(t)}, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestGatewaysCountOnTheirOwnRegistry(t *testing.T) {
 	gws := []*gw{{reqs: 3, sockets: 2}, {reqs: 1, sockets: 1}}
 	for _, x := range gws {
 		x.prom = prometheus.NewRegistry()
-		g, err := New(context.Background(), Options{Backends: Backends{Chat: servertest.FreeAddr(t)}, Logger: testLogger(t), Metrics: x.prom})
+		g, err := New(context.Background(), Options{Backends: Backends{Chat: servertest.DownAddr(t)}, Logger: testLogger(t), Metrics: x.prom})
 		if err != nil {
 			t.Fatal(err)
 		}

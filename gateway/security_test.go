@@ -227,7 +227,7 @@ func TestSocketTokens(t *testing.T) {
 func TestWebSocketOrigins(t *testing.T) {
 	t.Parallel()
 	g, err := New(context.Background(), Options{
-		Backends: Backends{Room: servertest.FreeAddr(t)}, Logger: testLogger(t),
+		Backends: Backends{Room: servertest.DownAddr(t)}, Logger: testLogger(t),
 		Security: Security{AllowedOrigins: []string{"app.example.com", "https://*.vigil.test"}},
 	})
 	if err != nil {
@@ -340,7 +340,7 @@ func TestRoomQuota(t *testing.T) {
 func TestSocketsPerRoom(t *testing.T) {
 	t.Parallel()
 	g, err := New(context.Background(), Options{
-		Backends: Backends{Chat: servertest.FreeAddr(t)}, Logger: testLogger(t),
+		Backends: Backends{Chat: servertest.DownAddr(t)}, Logger: testLogger(t),
 		Sockets: SocketLimits{PerRoom: 1},
 	})
 	if err != nil {

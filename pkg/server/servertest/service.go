@@ -87,6 +87,29 @@ func FreeAddr(t testing.TB) string {
 	return l.Addr().String()
 }
 
+// DownAddr is the address of a backend that is down: its port stays held for the test (so
+// no other test's server can take it, as FreeAddr's can), and every connection to it is
+// closed as soon as it is accepted, so a gRPC client fails at once (Unavailable) rather than
+// waiting on whatever server happened to take a free port next.
+func DownAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	return l.Addr().String()
+}
+
 // CheckRegisterer checks that a service registers every metric family of want on the
 // Registerer its Options give, none on the process's default registry only. build is the
 // service's New with core as its Options' Core: the test's Redis under a key prefix of its own

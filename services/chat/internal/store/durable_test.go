@@ -18,26 +18,6 @@ import (
 // hook fails the call the same way): the write is in Redis, the call failed.
 var errUnknown = errors.New("outcome unknown: no replica acknowledged the write")
 
-// failScriptsAfterRun fails every script call on its client after Redis has run it.
-type failScriptsAfterRun struct{}
-
-func (failScriptsAfterRun) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (failScriptsAfterRun) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		if err == nil && strings.HasPrefix(strings.ToLower(cmd.Name()), "eval") {
-			cmd.SetErr(errUnknown)
-			return errUnknown
-		}
-		return err
-	}
-}
-
-func (failScriptsAfterRun) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
 // heardFirst publishes a marker on channel and returns the first payload sub hears: anything
 // published on channel before the marker comes first.
 func heardFirst(t *testing.T, ctx context.Context, rdb redis.Cmdable, sub *redis.PubSub, channel string) string {
@@ -63,7 +43,7 @@ func TestNothingPublishedForAFailedWrite(t *testing.T) {
 	opt, _ := redis.ParseURL(redistest.URL(t))
 	failing := redis.NewClient(opt)
 	defer failing.Close()
-	failing.AddHook(failScriptsAfterRun{})
+	failing.AddHook(redistest.FailScriptsAfterRun{Err: errUnknown})
 	f := New(failing, Options{Prefix: prefix, Keep: 100})
 
 	channel := s.keys("lobby").channel

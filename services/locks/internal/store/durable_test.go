@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,39 +18,6 @@ import (
 // hook fails the call the same way): the write is in Redis, the call failed.
 var errUnknown = errors.New("outcome unknown: no replica acknowledged the write")
 
-// failScriptsAfterRun fails every script call on rdb after Redis has run it.
-type failScriptsAfterRun struct{}
-
-func (failScriptsAfterRun) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (failScriptsAfterRun) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		if isScriptCall(cmd) && err == nil {
-			cmd.SetErr(errUnknown)
-			return errUnknown
-		}
-		return err
-	}
-}
-
-func (failScriptsAfterRun) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		err := next(ctx, cmds)
-		for _, cmd := range cmds {
-			if isScriptCall(cmd) && cmd.Err() == nil {
-				cmd.SetErr(errUnknown)
-				err = errUnknown
-			}
-		}
-		return err
-	}
-}
-
-func isScriptCall(cmd redis.Cmder) bool {
-	return strings.HasPrefix(strings.ToLower(cmd.Name()), "eval")
-}
-
 // A release whose call fails after its script ran (the durability wait timed out) publishes
 // no grant: the waiter's replica hears nothing until the write is known to have succeeded. The
 // waiter still gets the lock, by looking for it (pollEvery), with the token Redis holds.
@@ -65,7 +31,7 @@ func TestNoGrantNoticeForAFailedWrite(t *testing.T) {
 	opt, _ := redis.ParseURL(redistest.URL(t))
 	failing := redis.NewClient(opt)
 	defer failing.Close()
-	failing.AddHook(failScriptsAfterRun{})
+	failing.AddHook(redistest.FailScriptsAfterRun{Err: errUnknown})
 	other := testStore(t, failing, prefix, Options{Alarms: s.q})
 
 	// A second subscriber on the waiter's grant channel sees what the waiter's replica would.
@@ -173,7 +139,7 @@ func TestRepeatsAfterAnUnknownOutcome(t *testing.T) {
 	opt, _ := redis.ParseURL(redistest.URL(t))
 	failing := redis.NewClient(opt)
 	defer failing.Close()
-	failing.AddHook(failScriptsAfterRun{})
+	failing.AddHook(redistest.FailScriptsAfterRun{Err: errUnknown})
 	f := testStore(t, failing, prefix, Options{Alarms: s.q, Now: func() time.Time { return clk }})
 
 	if _, err := f.Acquire(ctx, "press", "alice", time.Minute, 0); !errors.Is(err, errUnknown) {
