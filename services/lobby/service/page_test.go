@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -208,5 +209,39 @@ func TestPageBadInputIsRefusedWithASentence(t *testing.T) {
 	_, err := c.ListRooms(context.Background(), &lobbyv1.ListRoomsRequest{PageSize: proto.Int32(1), Query: "salsa", PageToken: tok})
 	if st, _ := status.FromError(err); st.Code() != codes.InvalidArgument || st.Message() != "This pageToken has expired (page tokens last 1 hour); list again without pageToken to start from the first page." {
 		t.Fatalf("ListRooms(token an hour old) = %v, want InvalidArgument saying it expired", err)
+	}
+}
+
+// A failover that lost the page tokens' key (a replica made it just before) leaves that
+// replica signing with the lost key while a replica asking the new primary makes another. Each
+// replica then honours the other's tokens: a token its key does not verify makes it read the
+// store's key again, and it keeps that one.
+func TestPageTokensSurviveALostPageKey(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.Client(t)
+	clk := clocktest.New(time.UnixMilli(1_800_000_000_000))
+	a := replica(t, prefix, clk)
+	var codes []string // most recently active first
+	for i := range 3 {
+		codes = append([]string{create(t, a, fmt.Sprintf("Room %d", i)).GetCode()}, codes...)
+		clk.Add(time.Millisecond)
+	}
+	one := &lobbyv1.ListRoomsRequest{PageSize: proto.Int32(1)}
+	page(t, a, one) // a made the key and keeps it
+	if err := rdb.Del(context.Background(), prefix+":{lobby}:pagekey").Err(); err != nil {
+		t.Fatal(err)
+	}
+	b := replica(t, prefix, clk) // makes another key on the "new primary"
+	fromB := page(t, b, one)
+	if fromB.GetNextPageToken() == "" {
+		t.Fatal("b gave no next page token")
+	}
+	second := page(t, a, &lobbyv1.ListRoomsRequest{PageSize: proto.Int32(1), PageToken: fromB.GetNextPageToken()})
+	if got := roomCodes(second.GetRooms()); !slices.Equal(got, codes[1:2]) {
+		t.Fatalf("a's page after b's token = %v, want %v", got, codes[1:2])
+	}
+	third := page(t, b, &lobbyv1.ListRoomsRequest{PageSize: proto.Int32(1), PageToken: second.GetNextPageToken()})
+	if got := roomCodes(third.GetRooms()); !slices.Equal(got, codes[2:]) || third.GetNextPageToken() != "" {
+		t.Fatalf("b's page after a's token = %v, next %q; want %v and no next page", got, third.GetNextPageToken(), codes[2:])
 	}
 }

@@ -251,6 +251,14 @@ func (a *App) ListPage(ctx context.Context, req PageRequest) (Page, error) {
 	var after *domain.Position
 	if req.Token != "" {
 		p, err := domain.DecodePageToken(key, req.Token, filter, a.now())
+		if errors.Is(err, domain.ErrGarbledPageToken) {
+			// The key kept here may be one a failover lost (this replica made it just before),
+			// and the store's key another replica's since: read it again, and keep it.
+			if key, err = a.reloadPageKey(ctx); err != nil {
+				return Page{}, err
+			}
+			p, err = domain.DecodePageToken(key, req.Token, filter, a.now())
+		}
 		if err != nil {
 			return Page{}, err
 		}
@@ -269,7 +277,7 @@ func (a *App) ListPage(ctx context.Context, req PageRequest) (Page, error) {
 	return page, nil
 }
 
-// pageKey is the page tokens' key, read from the store once.
+// pageKey is the page tokens' key, read from the store once (again only when a token fails it).
 func (a *App) pageKey(ctx context.Context) ([]byte, error) {
 	a.mu.Lock()
 	key := a.key
@@ -277,6 +285,11 @@ func (a *App) pageKey(ctx context.Context) ([]byte, error) {
 	if key != nil {
 		return key, nil
 	}
+	return a.reloadPageKey(ctx)
+}
+
+// reloadPageKey reads the page tokens' key from the store again and keeps it.
+func (a *App) reloadPageKey(ctx context.Context) ([]byte, error) {
 	key, err := a.st.PageKey(ctx)
 	if err != nil {
 		return nil, err

@@ -63,9 +63,11 @@ const (
 )
 
 var (
-	errGarbledToken = invalid("This pageToken is not one the lobby gave out (it was changed or cut short); list again without pageToken to start from the first page.")
-	errExpiredToken = invalid("This pageToken has expired (page tokens last 1 hour); list again without pageToken to start from the first page.")
-	errOtherSearch  = invalid("This pageToken belongs to another search: keep q and joinable the same while paging, or list again without pageToken.")
+	// ErrGarbledPageToken refuses a token the page key does not verify: changed, cut short, or
+	// signed with another key.
+	ErrGarbledPageToken = invalid("This pageToken is not one the lobby gave out (it was changed or cut short); list again without pageToken to start from the first page.")
+	errExpiredToken     = invalid("This pageToken has expired (page tokens last 1 hour); list again without pageToken to start from the first page.")
+	errOtherSearch      = invalid("This pageToken belongs to another search: keep q and joinable the same while paging, or list again without pageToken.")
 )
 
 // Filter is what a page token binds to: the search it continues.
@@ -99,19 +101,19 @@ func EncodePageToken(key []byte, p Position, filter [8]byte, expires time.Time) 
 // returns the position it continues from. Every refusal is an ErrInvalid with a sentence.
 func DecodePageToken(key []byte, token string, filter [8]byte, now time.Time) (Position, error) {
 	if len(token) > maxPageToken {
-		return Position{}, errGarbledToken
+		return Position{}, ErrGarbledPageToken
 	}
 	b, err := base64.RawURLEncoding.Strict().DecodeString(token)
 	if err != nil || len(b) < tokenFixedLen+tokenMACLen || b[0] != tokenVersion {
-		return Position{}, errGarbledToken
+		return Position{}, ErrGarbledPageToken
 	}
 	body, sum := b[:len(b)-tokenMACLen], b[len(b)-tokenMACLen:]
 	if !hmac.Equal(sum, mac(key, body)) {
-		return Position{}, errGarbledToken
+		return Position{}, ErrGarbledPageToken
 	}
 	codeLen := int(body[tokenFixedLen-1])
 	if len(body) != tokenFixedLen+codeLen {
-		return Position{}, errGarbledToken
+		return Position{}, ErrGarbledPageToken
 	}
 	if [8]byte(body[17:25]) != filter {
 		return Position{}, errOtherSearch

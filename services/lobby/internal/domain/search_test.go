@@ -89,11 +89,11 @@ func TestPageToken(t *testing.T) {
 		"expired":          {tok, f, now.Add(PageTokenTTL), key, errExpiredToken},
 		"another query":    {tok, Filter("tango", false), now, key, errOtherSearch},
 		"joinable added":   {tok, Filter("salsa", true), now, key, errOtherSearch},
-		"another key":      {tok, f, now, []byte("another key"), errGarbledToken},
-		"not base64":       {"%%%", f, now, key, errGarbledToken},
-		"cut short":        {tok[:len(tok)-4], f, now, key, errGarbledToken},
-		"empty after trim": {"AA", f, now, key, errGarbledToken},
-		"very long":        {strings.Repeat("A", 400), f, now, key, errGarbledToken},
+		"another key":      {tok, f, now, []byte("another key"), ErrGarbledPageToken},
+		"not base64":       {"%%%", f, now, key, ErrGarbledPageToken},
+		"cut short":        {tok[:len(tok)-4], f, now, key, ErrGarbledPageToken},
+		"empty after trim": {"AA", f, now, key, ErrGarbledPageToken},
+		"very long":        {strings.Repeat("A", 400), f, now, key, ErrGarbledPageToken},
 	}
 	// Every single changed character is refused: the MAC covers the whole token.
 	for i := range tok {
@@ -109,14 +109,14 @@ func TestPageToken(t *testing.T) {
 			now   time.Time
 			key   []byte
 			want  error
-		}{string(b), f, now, key, errGarbledToken}
+		}{string(b), f, now, key, ErrGarbledPageToken}
 	}
 	for name, tc := range refused {
 		if _, err := DecodePageToken(tc.key, tc.token, tc.f, tc.now); err != tc.want {
 			t.Errorf("DecodePageToken(%s) = %v, want %v", name, err, tc.want)
 		}
 	}
-	for _, err := range []error{errGarbledToken, errExpiredToken, errOtherSearch} {
+	for _, err := range []error{ErrGarbledPageToken, errExpiredToken, errOtherSearch} {
 		if !errors.Is(err, ErrInvalid) {
 			t.Errorf("%v is not an ErrInvalid", err)
 		}

@@ -294,8 +294,9 @@ const pageKeyLen = 32
 
 // PageKey returns the key that signs page tokens. The first replica to ask makes it (SET NX
 // of random bytes), so every replica signs and checks with the same key and a token from one
-// is honoured by another. Deleting the key invalidates every token given out (they read as
-// garbled, and callers start again from the first page).
+// is honoured by another. Deleting the key, and restarting the replicas (each keeps the key it
+// read), invalidates every token given out (they read as garbled, and callers start again from
+// the first page).
 func (s *Store) PageKey(ctx context.Context) ([]byte, error) {
 	fresh := make([]byte, pageKeyLen)
 	_, _ = rand.Read(fresh)
