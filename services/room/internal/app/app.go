@@ -208,8 +208,8 @@ func (a *App) join(ctx context.Context, s *hub.Session, name string, seed *domai
 	}
 	s.SetCounted(true)
 	if seeded {
-		// A state's seqs start above every earlier life's (init.lua), so the Lobby holds no
-		// seq before the first: a delta would be a gap and cost a resync, a snapshot is taken.
+		// A new state's seqs start at Redis TIME (init.lua), above any the Lobby holds for the
+		// room: a delta would be a gap and cost a resync, a snapshot is taken at once.
 		a.link.Snapshot(s.Code)
 	} else {
 		a.link.Delta(s.Code, joined.Change)
