@@ -684,7 +684,10 @@ func (x *RemoveRoomResponse) GetRemoved() bool {
 type ApplyOccupancyDeltaRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Code  string                 `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
-	// The room's sequence number for this change: the lobby's current one plus 1.
+	// The room's sequence number for this change: the lobby's current one plus 1 while the
+	// room's store stays on one primary's history. After a failover the room's sequence jumps
+	// (to Redis TIME in microseconds); the lobby answers the gap as any other and the room
+	// sends a snapshot.
 	Seq          int64 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
 	ViewersDelta int32 `protobuf:"varint,3,opt,name=viewers_delta,json=viewersDelta,proto3" json:"viewers_delta,omitempty"`
 	// Change in the number of leader sessions (the room shows a leader while it is above 0).
