@@ -152,8 +152,10 @@ test-faults: redis-image
 # run 30s ahead, or SIGKILLed; a history checker per domain; one table (docs/OPERATIONS.md, "When a replica stops
 # answering"). The store nemesis (issue 43): a primary, two replicas and three Sentinels of the
 # test's own, the primary SIGKILLed, paused, cut off alone and restarted under load, with async
-# (losses must show) and replica durability (none may). .ci/expected/nemesis.txt names the tests.
-# At most NEMESIS_TIMEOUT (the package took 438 s at load 20-40).
+# (losses must show) and replica durability (none may), the rooms and their Lobby among the
+# domains; and one Redis SIGKILLed and started at once under everysec and fsync.
+# .ci/expected/nemesis.txt names the tests. At most NEMESIS_TIMEOUT (the package took 576 s at
+# load 7-30).
 NEMESIS_TIMEOUT ?= 12m
 .PHONY: test-nemesis
 test-nemesis: redis-image
