@@ -299,13 +299,13 @@ func (s *stack) call(ctx context.Context, method, path, body string, waitMs int)
 	return c
 }
 
-// every runs cond at most every 250 ms under wait.Within: a docker exec per 5 ms poll would
+// every runs cond at most every 500 ms under wait.Within: a docker exec per 5 ms poll would
 // load the machine the test measures.
 func every(cond func() error) func() error {
 	var last time.Time
 	var lastErr error = fmt.Errorf("not checked yet")
 	return func() error {
-		if time.Since(last) < 250*time.Millisecond {
+		if time.Since(last) < 500*time.Millisecond {
 			return lastErr
 		}
 		last = time.Now()
