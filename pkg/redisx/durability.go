@@ -22,8 +22,9 @@ const (
 	// primary lost before its replicas (or its disk, under appendfsync everysec) had a write
 	// loses that acknowledged write.
 	Async Durability = "async"
-	// Replica acknowledges a write once at least one replica has it (WAIT 1 on the connection
-	// that wrote, after a barrier write): the loss of any one node loses nothing acknowledged.
+	// Replica acknowledges a write once at least one replica has it (WAIT 1 after a barrier
+	// write sent to the same server once the write's reply is in, shared by the writes that
+	// completed meanwhile): the loss of any one node loses nothing acknowledged.
 	// Open refuses a primary (any Cluster master) without a connected replica.
 	Replica Durability = "replica"
 	// Fsync is Replica, and on disk: WAITAOF on Redis 7.2 and newer; on older Redis every node

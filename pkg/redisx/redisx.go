@@ -144,8 +144,8 @@ func Open(ctx context.Context, cfg Config) (redis.UniversalClient, error) {
 			MaxRetries:                 -1, // redirects after a failover still follow MOVED
 			ClusterStateReloadInterval: cfg.ClusterRefresh,
 		})
-		// Each node's client gets the hook, so that it sees that node's batch on one
-		// connection: one barrier and WAIT per master that took writes.
+		// Each node's client gets the hook, so that a node's writes are confirmed on that
+		// node: one barrier and WAIT per master that took writes, shared by its writers.
 		pol.cluster = true
 		cc.OnNewNode(func(n *redis.Client) { n.AddHook(&durabilityHook{client: n, p: pol}) })
 		c = cc
