@@ -5,6 +5,7 @@ package composeha
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -20,13 +21,16 @@ type fault struct {
 
 // The faults in the order the test makes them, each on another domain's primary, so every
 // fault meets a domain under load: VIGIL_HA_FAULTS=all makes each on every loaded domain.
+// "isolate" cuts the primary off from its replicas and the sentinels only: the services still
+// reach it, so it is the fault where an acknowledgment without a replica's copy is lost (the
+// others leave no client a way to it, or freeze it).
 func faults() []fault {
-	kinds := []string{"kill", "pause", "cut off"}
-	loaded := []string{"locks", "chat", "reservations"}
+	kinds := []string{"kill", "pause", "cut off", "isolate"}
+	loaded := []string{"locks", "chat", "reservations", "chat"}
 	var fs []fault
 	if envOr("VIGIL_HA_FAULTS", "") == "all" {
 		for _, k := range kinds {
-			for _, d := range loaded {
+			for _, d := range loaded[:3] {
 				fs = append(fs, fault{k, d})
 			}
 		}
@@ -154,6 +158,8 @@ func (s *stack) inject(t *testing.T, l *load, tm timing, f fault) step {
 		out, err = docker("pause", id)
 	case "cut off":
 		out, err = docker("network", "disconnect", net, id)
+	case "isolate":
+		out, err = s.isolate(id, f.domain, node, true)
 	}
 	if err != nil {
 		t.Fatalf("%s %s: %v: %s", f.name, node, err, out)
@@ -185,6 +191,8 @@ func (s *stack) inject(t *testing.T, l *load, tm timing, f fault) step {
 		out, err = docker("unpause", id)
 	case "cut off":
 		out, err = docker("network", "connect", "--alias", node, net, id)
+	case "isolate":
+		out, err = s.isolate(id, f.domain, node, false)
 	}
 	if err != nil {
 		t.Fatalf("end the %s of %s: %v: %s", f.name, node, err, out)
@@ -201,4 +209,44 @@ func (s *stack) inject(t *testing.T, l *load, tm timing, f fault) step {
 	t.Logf("%s %s of %s (vigil-%s's primary): %s promoted after %.1f s, %s a replica again after %.1f s (load %s)",
 		st.from.Format("15:04:05.000"), f.name, node, f.domain, st.promoted, st.failover.Seconds(), node, st.replicaIn.Seconds(), loadavg())
 	return st
+}
+
+// isolate drops (on) or lets through again (off) every packet between a node and the other
+// nodes of its domain and the sentinels, with iptables in the node's network namespace; the
+// services and the gateway still reach it.
+func (s *stack) isolate(id, domain, node string, on bool) (string, error) {
+	pid, err := docker("inspect", "-f", "{{.State.Pid}}", id)
+	if err != nil {
+		return pid, err
+	}
+	ipt := func(args ...string) (string, error) {
+		out, err := exec.Command("nsenter", append([]string{"-t", pid, "-n", "iptables"}, args...)...).CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	if !on {
+		if out, err := ipt("-F", "INPUT"); err != nil {
+			return out, err
+		}
+		return ipt("-F", "OUTPUT")
+	}
+	for _, peer := range []string{"redis-" + domain, "redis-" + domain + "-2", "redis-" + domain + "-3", "sentinel-1", "sentinel-2", "sentinel-3"} {
+		if peer == node {
+			continue
+		}
+		pid, err := s.containerOf(peer)
+		if err != nil {
+			return "", err
+		}
+		ip, err := docker("inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", pid)
+		if err != nil || ip == "" {
+			return ip, fmt.Errorf("the address of %s: %v", peer, err)
+		}
+		if out, err := ipt("-I", "INPUT", "-s", ip, "-j", "DROP"); err != nil {
+			return out, err
+		}
+		if out, err := ipt("-I", "OUTPUT", "-d", ip, "-j", "DROP"); err != nil {
+			return out, err
+		}
+	}
+	return "", nil
 }
