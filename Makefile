@@ -184,7 +184,8 @@ test-compose-pause: images
 
 # Issue 43 as an operator tries it (deploy/composeha): the HA stack (VIGIL_HA=1 VIGIL_INSECURE=1
 # compose-up.sh) under REST load through the gateway while one domain's primary is SIGKILLed,
-# paused past the failover timeout and cut off from the network, each in turn; counts what was
+# paused past the failover timeout, cut off from the network and isolated from its replicas and
+# sentinels (the services still reaching it), each in turn; counts what was
 # acknowledged, lost (must be 0) and unknown, checks fencing tokens and the longest time a
 # domain went unanswered. .ci/expected/compose-ha.txt names the test. At most COMPOSE_HA_TIMEOUT;
 # the stack is taken down after.

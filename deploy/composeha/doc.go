@@ -8,8 +8,11 @@
 //
 // Under that load, one domain's current primary (asked of a Sentinel) is in turn SIGKILLed
 // (docker kill, started again after the failover), frozen past the failover timeout (docker
-// pause, then unpause: it must come back as a replica) and cut off from the stack's network
-// (docker network disconnect, reconnected after the failover). The test counts per domain
+// pause, then unpause: it must come back as a replica), cut off from the stack's network
+// (docker network disconnect, reconnected after the failover) and isolated from its replicas
+// and the sentinels while the services still reach it (iptables in its network namespace:
+// the one fault where a write acknowledged without a replica's copy is lost, as it is with
+// VIGIL_REDIS_DURABILITY=async). The test counts per domain
 // what was acknowledged, what of it is gone afterwards (lost, which must be 0), what was left
 // unknown (a 503 or no answer, repeated as docs/API.md says), whether each lock's fencing
 // tokens only grew, and the longest time a domain did not answer, bounded by the Sentinels'
@@ -17,5 +20,6 @@
 //
 // The test carries the build tag composeha: `make test-compose-ha` builds the images and runs
 // it (go test -tags composeha ./deploy/composeha). It needs Docker, docker-compose (or the
-// Docker CLI's compose plugin), the images of `make images` and vigil/redis:local.
+// Docker CLI's compose plugin), nsenter and iptables, root, the images of `make images` and
+// vigil/redis:local.
 package composeha
