@@ -130,8 +130,8 @@ type durabilityHook struct {
 }
 
 // group is one node's group commit of confirmations, as a database groups its log's fsyncs:
-// while a barrier and WAIT are in flight, writes that complete queue for the next round, which
-// one barrier and WAIT confirm together once the round in flight has answered. Under load a
+// while maxRounds barriers and WAITs are in flight, writes that complete queue for the next
+// round, which one barrier and WAIT confirm together once a round in flight has answered. Under load a
 // node runs one WAIT per round trip to its replica, not one per write, and a writer holds no
 // connection while its round waits for the replica.
 //
@@ -141,15 +141,23 @@ type durabilityHook struct {
 // returns once the replicas have the stream up to the barrier, hence every such write, and any
 // state a reply reported (as for a batch's own barrier, above). So a write may join only a
 // round whose barrier is not sent yet, and only once its reply is in: join is called after the
-// reply, and a round leaves next (under mu) before its barrier is sent. A write completing
-// while a round is in flight joins the next round, never the one in flight.
+// reply, and a round leaves next (under mu) before its barrier is sent. A write never joins a
+// round in flight.
+//
+// Up to maxRounds rounds are in flight at once: a write that completes while fewer are starts
+// its round at once instead of waiting for the one in flight to answer, which would cost it up
+// to two waits for the replica (a lock hand-off under contention, where writes come one at a
+// time, paid that at p99). Writes that find maxRounds in flight share the next round.
 type group struct {
 	mu sync.Mutex
-	// cur is the round in flight: its barrier is sent or about to be; nil when none is.
-	cur *round
-	// next is the round writes join while cur is in flight; nil until one does.
+	// inflight counts the rounds whose barrier is sent or about to be.
+	inflight int
+	// next is the round writes join while maxRounds are in flight; nil until one does.
 	next *round
 }
+
+// maxRounds is how many rounds of one node may be in flight at once.
+const maxRounds = 2
 
 // round is one barrier and WAIT and the writes it confirms.
 type round struct {
@@ -201,7 +209,7 @@ func (h *durabilityHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 }
 
 // ProcessPipelineHook confirms a pipeline that holds a write, except the pipeline of a barrier
-// and WAIT themselves (barrierOnlyKey). With no round in flight on the node, the pipeline gets
+// and WAIT themselves (barrierOnlyKey). With fewer than maxRounds in flight on the node, the pipeline gets
 // the barrier and WAIT appended, one round trip on one connection, and stands as the round in
 // flight; otherwise it is sent as it is and joins the next round.
 func (h *durabilityHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
@@ -217,14 +225,14 @@ func (h *durabilityHook) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 		var own *round
 		if joins {
 			h.g.mu.Lock()
-			if h.g.cur == nil {
+			if h.g.inflight < maxRounds {
 				own = newRound(tag)
-				h.g.cur = own
+				h.g.inflight++
 			}
 			h.g.mu.Unlock()
 			if own == nil {
-				// A round is in flight: this batch's reply comes after its barrier was sent,
-				// so the batch waits for the next round.
+				// maxRounds are in flight: this batch's reply comes after their barriers
+				// were sent, so the batch waits for the next round.
 				gen := h.servers.generation()
 				err := next(ctx, cmds)
 				if err != nil && !isRedisErr(err) {
@@ -268,9 +276,9 @@ func (h *durabilityHook) joins(cmds []redis.Cmder) (string, bool) {
 }
 
 // join waits for the first round whose barrier is sent after now (the caller has its write's
-// reply) and returns why that round does not confirm it, nil when it does. With no round in
-// flight it runs one itself; a round queued behind the one in flight is run by the goroutine
-// that finishes that one. A caller whose ctx ends first gets ctx's error: its writes were
+// reply) and returns why that round does not confirm it, nil when it does. With fewer than
+// maxRounds in flight it runs one itself; a round queued behind them is run by the goroutine
+// that finishes one of them. A caller whose ctx ends first gets ctx's error: its writes were
 // applied, their confirmation is not known. gen is the servers generation from before the
 // caller's writes were sent: a round that ends in another did not confirm them (servers).
 func (h *durabilityHook) join(ctx context.Context, tag string, gen uint64) error {
@@ -282,12 +290,12 @@ func (h *durabilityHook) join(ctx context.Context, tag string, gen uint64) error
 		if r.tag == "" {
 			r.tag = tag
 		}
-	case h.g.cur != nil:
+	case h.g.inflight >= maxRounds:
 		r = newRound(tag)
 		h.g.next = r
 	default:
 		r = newRound(tag)
-		h.g.cur = r
+		h.g.inflight++
 		lead = true
 	}
 	h.g.mu.Unlock()
@@ -338,9 +346,12 @@ func (h *durabilityHook) finish(ctx context.Context, r *round, cause error) {
 		hook()
 	}
 	h.g.mu.Lock()
+	h.g.inflight--
 	q := h.g.next
-	h.g.next = nil
-	h.g.cur = q
+	if q != nil {
+		h.g.next = nil
+		h.g.inflight++
+	}
 	h.g.mu.Unlock()
 	if q == nil {
 		return
