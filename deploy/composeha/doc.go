@@ -8,8 +8,9 @@
 //
 // Under that load, one domain's current primary (asked of a Sentinel) is in turn SIGKILLed
 // (docker kill, started again after the failover), frozen past the failover timeout (docker
-// pause, then unpause: it must come back as a replica), cut off from the stack's network
-// (docker network disconnect, reconnected after the failover) and isolated from its replicas
+// pause, then unpause: it must come back as a replica), cut off from everyone (iptables in
+// its network namespace drops every packet, until after the failover; docker network
+// disconnect deadlocked Docker 20.10's daemon here) and isolated from its replicas
 // and the sentinels while the services still reach it (iptables in its network namespace:
 // the one fault where a write acknowledged without a replica's copy is lost, as it is with
 // VIGIL_REDIS_DURABILITY=async). The test counts per domain

@@ -127,17 +127,6 @@ func (s *stack) containerOf(service string) (string, error) {
 	return out, nil
 }
 
-// network is the compose network the stack's containers share.
-func (s *stack) network(id string) string {
-	s.t.Helper()
-	out, err := docker("inspect", "-f", "{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{end}}", id)
-	f := strings.Fields(out)
-	if err != nil || len(f) != 1 {
-		s.t.Fatalf("the network of %s: %q %v", id, out, err)
-	}
-	return f[0]
-}
-
 // sentinelCLI runs redis-cli against the first sentinel that answers.
 func (s *stack) sentinelCLI(args ...string) (string, error) {
 	var last error
