@@ -63,14 +63,23 @@ func TestSingleRedisRestart(t *testing.T) {
 				rows[i].durability = label
 			}
 			printStoreTable(rows)
-			t.Logf("the restart took %v: longest unavailable at most %v", (bound - callTimeout).Round(100*time.Millisecond), bound.Round(100*time.Millisecond))
+			t.Logf("the restart took %v: longest unavailable at most %v (locks %v)", (bound - callTimeout).Round(100*time.Millisecond), bound.Round(100*time.Millisecond), max(bound, lockTTL+callTimeout).Round(100*time.Millisecond))
 			for _, r := range rows {
 				name := fmt.Sprintf("%s × %s × %s", r.durability, r.fault, r.domain)
 				if r.o.ops == 0 {
 					t.Errorf("%s: no operation succeeded", name)
 				}
-				if r.o.unavailable > bound {
-					t.Errorf("%s: unavailable for %v, want at most %v (the restart and a call's deadline %v)", name, r.o.unavailable.Round(100*time.Millisecond), bound.Round(100*time.Millisecond), callTimeout)
+				// A lock whose release could not reach the restarting Redis (each attempt fails
+				// at once) stays held until its lease ends, which the next acquirer waits out:
+				// up to lockTTL from the last grant before the kill, plus a call's deadline.
+				// That is the lock's contract, not a slow reconnect (CI measured locks
+				// unavailable 5 s across a restart that took 1.6 s, over the 4.6 s bound).
+				domainBound := bound
+				if r.domain == "locks" {
+					domainBound = max(bound, lockTTL+callTimeout)
+				}
+				if r.o.unavailable > domainBound {
+					t.Errorf("%s: unavailable for %v, want at most %v (the restart and a call's deadline %v; for locks at least a lease %v and a deadline)", name, r.o.unavailable.Round(100*time.Millisecond), domainBound.Round(100*time.Millisecond), callTimeout, lockTTL)
 				}
 				switch {
 				case mode.durability == "fsync":
