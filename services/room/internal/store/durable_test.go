@@ -22,10 +22,9 @@ func TestVersionsNeverGoBackAfterALostTail(t *testing.T) {
 	state := s.keys(code)[0]
 	join := func(i int) int64 {
 		t.Helper()
-		id := fmt.Sprintf("s%d", i)
-		j, err := s.Join(ctx, code, Session{ID: id, Role: domain.Viewer, ClientID: "c" + id, Attachment: "a" + id, Name: "N" + id}, now, now.Add(time.Minute))
-		if err != nil || j.State.Version <= 0 {
-			t.Fatalf("Join(%s) = %+v, %v", id, j, err)
+		j := joinViewer(t, s, code, i, now)
+		if j.State.Version <= 0 {
+			t.Fatalf("Join(s%d) = %+v, want a version", i, j)
 		}
 		return j.State.Version
 	}
@@ -68,10 +67,9 @@ func TestOccupancySeqNeverGoesBackAfterALostTail(t *testing.T) {
 	state := s.keys(code)[0]
 	join := func(i int) int64 {
 		t.Helper()
-		id := fmt.Sprintf("s%d", i)
-		j, err := s.Join(ctx, code, Session{ID: id, Role: domain.Viewer, ClientID: "c" + id, Attachment: "a" + id, Name: "N" + id}, now, now.Add(time.Minute))
-		if err != nil || j.Change.Seq <= 0 {
-			t.Fatalf("Join(%s) = %+v, %v", id, j, err)
+		j := joinViewer(t, s, code, i, now)
+		if j.Change.Seq <= 0 {
+			t.Fatalf("Join(s%d) = %+v, want a seq", i, j)
 		}
 		return j.Change.Seq
 	}
@@ -99,4 +97,15 @@ func TestOccupancySeqNeverGoesBackAfterALostTail(t *testing.T) {
 	if next := join(5); next != after+1 {
 		t.Fatalf("seq after that = %d, want %d", next, after+1)
 	}
+}
+
+// joinViewer joins viewer session s<i> to the room code, failing the test on an error.
+func joinViewer(t *testing.T, s *Store, code string, i int, now time.Time) Joined {
+	t.Helper()
+	id := fmt.Sprintf("s%d", i)
+	j, err := s.Join(context.Background(), code, Session{ID: id, Role: domain.Viewer, ClientID: "c" + id, Attachment: "a" + id, Name: "N" + id}, now, now.Add(time.Minute))
+	if err != nil {
+		t.Fatalf("Join(%s) = %+v, %v", id, j, err)
+	}
+	return j
 }
