@@ -117,6 +117,9 @@ func newPage(t *testing.T, browser context.Context, name string) *page {
 	}); err != nil {
 		t.Fatalf("%s: watch for CSP violations: %v", name, err)
 	}
+	if _, err := chromedp.Call(ctx, cdppage.AddScriptToEvaluateOnNewDocument, cdppage.AddScriptToEvaluateOnNewDocumentParams{Source: socketLogJS}); err != nil {
+		t.Fatalf("%s: watch the page's sockets: %v", name, err)
+	}
 	t.Cleanup(func() {
 		p.mu.Lock()
 		errs := p.errors
@@ -127,6 +130,34 @@ func newPage(t *testing.T, browser context.Context, name string) *page {
 		cancel()
 	})
 	return p
+}
+
+// socketLogJS records every WebSocket the page opens, with when (ms since the page's start) it
+// was made, opened and closed (and its close code), so a failed wait can say which of its
+// sockets never got past CONNECTING.
+const socketLogJS = `(() => {
+	const log = window.vigilSockets = [];
+	const now = () => Math.round(performance.now());
+	window.WebSocket = class extends window.WebSocket {
+		constructor(url, protocols) {
+			super(url, protocols);
+			const e = {url: String(url).replace(/token=[^&]*/, 'token=…'), made: now()};
+			log.push(e);
+			this.addEventListener('open', () => { e.opened = now(); });
+			this.addEventListener('close', (ev) => { e.closed = now(); e.code = ev.code; });
+		}
+	};
+})()`
+
+// sockets describes the page's WebSockets (socketLogJS) and its clock, for a failure message.
+func (p *page) sockets() string {
+	ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`JSON.stringify({now: Math.round(performance.now()), sockets: window.vigilSockets || []})`))
+	if err != nil {
+		return err.Error()
+	}
+	return s
 }
 
 // run runs browser actions, failing the test on error.
@@ -197,7 +228,7 @@ func (p *page) waitFor(what, expr string, within time.Duration) {
 	ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
 	defer cancel()
 	status, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`Array.from(document.querySelectorAll('[role=status], [role=alert]'), e => e.textContent.trim()).filter(Boolean).join(' | ')`))
-	p.t.Fatalf("%s: %s: not true within %v (last error: %v); the page says: %s", p.name, what, within, lastErr, status)
+	p.t.Fatalf("%s: %s: not true within %v (last error: %v); the page says: %s; its sockets: %s", p.name, what, within, lastErr, status, p.sockets())
 }
 
 // screenshot saves the page as docs/screenshots/<name>.png when VIGIL_SCREENSHOTS is set.

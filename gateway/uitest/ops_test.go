@@ -34,7 +34,7 @@ func opsDeadLetter(t *testing.T, rdb *redis.Client, prefix, id, why string) {
 func startReservations(t *testing.T) (addr string, rdb *redis.Client, prefix string) {
 	t.Helper()
 	rdb, prefix = redistest.Client(t)
-	o := reservations.Options{Core: servertest.Core(t, prefix, quiet)}
+	o := reservations.Options{Core: servertest.Core(t, prefix, testLogs(t))}
 	return servertest.Start(t, "reservations", servertest.Serve(reservations.New, o)).Addr, rdb, prefix
 }
 
@@ -44,8 +44,8 @@ func startReservations(t *testing.T) (addr string, rdb *redis.Client, prefix str
 func TestOpsPage(t *testing.T) {
 	t.Parallel()
 	resAddr, rdb, prefix := startReservations(t)
-	lobbyAddr := servertest.Start(t, "lobby", servertest.Serve(lobby.New, lobby.Options{Core: servertest.Core(t, prefix+":lobby", quiet)})).Addr
-	srv := serveGateway(t, gateway.Options{Backends: gateway.Backends{Reservations: resAddr, Lobby: lobbyAddr}, Logger: quiet})
+	lobbyAddr := servertest.Start(t, "lobby", servertest.Serve(lobby.New, lobby.Options{Core: servertest.Core(t, prefix+":lobby", testLogs(t))})).Addr
+	srv := serveGateway(t, gateway.Options{Backends: gateway.Backends{Reservations: resAddr, Lobby: lobbyAddr}, Logger: testLogs(t)})
 
 	postJSON(t, "POST", srv.URL+"/reservations/ops-seat-1", map[string]any{"ttlSeconds": 600}, nil, 201)
 	postJSON(t, "POST", srv.URL+"/reservations/ops-seat-2", map[string]any{"ttlSeconds": 600}, nil, 201)
@@ -106,7 +106,7 @@ func TestOpsPageAsksForAnAdminKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := serveGateway(t, gateway.Options{Backends: gateway.Backends{Reservations: resAddr}, Security: gateway.Security{Keys: keys}, Logger: quiet})
+	srv := serveGateway(t, gateway.Options{Backends: gateway.Backends{Reservations: resAddr}, Security: gateway.Security{Keys: keys}, Logger: testLogs(t)})
 
 	p := newPage(t, newBrowser(t), "ops-key")
 	p.open(srv.URL + "/ui/ops.html")

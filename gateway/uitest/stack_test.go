@@ -21,8 +21,19 @@ import (
 	room "github.com/vigil-dev/vigil/services/room/service"
 )
 
-// quiet is the services' and the gateway's logger in these tests: they check pages, not logs.
-var quiet = slog.New(slog.NewJSONHandler(io.Discard, nil))
+// testLogs is the services' and the gateway's logger for one test: the tests check pages, not
+// logs, so the lines are kept and printed only when the test fails (a page that never
+// connected leaves its reason there, not in a passing run's output).
+func testLogs(t *testing.T) *slog.Logger {
+	t.Helper()
+	logs := &servertest.LogBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the stack's logs:\n%s", logs.String())
+		}
+	})
+	return slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
 
 // stack is the chat, lobby and room services and the gateway, started in-process on the
 // shared Redis under this test's key prefix. The browser reaches the gateway through proxy,
@@ -50,10 +61,11 @@ func startStack(t *testing.T, opts ...stackOptions) *stack {
 		o = opts[0]
 	}
 
-	chatAddr := servertest.Start(t, "chat", servertest.Serve(chat.New, chat.Options{Core: servertest.Core(t, prefix+":chat", quiet)})).Addr
-	lobbyAddr := servertest.Start(t, "lobby", servertest.Serve(lobby.New, lobby.Options{Core: servertest.Core(t, prefix+":lobby", quiet), IdleTTL: o.idleTTL})).Addr
-	roomAddr := servertest.Start(t, "room", servertest.Serve(room.New, room.Options{Core: servertest.Core(t, prefix+":room", quiet), LobbyAddr: lobbyAddr, IdleTTL: o.idleTTL})).Addr
-	srv := serveGateway(t, gateway.Options{Backends: gateway.Backends{Chat: chatAddr, Lobby: lobbyAddr, Room: roomAddr}, Logger: quiet})
+	log := testLogs(t)
+	chatAddr := servertest.Start(t, "chat", servertest.Serve(chat.New, chat.Options{Core: servertest.Core(t, prefix+":chat", log.With("service", "chat"))})).Addr
+	lobbyAddr := servertest.Start(t, "lobby", servertest.Serve(lobby.New, lobby.Options{Core: servertest.Core(t, prefix+":lobby", log.With("service", "lobby")), IdleTTL: o.idleTTL})).Addr
+	roomAddr := servertest.Start(t, "room", servertest.Serve(room.New, room.Options{Core: servertest.Core(t, prefix+":room", log.With("service", "room")), LobbyAddr: lobbyAddr, IdleTTL: o.idleTTL})).Addr
+	srv := serveGateway(t, gateway.Options{Backends: gateway.Backends{Chat: chatAddr, Lobby: lobbyAddr, Room: roomAddr}, Logger: log.With("service", "gateway")})
 	p := newBlipProxy(t, srv.Listener.Addr().String())
 	t.Cleanup(p.close)
 	return &stack{gateway: srv, proxy: p, url: "http://" + p.addr()}
