@@ -22,11 +22,12 @@ import (
 )
 
 // TestStoreHeldLinkRefusesEveryWrite holds the replication link of the store's primary (the
-// sentinels still see it, so nothing fails over) and calls every unary write RPC of every
-// domain under replica durability. Each must answer UNAVAILABLE: a write no replica has would
-// be lost with the primary, so it may not be acknowledged. The calls run twice: at once (no
-// replica confirms the write: its outcome is unknown) and once the primary has gone maxLag
-// without a replica's acknowledgment (it refuses writes: nothing was applied).
+// sentinels still see it, so nothing fails over: after each call the test checks that they
+// still name it) and calls every unary write RPC of every domain under replica durability.
+// Each must answer UNAVAILABLE: a write no replica has would be lost with the primary, so it
+// may not be acknowledged. The calls run twice: at once (no replica confirms the write: its
+// outcome is unknown) and once the primary has gone maxLag without a replica's acknowledgment
+// (it refuses writes: nothing was applied).
 func TestStoreHeldLinkRefusesEveryWrite(t *testing.T) {
 	s := startStore(t)
 	prefix := redistest.Prefix(t)
@@ -148,6 +149,13 @@ func TestStoreHeldLinkRefusesEveryWrite(t *testing.T) {
 			cctx, cancel := context.WithTimeout(ctx, callTimeout)
 			err := w.call(cctx)
 			cancel()
+			// The answer says something of a held link only if the held primary served it:
+			// after a failover the services write to a primary whose link flows.
+			if now, perr := s.agreedPrimary(); perr != nil || now != p {
+				t.Fatalf("%s (%s): the sentinels no longer agree on %s as the primary (%v, %v): the hold "+
+					"reached their links to it, or it looked down to them; the answer %v tests nothing",
+					w.rpc, when, p.name, nodeName(now), perr, err)
+			}
 			st := status.Convert(err)
 			if st.Code() != codes.Unavailable {
 				t.Errorf("%s, replication held (%s): %v, want UNAVAILABLE (acknowledged while no replica has it)", w.rpc, when, err)
@@ -166,6 +174,13 @@ func TestStoreHeldLinkRefusesEveryWrite(t *testing.T) {
 	}
 	p.front.release()
 	s.waitHealed(p)
+}
+
+func nodeName(n *storeNode) string {
+	if n == nil {
+		return "none"
+	}
+	return n.name
 }
 
 func keys(m map[string]int) string {

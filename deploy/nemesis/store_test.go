@@ -334,6 +334,12 @@ func containerIP(t *testing.T, name, network string) string {
 // holds or cuts them by kind (see store.kind). Held, a connection is read no further in either
 // direction (the bytes wait in the kernel, nothing closes); cut, it is closed and what it held
 // is thrown away, as a crashed primary's unsent stream is.
+//
+// A connection's kind is asked of its source address when it is held or cut, not when it is
+// accepted: a sentinel dials the primary as soon as it starts, before its address is known to
+// be a sentinel's (its container is inspected after docker run), and a kind fixed at accept
+// took its links for replication, so holding the replicas' link held the sentinels' too and
+// they failed the primary over (TestStoreHeldLinkRefusesEveryWrite, 2 runs in 5).
 type linkProxy struct {
 	lis    net.Listener
 	kind   func(net.Addr) string
@@ -341,8 +347,7 @@ type linkProxy struct {
 
 	mu    sync.Mutex
 	held  map[string]chan struct{} // closed on release
-	conns map[net.Conn]string      // the client side of each connection → its kind
-	pairs map[net.Conn]net.Conn
+	pairs map[net.Conn]net.Conn    // the client side of each connection → the node side
 }
 
 func newLinkProxy(t *testing.T, host string, kind func(net.Addr) string) *linkProxy {
@@ -351,7 +356,7 @@ func newLinkProxy(t *testing.T, host string, kind func(net.Addr) string) *linkPr
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &linkProxy{lis: l, kind: kind, held: map[string]chan struct{}{}, conns: map[net.Conn]string{}, pairs: map[net.Conn]net.Conn{}}
+	p := &linkProxy{lis: l, kind: kind, held: map[string]chan struct{}{}, pairs: map[net.Conn]net.Conn{}}
 	none := ""
 	p.target.Store(&none)
 	t.Cleanup(p.close)
@@ -388,18 +393,20 @@ func (p *linkProxy) release() {
 func (p *linkProxy) cut(kinds ...string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for c, k := range p.conns {
+	for c, up := range p.pairs {
+		k := p.kind(c.RemoteAddr())
 		for _, want := range kinds {
 			if k == want {
 				_ = c.Close()
-				_ = p.pairs[c].Close()
+				_ = up.Close()
 			}
 		}
 	}
 }
 
-// gate blocks while kind's traffic is held.
-func (p *linkProxy) gate(kind string) {
+// gate blocks while the traffic of the kind from is now is held.
+func (p *linkProxy) gate(from net.Addr) {
+	kind := p.kind(from)
 	p.mu.Lock()
 	ch := p.held[kind]
 	p.mu.Unlock()
@@ -413,9 +420,9 @@ func (p *linkProxy) close() {
 	_ = p.lis.Close()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for c := range p.conns {
+	for c, up := range p.pairs {
 		_ = c.Close()
-		_ = p.pairs[c].Close()
+		_ = up.Close()
 	}
 }
 
@@ -430,14 +437,13 @@ func (p *linkProxy) accept() {
 }
 
 func (p *linkProxy) serve(c net.Conn) {
-	kind := p.kind(c.RemoteAddr())
 	up, err := net.DialTimeout("tcp", *p.target.Load(), 2*time.Second)
 	if err != nil {
 		_ = c.Close()
 		return
 	}
 	p.mu.Lock()
-	p.conns[c], p.pairs[c] = kind, up
+	p.pairs[c] = up
 	p.mu.Unlock()
 	var once sync.Once
 	end := func() {
@@ -445,23 +451,23 @@ func (p *linkProxy) serve(c net.Conn) {
 			_ = c.Close()
 			_ = up.Close()
 			p.mu.Lock()
-			delete(p.conns, c)
 			delete(p.pairs, c)
 			p.mu.Unlock()
 		})
 	}
-	go p.pipe(up, c, kind, end)
-	go p.pipe(c, up, kind, end)
+	go p.pipe(up, c, c.RemoteAddr(), end)
+	go p.pipe(c, up, c.RemoteAddr(), end)
 }
 
-func (p *linkProxy) pipe(dst, src net.Conn, kind string, end func()) {
+// pipe copies src to dst while from's kind is not held; from is the connection's source.
+func (p *linkProxy) pipe(dst, src net.Conn, from net.Addr, end func()) {
 	defer end()
 	buf := make([]byte, 32<<10)
 	for {
-		p.gate(kind)
+		p.gate(from)
 		n, err := src.Read(buf)
 		if n > 0 {
-			p.gate(kind) // held while reading: these bytes wait too
+			p.gate(from) // held while reading: these bytes wait too
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
