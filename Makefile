@@ -118,9 +118,12 @@ images: redis-image
 compose-up: images
 	deploy/compose-up.sh
 
+# Takes down either stack, the HA one too: its file names the replicas' volumes, which down -v
+# must remove as well (a node writes its config on its volume's first start only, so a volume
+# left behind starts the next stack's replica with the last one's role, or without TLS).
 compose-down:
 	@if docker compose version >/dev/null 2>&1; then c="docker compose"; else c=docker-compose; fi; \
-	$$c -f deploy/docker-compose.yml -p $${VIGIL_COMPOSE_PROJECT:-vigil} down -v --remove-orphans
+	$$c -f deploy/docker-compose.yml -f deploy/docker-compose.ha.yml -p $${VIGIL_COMPOSE_PROJECT:-vigil} down -v --remove-orphans
 
 # pkg/redisx's tests and the alarm queue's, reservations', locks' and chat's store tests on a
 # real Redis Cluster (3 masters with a replica each, started per test binary), the reservations service's SIGKILLed-replica test on
@@ -189,7 +192,7 @@ test-compose-pause: images
 # acknowledged, lost (must be 0) and unknown, checks fencing tokens and the longest time a
 # domain went unanswered. .ci/expected/compose-ha.txt names the test. At most COMPOSE_HA_TIMEOUT;
 # the stack is taken down after.
-COMPOSE_HA_TIMEOUT ?= 8m
+COMPOSE_HA_TIMEOUT ?= 12m
 .PHONY: test-compose-ha
 test-compose-ha: images
 	go vet -tags composeha ./deploy/composeha/ && \
