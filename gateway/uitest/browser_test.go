@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
 	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -77,14 +79,33 @@ type page struct {
 
 	mu     sync.Mutex
 	errors []string
+	// net is what the browser said about this tab's requests that did not load (a network
+	// error, a log entry), for a failed wait's message.
+	net  []string
+	urls map[network.RequestID]string
 }
 
 func newPage(t *testing.T, browser context.Context, name string) *page {
 	t.Helper()
-	p := &page{t: t, name: name}
+	p := &page{t: t, name: name, urls: map[network.RequestID]string{}}
 	ctx, cancel := chromedp.NewContext(browser, chromedp.WithNewBrowserContext(), chromedp.WithListener(func(ev any) {
 		var msg string
 		switch e := ev.(type) {
+		case *network.EventRequestWillBeSent:
+			p.mu.Lock()
+			p.urls[e.RequestID] = e.Request.URL
+			p.mu.Unlock()
+			return
+		case *network.EventLoadingFailed:
+			p.mu.Lock()
+			p.net = append(p.net, fmt.Sprintf("%s failed: %s (canceled %v, blocked %q)", p.urls[e.RequestID], e.ErrorText, e.Canceled, e.BlockedReason))
+			p.mu.Unlock()
+			return
+		case *cdplog.EventEntryAdded:
+			p.mu.Lock()
+			p.net = append(p.net, fmt.Sprintf("log %s %s: %s %s", e.Entry.Source, e.Entry.Level, e.Entry.Text, e.Entry.URL))
+			p.mu.Unlock()
+			return
 		case *runtime.EventExceptionThrown:
 			d := e.ExceptionDetails
 			msg = fmt.Sprintf("%s at %s:%d", d.Text, d.URL, d.LineNumber+1)
@@ -133,8 +154,9 @@ func newPage(t *testing.T, browser context.Context, name string) *page {
 }
 
 // socketLogJS records every WebSocket the page opens, with when (ms since the page's start) it
-// was made, opened and closed (and its close code), so a failed wait can say which of its
-// sockets never got past CONNECTING.
+// was made, opened and closed (and its close code), and every fetch with when it was made and
+// answered, so a failed wait can say which of its sockets never got past CONNECTING and which
+// request it still waits for.
 const socketLogJS = `(() => {
 	const log = window.vigilSockets = [];
 	const now = () => Math.round(performance.now());
@@ -147,17 +169,30 @@ const socketLogJS = `(() => {
 			this.addEventListener('close', (ev) => { e.closed = now(); e.code = ev.code; });
 		}
 	};
+	const fetches = window.vigilFetches = [];
+	const fetch = window.fetch;
+	window.fetch = (input, init) => {
+		const e = {url: String(input && input.url || input), made: now()};
+		fetches.push(e);
+		const p = fetch(input, init);
+		p.then((res) => { e.done = now(); e.status = res.status; }, (err) => { e.failed = now(); e.err = String(err); });
+		return p;
+	};
 })()`
 
-// sockets describes the page's WebSockets (socketLogJS) and its clock, for a failure message.
+// sockets describes the page's WebSockets (socketLogJS), the resources it has loaded (path,
+// start+duration in ms) and its clock, for a failure message.
 func (p *page) sockets() string {
 	ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
 	defer cancel()
-	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`JSON.stringify({now: Math.round(performance.now()), sockets: window.vigilSockets || []})`))
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`JSON.stringify({now: Math.round(performance.now()), readyState: document.readyState,
+		sockets: window.vigilSockets, fetches: window.vigilFetches, script: typeof window.vigilRoom, loaded: performance.getEntriesByType('resource').map(e => e.name.replace(/^.*\/\/[^/]*/, '') + ' ' + Math.round(e.startTime) + '+' + Math.round(e.duration))})`))
 	if err != nil {
-		return err.Error()
+		s = err.Error()
 	}
-	return s
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return s + "; the browser said: " + strings.Join(p.net, " | ")
 }
 
 // run runs browser actions, failing the test on error.

@@ -65,7 +65,7 @@ func startStack(t *testing.T, opts ...stackOptions) *stack {
 	chatAddr := servertest.Start(t, "chat", servertest.Serve(chat.New, chat.Options{Core: servertest.Core(t, prefix+":chat", log.With("service", "chat"))})).Addr
 	lobbyAddr := servertest.Start(t, "lobby", servertest.Serve(lobby.New, lobby.Options{Core: servertest.Core(t, prefix+":lobby", log.With("service", "lobby")), IdleTTL: o.idleTTL})).Addr
 	roomAddr := servertest.Start(t, "room", servertest.Serve(room.New, room.Options{Core: servertest.Core(t, prefix+":room", log.With("service", "room")), LobbyAddr: lobbyAddr, IdleTTL: o.idleTTL})).Addr
-	srv := serveGateway(t, gateway.Options{Backends: gateway.Backends{Chat: chatAddr, Lobby: lobbyAddr, Room: roomAddr}, Logger: log.With("service", "gateway")})
+	srv := serveGateway(t, gateway.Options{Backends: gateway.Backends{Chat: chatAddr, Lobby: lobbyAddr, Room: roomAddr}, Logger: log.With("service", "gateway")}, log.With("service", "http"))
 	p := newBlipProxy(t, srv.Listener.Addr().String())
 	t.Cleanup(p.close)
 	return &stack{gateway: srv, proxy: p, url: "http://" + p.addr()}
@@ -73,16 +73,31 @@ func startStack(t *testing.T, opts ...stackOptions) *stack {
 
 // serveGateway serves gateway.New(o) on an httptest server until the test ends, and waits
 // until it is healthy.
-func serveGateway(t *testing.T, o gateway.Options) *httptest.Server {
+func serveGateway(t *testing.T, o gateway.Options, access ...*slog.Logger) *httptest.Server {
 	t.Helper()
 	g, err := gateway.New(context.Background(), o)
 	if err != nil {
 		t.Fatalf("gateway.New: %v", err)
 	}
-	srv := httptest.NewServer(g.Handler())
+	h := g.Handler()
+	if len(access) > 0 {
+		h = logRequests(access[0], h)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(func() { srv.Close(); g.Close() })
 	waitHealthy(t, srv.URL)
 	return srv
+}
+
+// logRequests logs when each request arrives and when its handler returns (a WebSocket's
+// handler returns at the upgrade), so a failed test's logs show where a page's request waited.
+func logRequests(log *slog.Logger, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		log.Debug("request", "event", "http_start", "method", r.Method, "path", r.URL.Path, "peer", r.RemoteAddr)
+		h.ServeHTTP(w, r)
+		log.Debug("request handled", "event", "http_end", "method", r.Method, "path", r.URL.Path, "peer", r.RemoteAddr, "ms", time.Since(start).Milliseconds())
+	})
 }
 
 // waitHealthy waits until the gateway's /healthz says every backend serves.
