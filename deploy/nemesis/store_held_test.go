@@ -173,7 +173,9 @@ func TestStoreHeldLinkRefusesEveryWrite(t *testing.T) {
 		}
 	}
 	p.front.release()
-	s.waitHealed(p)
+	if np := s.waitHealed(); np != p {
+		t.Errorf("healed after the release around %s, want the held primary %s (nothing was to fail over)", np.name, p.name)
+	}
 }
 
 func nodeName(n *storeNode) string {

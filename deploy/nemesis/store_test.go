@@ -109,7 +109,7 @@ func startStore(t *testing.T) *store {
 		s.mu.Unlock()
 		s.sentAddr = append(s.sentAddr, net.JoinHostPort(ip, "26379"))
 	}
-	s.waitHealed(primary)
+	s.waitHealed()
 	return s
 }
 
@@ -123,6 +123,9 @@ func newStore(t *testing.T) *store {
 	s.network = s.id
 	docker(t, "network", "create", s.network)
 	t.Cleanup(func() {
+		if t.Failed() {
+			s.logContainers(t)
+		}
 		for _, n := range s.nodes {
 			_ = exec.Command("docker", "rm", "-f", n.name).Run()
 		}
@@ -144,6 +147,22 @@ func newStore(t *testing.T) *store {
 	s.subnet = subnet
 
 	return s
+}
+
+// logContainers logs the end of each node's and sentinel's own log, for a failed run: what
+// the sentinels decided and when (+sdown, +odown, +switch-master, +tilt), and what the nodes
+// did meanwhile (a full resync, an AOF write waiting on fsync), which the services' errors
+// alone cannot tell apart. The containers are removed right after.
+func (s *store) logContainers(t *testing.T) {
+	t.Helper()
+	names := append([]string(nil), s.sentinel...)
+	for _, n := range s.nodes {
+		names = append(names, n.name)
+	}
+	for _, name := range names {
+		out, err := exec.Command("docker", "logs", "--timestamps", "--tail", "80", name).CombinedOutput()
+		t.Logf("%s's log (%v):\n%s", name, err, out)
+	}
 }
 
 // url is the store as the services reach it: through the sentinels.
@@ -217,12 +236,21 @@ func (s *store) waitFailover(old *storeNode) *storeNode {
 	return p
 }
 
-// waitHealed waits until primary is the primary of two replicas in sync, every other node a
-// replica of it, and every sentinel agrees and knows two replicas and two other sentinels:
-// the store ready for the next fault.
-func (s *store) waitHealed(primary *storeNode) {
+// waitHealed waits until the store is whole again and returns its primary: the node every
+// sentinel names is the primary of two replicas in sync (so every other node is its replica),
+// and every sentinel knows two replicas and two other sentinels, none down and no failover in
+// progress: the store ready for the next fault. Which node that is, is the sentinels' choice,
+// read again at each try: under load they may fail over once more while the store heals (a
+// primary silent past downAfter while it serves the restarted node's full resync), and a wait
+// for the node they named before would wait for a store that cannot come.
+func (s *store) waitHealed() *storeNode {
 	s.t.Helper()
-	wait.Within(s.t, 2*time.Minute, "the store healed around "+primary.name, func() error {
+	var healed *storeNode
+	wait.Within(s.t, 2*time.Minute, "the store healed", func() error {
+		primary, err := s.agreedPrimary()
+		if err != nil {
+			return err
+		}
 		if err := primary.hasReplicas(2); err != nil {
 			return err
 		}
@@ -250,8 +278,10 @@ func (s *store) waitHealed(primary *storeNode) {
 				}
 			}
 		}
+		healed = primary
 		return nil
 	})
+	return healed
 }
 
 func sentinelCall(addr string, call func(context.Context, *redis.SentinelClient) (any, error)) (any, error) {
