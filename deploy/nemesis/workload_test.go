@@ -242,9 +242,11 @@ func (w *reservationsWorkload) check(ctx context.Context, conn *grpc.ClientConn)
 		pending := 0
 		o.lost = 0
 		for _, id := range ids {
-			cctx, cancel := context.WithTimeout(ctx, callTimeout)
-			res, err := c.GetReservation(cctx, &reservationsv1.GetReservationRequest{ReservationId: id})
-			cancel()
+			var res *reservationsv1.GetReservationResponse
+			err := readUntilAvailable(ctx, func(cctx context.Context) (err error) {
+				res, err = c.GetReservation(cctx, &reservationsv1.GetReservationRequest{ReservationId: id})
+				return err
+			})
 			if status.Code(err) == codes.NotFound {
 				o.lost++ // acknowledged, then gone (a store that lost it)
 				continue
@@ -343,6 +345,24 @@ func paced(ctx context.Context, workers int, period time.Duration, op func(worke
 // upTo3Tries makes call up to three times, each with its own callTimeout (not the run's
 // context, so a call started before the run ends is answered), until one returns nil; it
 // returns the last error.
+// readUntilAvailable makes a check's read, each try with callTimeout, again while it answers
+// UNAVAILABLE, until ctx ends. A check reads after the heal, while the store may still be
+// settling (the restarted node's full resync can keep the primary silent past a call's
+// deadline): a read that fails there is not a loss, and a check that stopped at it would
+// report an incomplete count (a reservations check stopped so reported nothing lost under
+// async). Any other answer, NotFound included, is returned at once.
+func readUntilAvailable(ctx context.Context, read func(context.Context) error) error {
+	for {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		err := read(cctx)
+		cancel()
+		if status.Code(err) != codes.Unavailable || ctx.Err() != nil {
+			return err
+		}
+		pause(ctx, 200*time.Millisecond)
+	}
+}
+
 func upTo3Tries(call func(ctx context.Context) error) error {
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
@@ -364,9 +384,11 @@ func (w *chatWorkload) check(ctx context.Context, conn *grpc.ClientConn) (outcom
 	for _, room := range w.rooms {
 		var since int64
 		for {
-			cctx, cancel := context.WithTimeout(ctx, callTimeout)
-			res, err := c.ListMessages(cctx, &chatv1.ListMessagesRequest{Room: room, Limit: 1000, Since: &since})
-			cancel()
+			var res *chatv1.ListMessagesResponse
+			err := readUntilAvailable(ctx, func(cctx context.Context) (err error) {
+				res, err = c.ListMessages(cctx, &chatv1.ListMessagesRequest{Room: room, Limit: 1000, Since: &since})
+				return err
+			})
 			if err != nil {
 				return outcome{}, fmt.Errorf("list %s: %w", room, err)
 			}
