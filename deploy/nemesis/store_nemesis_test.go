@@ -50,10 +50,14 @@ var (
 	// by construction, under replica they were never acknowledged.
 	killHeld = storeFault{"primary SIGKILL (link held 2s)", true, func(t *testing.T, p *storeNode) func() {
 		p.front.hold(fromReplica)
+		held := time.Now()
 		phase(heldBeforeKill)
 		p.kill()
 		p.front.cut(fromReplica) // what the replicas had not read dies with the primary
 		p.front.release()
+		// When, to read beside the services' and sentinels' logs: a kill that returns late keeps
+		// the link held past maxLag, and the primary refuses writes before it dies.
+		t.Logf("%s: replication held at %s, killed %v later", p.name, held.UTC().Format("15:04:05.000"), time.Since(held).Round(10*time.Millisecond))
 		return p.start
 	}}
 	pausePast = storeFault{"primary paused past failover", true, func(t *testing.T, p *storeNode) func() {
