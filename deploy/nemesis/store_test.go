@@ -160,7 +160,7 @@ func (s *store) logContainers(t *testing.T) {
 		names = append(names, n.name)
 	}
 	for _, name := range names {
-		out, err := exec.Command("docker", "logs", "--timestamps", "--tail", "80", name).CombinedOutput()
+		out, err := exec.Command("docker", "logs", "--timestamps", "--tail", "150", name).CombinedOutput()
 		t.Logf("%s's log (%v):\n%s", name, err, out)
 	}
 }
@@ -240,9 +240,10 @@ func (s *store) waitFailover(old *storeNode) *storeNode {
 // sentinel names is the primary of two replicas in sync (so every other node is its replica),
 // and every sentinel knows two replicas and two other sentinels, none down and no failover in
 // progress: the store ready for the next fault. Which node that is, is the sentinels' choice,
-// read again at each try: under load they may fail over once more while the store heals (a
-// primary silent past downAfter while it serves the restarted node's full resync), and a wait
-// for the node they named before would wait for a store that cannot come.
+// read again at each try: under load they may fail over once more while the store heals (at
+// load 41-50 a primary went silent past downAfter 44 s after the SIGKILL fault's failover, no
+// fault applied, while the killed node restarted and resynced), and a wait for the node they
+// named before would wait for a store that cannot come.
 func (s *store) waitHealed() *storeNode {
 	s.t.Helper()
 	var healed *storeNode
