@@ -347,8 +347,8 @@ func paced(ctx context.Context, workers int, period time.Duration, op func(worke
 // returns the last error.
 // readUntilAvailable makes a check's read, each try with callTimeout, again while it answers
 // UNAVAILABLE, until ctx ends. A check reads after the heal, while the store may still be
-// settling (the restarted node's full resync can keep the primary silent past a call's
-// deadline): a read that fails there is not a loss, and a check that stopped at it would
+// settling (at load ~52 the new primary went silent past a call's deadline while the killed
+// node restarted): a read that fails there is not a loss, and a check that stopped at it would
 // report an incomplete count (a reservations check stopped so reported nothing lost under
 // async). Any other answer, NotFound included, is returned at once.
 func readUntilAvailable(ctx context.Context, read func(context.Context) error) error {
