@@ -62,7 +62,7 @@ func TestUIServed(t *testing.T) {
 			queue = append(queue, strings.TrimPrefix(path.Join(path.Dir("/"+name), m[1]), "/"))
 		}
 	}
-	for _, name := range []string{"index.html", "lobby.js", "room.js", "chat.js", "common.js", "app.css", "formation.js",
+	for _, name := range []string{"index.html", "boot.js", "lobby.js", "room.js", "chat.js", "common.js", "app.css", "formation.js",
 		"room/state.js", "room/socket.js", "room/follow.js", "room/keys.js", "room/camera.js"} {
 		if !seen[name] && !(name == "index.html" && seen[""]) {
 			t.Errorf("%s is not reachable from the pages", name)
