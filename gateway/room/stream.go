@@ -85,6 +85,11 @@ type practiceRoom struct {
 	// session's lease end.
 	leaving map[string]*roomv1.Hello
 	ended   bool
+	// down is why the room's last stream broke, from Broken until the next stream begins (nil
+	// while one runs, and before the first): a socket that joins meanwhile is refused with it
+	// at once, as Broken refused the ones waiting, rather than waiting out roomHelloTimeout
+	// for a service that is not there.
+	down error
 }
 
 // upstream is one Attach stream with the requests queued for it, which its one sender
@@ -137,6 +142,12 @@ func (b *Bridge) join(hello *roomv1.Hello) (*roomMember, error) {
 	r := b.rooms.Join(hello.GetCode())
 	m := &roomMember{r: r, hello: hello, viewer: hello.GetRole() != roomv1.Role_ROLE_LEADER, ready: make(chan error, 1)}
 	r.mu.Lock()
+	if r.up == nil && r.down != nil {
+		err := r.down
+		r.mu.Unlock()
+		b.rooms.Leave(r)
+		return nil, err
+	}
 	r.members[hello.GetSessionId()] = m
 	if r.up != nil {
 		r.up.queue(helloRequest(hello))
@@ -206,10 +217,11 @@ func (r *practiceRoom) Closed() {
 }
 
 // Broken refuses every socket still waiting for its first State (503), as a Join that could
-// not reach the service was: it has no session to keep. The others' sessions re-attach on the
-// next stream.
+// not reach the service was: it has no session to keep, and so is every socket that joins
+// before the next stream begins (down). The others' sessions re-attach on the next stream.
 func (r *practiceRoom) Broken(err error) {
 	r.mu.Lock()
+	r.down = err
 	for id, m := range r.members {
 		if m.on == nil {
 			delete(r.members, id)
@@ -276,7 +288,7 @@ func (r *practiceRoom) Attach(ctx context.Context) (answered bool, err error) {
 func (r *practiceRoom) begin(up *upstream) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.up = up
+	r.up, r.down = up, nil
 	for _, m := range r.members {
 		up.queue(helloRequest(m.hello))
 	}

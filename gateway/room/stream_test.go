@@ -442,3 +442,55 @@ func TestSessionUnavailableOnReattachIsRetried(t *testing.T) {
 	lead.quiet()
 	v.quiet()
 }
+
+// TestJoinWhileTheServiceIsDownIsRefusedAtOnce: a socket that joins a room whose stream broke
+// (the Room service is down) and has not begun again is refused at once with the reason
+// (UNAVAILABLE: a 503), as Broken refused the ones waiting, not left waiting for its hello's
+// answer until roomHelloTimeout (DeadlineExceeded). Before, a join that came after Broken
+// waited out the timeout: TestWebSocketOrigins's upgrades timed out on it under the race
+// detector.
+func TestJoinWhileTheServiceIsDownIsRefusedAtOnce(t *testing.T) {
+	t.Parallel()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lis.Close() })
+	go func() { // a service that is down: every connection is closed at once
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	reg, err := socket.NewRegistry(socket.Options{Metrics: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NewBridge(conn, slog.New(slog.NewJSONHandler(&syncBuffer{}, nil)), reg, socket.Limits{})
+
+	// A reference held on the room keeps it (and its broken stream) between the joins.
+	r := b.rooms.Join("down01")
+	defer b.rooms.Leave(r)
+	wait.Until(t, "the room's stream to break", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.down != nil
+	})
+	_, err = b.join(&roomv1.Hello{Code: "down01", Role: roomv1.Role_ROLE_VIEWER, ClientId: "c1", SessionId: "s1"})
+	if status.Code(err) != codes.Unavailable {
+		t.Fatalf("join while the service is down: %v, want UNAVAILABLE at once", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.members) != 0 {
+		t.Errorf("the refused socket is still a member: %d members", len(r.members))
+	}
+}
