@@ -23,6 +23,7 @@ import (
 
 	"github.com/vigil-dev/vigil/gateway/socket"
 	roomv1 "github.com/vigil-dev/vigil/pkg/api/vigil/room/v1"
+	"github.com/vigil-dev/vigil/pkg/server/servertest"
 	"github.com/vigil-dev/vigil/pkg/wait"
 )
 
@@ -451,21 +452,7 @@ func TestSessionUnavailableOnReattachIsRetried(t *testing.T) {
 // detector.
 func TestJoinWhileTheServiceIsDownIsRefusedAtOnce(t *testing.T) {
 	t.Parallel()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = lis.Close() })
-	go func() { // a service that is down: every connection is closed at once
-		for {
-			c, err := lis.Accept()
-			if err != nil {
-				return
-			}
-			_ = c.Close()
-		}
-	}()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(servertest.DownAddr(t), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
